@@ -1,0 +1,155 @@
+"""Quix Streams baseline: the same two workloads as a Quix `Application`, exactly-once.
+
+    <bench venv>/bin/python -m benchmarks.baselines.quix [--records N] [--workload both]
+
+Quix Streams 3.28.1 pins confluent-kafka below 2.13 while laminar-kafka needs
+2.16, so it lives in its own virtualenv that sees the system packages (see
+benchmarks/README.md). The app is what a Quix user would write:
+
+    stateless  topic(Avro) -> filter(keep) -> apply(map_record) -> to_topic(key=new key)
+    keyed      topic(Avro) -> apply(count, stateful=True)       -> to_topic (same key)
+
+with `processing_guarantee="exactly-once"` (Kafka transactions; the keyed
+state is RocksDB backed by a changelog topic, Quix's own recovery mechanism).
+The app runs in this thread; an `OutputWatcher` follows the output topic with
+read_committed and stops the app once every expected record is visible. The
+timed span runs from `app.run()` to that moment; `warmup_s` is the part before
+the first output record was visible (group join, state recovery, first commit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any, Final
+
+from confluent_kafka.admin import AdminClient
+
+from benchmarks.harness import BaselineJob, run_baseline_cli
+from benchmarks.records import COUNT_SCHEMA_JSON, RECORD_SCHEMA_JSON, Record
+from benchmarks.results import RunResult
+from benchmarks.topics import delete_topics
+from benchmarks.verify import OutputWatcher, check_output, read_topic
+from benchmarks.workloads import expected_output_count, keep, map_record
+from laminar_kafka.errors import ConfigError, PipelineError
+
+__all__ = ["QUIX_VERSION", "run_quix"]
+
+QUIX_VERSION: Final = "3.28.1"
+_RUN_TIMEOUT_S: Final = 1800.0
+
+
+def _import(module: str) -> ModuleType:
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ConfigError(
+            f"{module} is not importable: run this baseline with the bench virtualenv"
+            f" (pip install quixstreams=={QUIX_VERSION}, see benchmarks/README.md)"
+        ) from exc
+
+
+def _count(value: Record, state: Any) -> Record:
+    """Keyed workload step: the key's running count, kept in Quix's state store."""
+    count = int(state.get("count", 0)) + 1
+    state.set("count", count)
+    return {"id": value["id"], "key": value["key"], "count": count}
+
+
+def _new_key(value: Record) -> str:
+    key: str = value["key"]
+    return key
+
+
+def _delete_internal_topics(bootstrap: str, group: str) -> None:
+    """Delete the changelog topics Quix created for `group`'s state."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    names = admin.list_topics(timeout=30.0).topics
+    delete_topics(bootstrap, [name for name in names if name.startswith(f"changelog__{group}")])
+
+
+def run_quix(job: BaselineJob) -> RunResult:
+    """Run one workload in a Quix Streams app until its whole output is committed."""
+    quixstreams = _import("quixstreams")
+    avro = _import("quixstreams.models.serializers.avro")
+    label = f"quix {job.workload}"
+    expected = expected_output_count(job.workload, job.records)
+    group = f"bench-quix-{uuid.uuid4().hex[:10]}"
+    with tempfile.TemporaryDirectory(prefix="bench-quix-") as state_dir:
+        app = quixstreams.Application(
+            broker_address=job.bootstrap,
+            consumer_group=group,
+            auto_offset_reset="earliest",
+            commit_interval=job.commit_interval_s,
+            processing_guarantee="exactly-once",
+            state_dir=state_dir,
+            loglevel="WARNING",
+        )
+        source = app.topic(
+            job.input_topic,
+            key_deserializer="str",
+            value_deserializer=avro.AvroDeserializer(schema=json.loads(RECORD_SCHEMA_JSON)),
+        )
+        out_schema = COUNT_SCHEMA_JSON if job.workload == "keyed" else RECORD_SCHEMA_JSON
+        sink = app.topic(
+            job.output_topic,
+            key_serializer="str",
+            value_serializer=avro.AvroSerializer(schema=json.loads(out_schema)),
+        )
+        sdf = app.dataframe(source)
+        if job.workload == "keyed":
+            sdf = sdf.apply(_count, stateful=True)
+            sdf.to_topic(sink)
+        else:
+            sdf = sdf.filter(keep).apply(map_record)
+            sdf.to_topic(sink, key=_new_key)
+
+        watcher = OutputWatcher(
+            job.bootstrap,
+            job.output_topic,
+            expected,
+            app.stop,
+            timeout_s=_RUN_TIMEOUT_S,
+            progress=job.progress,
+        )
+        start = time.monotonic()
+        watcher.start()
+        try:
+            app.run()
+        finally:
+            watcher.stop()
+            watcher.join()
+            _delete_internal_topics(job.bootstrap, group)
+    if watcher.error is not None:
+        raise PipelineError(f"{label}: {watcher.error}") from watcher.error
+    if watcher.done_at is None:
+        raise PipelineError(f"{label}: stopped at {watcher.count}/{expected} output records")
+    check_output(
+        job.workload, read_topic(job.bootstrap, job.output_topic), job.records, job.num_keys
+    )
+    return RunResult(
+        name=label,
+        records=job.records,
+        seconds=watcher.done_at - start,
+        records_out=expected,
+        warmup_s=None if watcher.first_at is None else watcher.first_at - start,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m benchmarks.baselines.quix`: preload, run the workloads, print the table."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.baselines.quix",
+        description=f"Quix Streams {QUIX_VERSION} exactly-once baseline.",
+    )
+    return run_baseline_cli("quix", parser, lambda _args: run_quix, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,237 @@
+"""The hand-written exactly-once loop: the fastest a Python process can go.
+
+One consumer (`assign` of every input partition, `read_committed`, batched
+`consume`) and one transactional producer in a single thread:
+
+    consume a batch -> per record: decode -> transform -> encode -> produce
+    every `commit_interval_s`:
+        1. send_offsets_to_transaction(next offsets, consumer group metadata)
+        2. commit_transaction (flushes the producer first)
+        3. begin_transaction
+
+No barriers, no checkpoint store, no recovery: this is the ceiling that a
+framework doing the same work with the same client can approach, not beat.
+The keyed workload holds its running counts in a plain dict.
+
+The timed span runs from the first `begin_transaction` (after
+`init_transactions` and `assign`) to the end of the last commit. Afterwards
+the group's committed offsets must add up to the input size and the output,
+read back with `read_committed`, must match the workload exactly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from benchmarks.harness import BaselineJob, run_baseline_cli
+from benchmarks.progress import Progress
+from benchmarks.records import DEFAULT_NUM_KEYS
+from benchmarks.results import RunResult
+from benchmarks.topics import topic_size
+from benchmarks.verify import check_output, count_topic, read_topic
+from benchmarks.workloads import (
+    KeyedCounter,
+    Workload,
+    expected_output_count,
+    transform_stateless,
+)
+from laminar_kafka.errors import BrokerError, PipelineError, TransactionError
+
+__all__ = ["run_job", "run_transactional_loop"]
+
+_BATCH: Final = 10_000
+_TXN_TIMEOUT_S: Final = 60.0
+_COMMIT_ATTEMPTS: Final = 5
+_IDLE_TIMEOUT_S: Final = 60.0
+
+Process = Callable[[bytes], "tuple[bytes, bytes] | None"]
+
+
+def _processor(workload: Workload) -> Process:
+    if workload == "keyed":
+        return KeyedCounter().process
+    return transform_stateless
+
+
+def _retry_txn_call(what: str, call: Callable[[], None]) -> None:
+    """Run a transactional call, retrying what librdkafka marks retriable."""
+    for attempt in range(1, _COMMIT_ATTEMPTS + 1):
+        try:
+            call()
+            return
+        except KafkaException as exc:
+            error: KafkaError = exc.args[0]
+            if error.retriable() and attempt < _COMMIT_ATTEMPTS:
+                continue
+            raise TransactionError(f"{what} failed: {error}") from exc
+
+
+def run_transactional_loop(
+    bootstrap: str,
+    input_topic: str,
+    output_topic: str,
+    partitions: int,
+    *,
+    commit_interval_s: float = 1.0,
+    workload: Workload = "stateless",
+    records: int | None = None,
+    num_keys: int = DEFAULT_NUM_KEYS,
+    check_content: bool = True,
+    progress: bool = True,
+    name: str | None = None,
+) -> RunResult:
+    """Run the loop over all `records` of `input_topic` (default: its size) into `output_topic`.
+
+    Raises `PipelineError` when the input, the committed offsets or the output
+    do not add up, `TransactionError` when a transaction cannot commit.
+    """
+    total = topic_size(bootstrap, input_topic) if records is None else records
+    label = name or f"txn loop {workload}"
+    process = _processor(workload)
+    run_id = uuid.uuid4().hex[:10]
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-txn-{run_id}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": f"bench-txn-{run_id}",
+            "linger.ms": 5,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+        }
+    )
+    tps = [TopicPartition(input_topic, p) for p in range(partitions)]
+    try:
+        consumer.assign(tps)
+        producer.init_transactions(_TXN_TIMEOUT_S)
+        meter = Progress(label, total, enabled=progress)
+        offsets: dict[int, int] = {}
+        pending: list[float] = []
+        latencies: list[float] = []
+        consumed = produced = 0
+        warmup_s: float | None = None
+        produce = producer.produce
+
+        def commit() -> None:
+            nonlocal warmup_s
+            positions = [TopicPartition(input_topic, p, o + 1) for p, o in offsets.items()]
+            metadata = consumer.consumer_group_metadata()
+            _retry_txn_call(
+                "send_offsets_to_transaction",
+                lambda: producer.send_offsets_to_transaction(positions, metadata, _TXN_TIMEOUT_S),
+            )
+            _retry_txn_call(
+                "commit_transaction", lambda: producer.commit_transaction(_TXN_TIMEOUT_S)
+            )
+            done = time.monotonic()
+            latencies.extend(done - at for at in pending)
+            pending.clear()
+            if warmup_s is None and produced:
+                warmup_s = done - start
+
+        start = last_commit = idle_since = time.monotonic()
+        producer.begin_transaction()
+        while consumed < total:
+            batch = consumer.consume(num_messages=_BATCH, timeout=0.5)
+            now = time.monotonic()
+            if batch:
+                idle_since = now
+                pending.append(now)
+                for msg in batch:
+                    value = msg.value()
+                    if msg.error() is not None or value is None:
+                        raise BrokerError(f"consuming {input_topic}: {msg.error() or 'no value'}")
+                    out = process(value)
+                    if out is not None:
+                        while True:
+                            try:
+                                produce(output_topic, out[1], out[0])
+                                break
+                            except BufferError:
+                                producer.poll(0.05)
+                        produced += 1
+                    offsets[msg.partition()] = msg.offset()  # type: ignore[index,assignment]
+                consumed += len(batch)
+                producer.poll(0)
+                meter.update(consumed)
+            elif now - idle_since > _IDLE_TIMEOUT_S:
+                raise PipelineError(
+                    f"{label}: input ended at {consumed}/{total} records"
+                    f" ({_IDLE_TIMEOUT_S:.0f} s idle)"
+                )
+            if offsets and (consumed >= total or now - last_commit >= commit_interval_s):
+                commit()
+                last_commit = time.monotonic()
+                if consumed < total:
+                    producer.begin_transaction()
+        seconds = time.monotonic() - start
+        meter.finish(consumed)
+        committed = consumer.committed(tps, timeout=_TXN_TIMEOUT_S)
+    finally:
+        consumer.close()
+        producer.flush(_TXN_TIMEOUT_S)
+
+    if consumed != total:
+        raise PipelineError(f"{label}: consumed {consumed} records, expected {total}")
+    committed_total = sum(max(tp.offset, 0) for tp in committed)
+    if committed_total != total:
+        raise PipelineError(f"{label}: committed offsets add up to {committed_total}, not {total}")
+    expected = expected_output_count(workload, total)
+    if produced != expected:
+        raise PipelineError(f"{label}: produced {produced} records, expected {expected}")
+    if check_content:
+        check_output(workload, read_topic(bootstrap, output_topic), total, num_keys)
+    else:
+        visible = count_topic(bootstrap, output_topic)
+        if visible != expected:
+            raise PipelineError(f"{label}: output holds {visible} records, expected {expected}")
+    return RunResult(
+        name=label,
+        records=total,
+        seconds=seconds,
+        records_out=produced,
+        warmup_s=warmup_s,
+        latencies_s=tuple(latencies),
+    )
+
+
+def run_job(job: BaselineJob) -> RunResult:
+    """`run_transactional_loop` for a harness job."""
+    return run_transactional_loop(
+        job.bootstrap,
+        job.input_topic,
+        job.output_topic,
+        job.partitions,
+        commit_interval_s=job.commit_interval_s,
+        workload=job.workload,
+        records=job.records,
+        num_keys=job.num_keys,
+        progress=job.progress,
+        name=f"txn loop {job.workload}",
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m benchmarks.baselines.transactional_loop`: preload, run, print the table."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.baselines.transactional_loop",
+        description="Hand-written consume-transform-produce loop in Kafka transactions.",
+    )
+    return run_baseline_cli("txn_loop", parser, lambda _args: run_job, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,128 @@
+"""The benchmark record: a 100-byte Avro value, and fast encode/decode helpers.
+
+Every benchmark and baseline reads and writes these records, so all systems pay
+the same decode/encode cost. Values are schemaless Avro binary (no framing):
+the benchmarks measure throughput, and every system under test reads the same
+bytes with the same schema.
+
+Input record `i` (0-based) is fully determined by `i`, so any consumer can
+check what it read without keeping a copy of what was written.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any, Final, cast
+
+from fastavro import parse_schema, schemaless_reader, schemaless_writer
+
+__all__ = [
+    "COUNT_SCHEMA",
+    "COUNT_SCHEMA_JSON",
+    "DEFAULT_NUM_KEYS",
+    "RECORD_SCHEMA",
+    "RECORD_SCHEMA_JSON",
+    "VALUE_SIZE",
+    "Record",
+    "decode_count",
+    "decode_record",
+    "encode_count",
+    "encode_record",
+    "key_of",
+    "make_record",
+]
+
+Record = dict[str, Any]
+
+VALUE_SIZE: Final = 100
+DEFAULT_NUM_KEYS: Final = 1000
+
+RECORD_SCHEMA_JSON: Final = json.dumps(
+    {
+        "type": "record",
+        "name": "BenchRecord",
+        "namespace": "laminar_kafka.bench",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {"name": "key", "type": "string"},
+            {"name": "amount", "type": "long"},
+            {"name": "payload", "type": "string"},
+        ],
+    }
+)
+"""Input and stateless-output records: `id`, `key`, `amount`, padding `payload`."""
+
+COUNT_SCHEMA_JSON: Final = json.dumps(
+    {
+        "type": "record",
+        "name": "KeyCount",
+        "namespace": "laminar_kafka.bench",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {"name": "key", "type": "string"},
+            {"name": "count", "type": "long"},
+        ],
+    }
+)
+"""Keyed-workload output: the input `id`, its `key`, and the key's running count."""
+
+RECORD_SCHEMA: Final = parse_schema(json.loads(RECORD_SCHEMA_JSON))
+COUNT_SCHEMA: Final = parse_schema(json.loads(COUNT_SCHEMA_JSON))
+
+_PAD: Final = "abcdefghijklmnopqrstuvwxyz0123456789" * 4
+# Odd multiplier (Knuth's) so consecutive ids land on scattered keys.
+_KEY_SPREAD: Final = 2654435761
+
+
+def _long_size(value: int) -> int:
+    """Bytes of Avro's zig-zag varint encoding of `value`."""
+    zigzag = (value << 1) ^ (value >> 63)
+    size = 1
+    while zigzag >= 0x80:
+        zigzag >>= 7
+        size += 1
+    return size
+
+
+def key_of(record_id: int, num_keys: int = DEFAULT_NUM_KEYS) -> str:
+    """The key of input record `record_id`: one of `num_keys` keys, spread."""
+    return f"key-{(record_id * _KEY_SPREAD) % num_keys:06d}"
+
+
+def make_record(record_id: int, num_keys: int = DEFAULT_NUM_KEYS) -> Record:
+    """Input record `record_id`, padded so that its encoding is `VALUE_SIZE` bytes."""
+    key = key_of(record_id, num_keys)
+    amount = (record_id * 37) % 100_000
+    fixed = _long_size(record_id) + 1 + len(key) + _long_size(amount)
+    # The payload's length prefix takes 1 byte below 64 characters, 2 above.
+    pad = VALUE_SIZE - fixed - 1
+    if pad >= 64:
+        pad -= 1
+    return {"id": record_id, "key": key, "amount": amount, "payload": _PAD[:pad]}
+
+
+def _encode(schema: Any, record: Record) -> bytes:
+    buf = io.BytesIO()
+    schemaless_writer(buf, schema, record)
+    return buf.getvalue()
+
+
+def encode_record(record: Record) -> bytes:
+    """Schemaless Avro binary of a `RECORD_SCHEMA` record."""
+    return _encode(RECORD_SCHEMA, record)
+
+
+def decode_record(value: bytes) -> Record:
+    """Inverse of `encode_record`."""
+    return cast(Record, schemaless_reader(io.BytesIO(value), RECORD_SCHEMA, None))
+
+
+def encode_count(record: Record) -> bytes:
+    """Schemaless Avro binary of a `COUNT_SCHEMA` record."""
+    return _encode(COUNT_SCHEMA, record)
+
+
+def decode_count(value: bytes) -> Record:
+    """Inverse of `encode_count`."""
+    return cast(Record, schemaless_reader(io.BytesIO(value), COUNT_SCHEMA, None))

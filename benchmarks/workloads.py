@@ -1,0 +1,102 @@
+"""The two benchmark workloads, defined once so that every system does the same work.
+
+Input: `RECORD_SCHEMA` records made by `records.make_record(i)` for i in 0..N-1,
+keyed by their `key` field (UTF-8), spread over the input topic's partitions.
+
+stateless
+    decode -> filter: keep records whose `id % 10 != 0`
+           -> map: `amount * 2` and `key` upper-cased (`id`, `payload` unchanged)
+           -> encode with `RECORD_SCHEMA`; the output's Kafka key is the new `key`.
+    Output count: N minus the ids divisible by 10.
+keyed
+    decode -> running count of records seen so far per `key` (this one included)
+           -> emit one `COUNT_SCHEMA` record {id, key, count} per input record;
+              the output's Kafka key is `key`.
+    Output count: N. Per key, the counts are exactly 1..(records with that key).
+
+Systems that express the work in their own language (Spark's DataFrame
+functions, Quix's StreamingDataFrame) implement these same rules; the checks in
+`benchmarks.verify` hold all of them to it.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, get_args
+
+from benchmarks.records import (
+    Record,
+    decode_record,
+    encode_count,
+    encode_record,
+)
+
+__all__ = [
+    "WORKLOADS",
+    "KeyedCounter",
+    "Workload",
+    "expected_output_count",
+    "keep",
+    "map_record",
+    "parse_workload",
+    "transform_stateless",
+]
+
+Workload = Literal["stateless", "keyed"]
+WORKLOADS: Final[tuple[Workload, ...]] = get_args(Workload)
+
+FILTER_MODULUS: Final = 10
+
+
+def parse_workload(name: str) -> Workload:
+    """`name` as a `Workload`, or ValueError naming the choices."""
+    for workload in WORKLOADS:
+        if workload == name:
+            return workload
+    raise ValueError(f"unknown workload {name!r}; choose from {', '.join(WORKLOADS)}")
+
+
+def keep(record: Record) -> bool:
+    """The stateless filter: drop every tenth id."""
+    return bool(record["id"] % FILTER_MODULUS != 0)
+
+
+def map_record(record: Record) -> Record:
+    """The stateless map: double `amount`, upper-case `key`."""
+    return {
+        "id": record["id"],
+        "key": record["key"].upper(),
+        "amount": record["amount"] * 2,
+        "payload": record["payload"],
+    }
+
+
+def transform_stateless(value: bytes) -> tuple[bytes, bytes] | None:
+    """decode -> filter -> map -> encode; `(kafka key, value)` or None when filtered out."""
+    record = decode_record(value)
+    if not keep(record):
+        return None
+    out = map_record(record)
+    return out["key"].encode(), encode_record(out)
+
+
+class KeyedCounter:
+    """The keyed workload's state: a running count per key, held in a dict."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def process(self, value: bytes) -> tuple[bytes, bytes]:
+        """decode -> count -> encode; `(kafka key, value)` of the count record."""
+        record = decode_record(value)
+        key: str = record["key"]
+        count = self.counts.get(key, 0) + 1
+        self.counts[key] = count
+        return key.encode(), encode_count({"id": record["id"], "key": key, "count": count})
+
+
+def expected_output_count(workload: Workload, records: int) -> int:
+    """Output records that `records` inputs (ids 0..records-1) must yield."""
+    if workload == "keyed":
+        return records
+    dropped = (records + FILTER_MODULUS - 1) // FILTER_MODULUS
+    return records - dropped

@@ -1,0 +1,65 @@
+"""Loads a pipeline from a file path or `module:attribute`.
+
+A pipeline file is ordinary Python that defines a `Pipeline` at module level
+(named `pipeline`, or the only one). Its module is registered so that its
+functions are pickled by value to the Spark workers, which cannot import it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from laminar_kafka.api.pipeline import Pipeline
+from laminar_kafka.errors import ConfigError
+
+
+def _module_from_file(path: Path) -> ModuleType:
+    if not path.exists():
+        raise ConfigError(f"pipeline file {path} does not exist")
+    name = "laminar_pipeline_" + re.sub(r"\W", "_", path.stem)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"cannot load {path} as Python")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise ConfigError(f"{path} failed to load: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def load_pipeline(target: str) -> Pipeline:
+    """The pipeline in `target`: `path/to/file.py[:name]` or `package.module[:name]`."""
+    location, _, attribute = target.partition(":") if not Path(target).exists() else (target, "", "")
+    if location.endswith(".py") or Path(location).exists():
+        module = _module_from_file(Path(location))
+    else:
+        try:
+            module = importlib.import_module(location)
+        except ImportError as exc:
+            raise ConfigError(f"cannot import {location!r}: {exc}") from None
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(module)
+    if attribute:
+        found = getattr(module, attribute, None)
+        if not isinstance(found, Pipeline):
+            raise ConfigError(f"{target}: {attribute!r} is not a Pipeline")
+        return found
+    candidates = [v for v in vars(module).values() if isinstance(v, Pipeline)]
+    named = getattr(module, "pipeline", None)
+    if isinstance(named, Pipeline):
+        return named
+    if len(candidates) == 1:
+        return candidates[0]
+    raise ConfigError(
+        f"{target}: define exactly one Pipeline (or name it `pipeline`); found {len(candidates)}"
+    )

@@ -1,0 +1,126 @@
+"""Barrier alignment across the partitions one task reads.
+
+Aligned (the default): once a partition delivers Barrier(N) it is paused; Kafka
+holds what follows, so alignment buffers nothing. When every partition has
+delivered it, the task snapshots at exactly the barrier offsets.
+
+Unaligned: after `timeout_s` of waiting (or at once when the barrier carries the
+UNALIGNED flag) the task snapshots without waiting; partitions still behind are
+captured at their current read position. Offsets are the channel state: the
+in-flight records stay in Kafka and are read again after a restore. Their
+barrier, when it comes, is stale and skipped.
+
+    IDLE --first barrier--> ALIGNING --all delivered--> ALIGNED
+                            ALIGNING --timeout/forced--> UNALIGNED
+    ALIGNED/UNALIGNED --finish--> IDLE;  any --cancel--> IDLE
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Callable, Iterable
+
+from laminar_kafka.control.records import Barrier, BarrierFlags
+from laminar_kafka.errors import LaminarError
+
+PartitionKey = tuple[str, int]
+
+
+class AlignmentPhase(enum.Enum):
+    IDLE = "idle"
+    ALIGNING = "aligning"
+    ALIGNED = "aligned"
+    UNALIGNED = "unaligned"
+
+
+_TRANSITIONS: dict[AlignmentPhase, frozenset[AlignmentPhase]] = {
+    AlignmentPhase.IDLE: frozenset({AlignmentPhase.ALIGNING}),
+    AlignmentPhase.ALIGNING: frozenset(
+        {AlignmentPhase.ALIGNED, AlignmentPhase.UNALIGNED, AlignmentPhase.IDLE}
+    ),
+    AlignmentPhase.ALIGNED: frozenset({AlignmentPhase.IDLE}),
+    AlignmentPhase.UNALIGNED: frozenset({AlignmentPhase.IDLE}),
+}
+
+
+class BarrierAligner:
+    """Tracks which partitions delivered the current barrier; decides when to snapshot."""
+
+    def __init__(
+        self,
+        partitions: Iterable[PartitionKey],
+        timeout_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.partitions = frozenset(partitions)
+        self.timeout_s = timeout_s
+        self._clock = clock
+        self.phase = AlignmentPhase.IDLE
+        self.barrier: Barrier | None = None
+        self.barrier_offsets: dict[PartitionKey, int] = {}
+        self.started_at = 0.0
+        self.last_resolved_id = 0
+
+    def _move(self, target: AlignmentPhase) -> None:
+        if target not in _TRANSITIONS[self.phase]:
+            raise LaminarError(f"alignment cannot go from {self.phase.value} to {target.value}")
+        self.phase = target
+
+    def is_stale(self, barrier: Barrier, generation: int) -> bool:
+        """A barrier of another generation, or of a checkpoint already resolved here."""
+        if barrier.epoch != generation or barrier.checkpoint_id <= self.last_resolved_id:
+            return True
+        if self.phase is AlignmentPhase.UNALIGNED or self.phase is AlignmentPhase.ALIGNED:
+            return self.barrier is not None and barrier.checkpoint_id <= self.barrier.checkpoint_id
+        return False
+
+    def on_barrier(self, key: PartitionKey, barrier: Barrier, offset: int) -> bool:
+        """Record a fresh barrier from `key`; True when the snapshot should be taken now."""
+        if self.phase is AlignmentPhase.IDLE:
+            self._move(AlignmentPhase.ALIGNING)
+            self.barrier = barrier
+            self.barrier_offsets = {}
+            self.started_at = self._clock()
+        elif self.barrier is not None and barrier.checkpoint_id > self.barrier.checkpoint_id:
+            # A newer barrier overtook the one being aligned: the old checkpoint
+            # can no longer complete here; align on the newer one from scratch.
+            self.barrier = barrier
+            self.barrier_offsets = {}
+            self.started_at = self._clock()
+        self.barrier_offsets[key] = offset
+        if barrier.flags & BarrierFlags.UNALIGNED:
+            self._move(AlignmentPhase.UNALIGNED)
+            return True
+        if self.partitions <= self.barrier_offsets.keys():
+            self._move(AlignmentPhase.ALIGNED)
+            return True
+        return False
+
+    def timed_out(self) -> bool:
+        """True (and now UNALIGNED) when alignment waited longer than the timeout."""
+        if self.phase is not AlignmentPhase.ALIGNING:
+            return False
+        if self._clock() - self.started_at < self.timeout_s:
+            return False
+        self._move(AlignmentPhase.UNALIGNED)
+        return True
+
+    def waited_s(self) -> float:
+        return self._clock() - self.started_at
+
+    def finish(self) -> None:
+        """The snapshot of the current barrier is taken and its decision handled."""
+        if self.barrier is not None:
+            self.last_resolved_id = max(self.last_resolved_id, self.barrier.checkpoint_id)
+        self._move(AlignmentPhase.IDLE)
+        self.barrier = None
+        self.barrier_offsets = {}
+
+    def cancel(self, up_to_checkpoint: int) -> None:
+        """Forget an alignment in progress (its checkpoint was aborted)."""
+        self.last_resolved_id = max(self.last_resolved_id, up_to_checkpoint)
+        if self.phase is not AlignmentPhase.IDLE:
+            self.phase = AlignmentPhase.IDLE
+            self.barrier = None
+            self.barrier_offsets = {}

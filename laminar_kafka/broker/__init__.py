@@ -1,0 +1,20 @@
+"""A local single-node Kafka broker (official Apache Kafka jars on the machine's Java)."""
+
+from laminar_kafka.broker.jars import ensure_jars, jar_dir, require_java, require_tool
+from laminar_kafka.broker.local import (
+    DEFAULT_KAFKA_VERSION,
+    BrokerInfo,
+    LocalBroker,
+    default_home,
+)
+
+__all__ = [
+    "DEFAULT_KAFKA_VERSION",
+    "BrokerInfo",
+    "LocalBroker",
+    "default_home",
+    "ensure_jars",
+    "jar_dir",
+    "require_java",
+    "require_tool",
+]

@@ -1,0 +1,159 @@
+"""The checkpoint store: a directory per pipeline with generations, snapshots, manifests.
+
+Layout under `<root>/<pipeline>/`:
+
+    LOCK                               held by the one running application
+    generation.json                    last worker generation, widest parallelism used
+    chk-<id>/task-<t>-g<gen>.state     state snapshots written by tasks before Ack
+    chk-<id>/MANIFEST.json             written by the coordinator: the Commit decision
+
+Only local paths (or `file://` URIs) are supported so far; on a cluster the
+directory must be shared by the driver and every executor.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from laminar_kafka.checkpoint.files import write_atomic
+from laminar_kafka.checkpoint.manifest import Manifest
+from laminar_kafka.errors import CheckpointError
+
+
+@dataclass(frozen=True)
+class GenerationInfo:
+    generation: int
+    max_parallelism: int
+
+
+def _root_path(uri: str) -> Path:
+    if uri.startswith("file://"):
+        return Path(uri[len("file://") :])
+    if "://" in uri:
+        raise CheckpointError(
+            f"checkpoint directory {uri!r}: only local paths and file:// URIs are supported"
+        )
+    return Path(uri)
+
+
+class CheckpointStore:
+    """Reads and writes one pipeline's checkpoints under a root directory."""
+
+    def __init__(self, root: str, pipeline: str) -> None:
+        self.root = _root_path(root).expanduser().resolve()
+        self.pipeline = pipeline
+        self.home = self.root / pipeline
+        self._lock_file: IO[bytes] | None = None
+
+    # -- application lock -------------------------------------------------
+    def lock(self) -> None:
+        """Refuse to run two applications of one pipeline on one store."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        handle = open(self.home / "LOCK", "ab")  # noqa: SIM115 - held for the run
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise CheckpointError(
+                f"pipeline {self.pipeline!r} is already running on {self.home} "
+                "(another application holds its lock)"
+            ) from None
+        self._lock_file = handle
+
+    def unlock(self) -> None:
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
+
+    # -- generations ------------------------------------------------------
+    def read_generation(self) -> GenerationInfo:
+        path = self.home / "generation.json"
+        if not path.exists():
+            return GenerationInfo(0, 0)
+        try:
+            body = json.loads(path.read_bytes())
+            return GenerationInfo(int(body["generation"]), int(body["max_parallelism"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CheckpointError(f"{path}: unreadable: {exc}") from None
+
+    def next_generation(self, parallelism: int) -> GenerationInfo:
+        """Start a new worker generation, durably, before any of its tasks runs."""
+        old = self.read_generation()
+        new = GenerationInfo(old.generation + 1, max(old.max_parallelism, parallelism))
+        body = {"generation": new.generation, "max_parallelism": new.max_parallelism}
+        write_atomic(self.home / "generation.json", json.dumps(body).encode())
+        return new
+
+    # -- snapshots (written by tasks) -------------------------------------
+    def checkpoint_dir(self, checkpoint_id: int) -> Path:
+        return self.home / f"chk-{checkpoint_id:012d}"
+
+    def snapshot_path(self, checkpoint_id: int, task: int, generation: int) -> Path:
+        # The generation in the name keeps a zombie task of an older generation
+        # from overwriting the snapshot that the current one acknowledged.
+        return self.checkpoint_dir(checkpoint_id) / f"task-{task}-g{generation}.state"
+
+    def write_snapshot(self, path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+
+    def read_snapshot(self, path: str) -> bytes:
+        try:
+            return Path(path).read_bytes()
+        except OSError as exc:
+            raise CheckpointError(f"state snapshot {path} is unreadable: {exc}") from None
+
+    # -- manifests (written by the coordinator) ---------------------------
+    def write_manifest(self, manifest: Manifest) -> Path:
+        path = self.checkpoint_dir(manifest.checkpoint_id) / "MANIFEST.json"
+        write_atomic(path, manifest.to_json())
+        return path
+
+    def read_manifest(self, checkpoint_id: int) -> Manifest | None:
+        path = self.checkpoint_dir(checkpoint_id) / "MANIFEST.json"
+        if not path.exists():
+            return None
+        return Manifest.from_json(path.read_bytes(), str(path))
+
+    def complete_ids(self) -> list[int]:
+        """Ids of the checkpoints whose manifest exists, oldest first."""
+        if not self.home.exists():
+            return []
+        ids = []
+        for entry in self.home.iterdir():
+            if entry.name.startswith("chk-") and (entry / "MANIFEST.json").exists():
+                ids.append(int(entry.name[4:]))
+        return sorted(ids)
+
+    def latest_complete(self) -> Manifest | None:
+        ids = self.complete_ids()
+        return self.read_manifest(ids[-1]) if ids else None
+
+    def highest_id(self) -> int:
+        """The highest checkpoint id ever started here, complete or not."""
+        if not self.home.exists():
+            return 0
+        ids = [int(e.name[4:]) for e in self.home.iterdir() if e.name.startswith("chk-")]
+        return max(ids, default=0)
+
+    def retain(self, keep: int) -> list[int]:
+        """Delete all but the newest `keep` complete checkpoints and older incomplete ones."""
+        complete = self.complete_ids()
+        if len(complete) <= keep:
+            return []
+        oldest_kept = complete[-keep]
+        removed = []
+        for entry in self.home.iterdir():
+            if entry.name.startswith("chk-") and int(entry.name[4:]) < oldest_kept:
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(int(entry.name[4:]))
+        return sorted(removed)

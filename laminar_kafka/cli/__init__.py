@@ -1,0 +1,3 @@
+"""The `laminar-kafka` command line: one module per command group, wired in `main.py`."""
+
+__all__: list[str] = []

@@ -1,0 +1,57 @@
+"""Control records of the checkpoint protocol: values, Avro framing, Kafka header.
+
+Barrier records travel in the source partitions; Watermark, Announcement and
+Ack records on the control topic. All are Avro single-object frames
+(`codec`) marked by the `laminar.control` Kafka header (`headers`).
+"""
+
+from laminar_kafka.control.codec import (
+    SINGLE_OBJECT_MARKER,
+    decode,
+    decode_as,
+    encode,
+    schema_fingerprint,
+)
+from laminar_kafka.control.headers import (
+    CONTROL_HEADER,
+    KafkaHeaders,
+    control_headers,
+    is_control,
+)
+from laminar_kafka.control.records import (
+    Ack,
+    Announcement,
+    Barrier,
+    BarrierFlags,
+    ControlRecord,
+    Phase,
+    Watermark,
+    parse_partition_key,
+    partition_key,
+)
+from laminar_kafka.control.schemas import ParsedSchema, load_schema, schema_dirs, schema_path
+
+__all__ = [
+    "CONTROL_HEADER",
+    "SINGLE_OBJECT_MARKER",
+    "Ack",
+    "Announcement",
+    "Barrier",
+    "BarrierFlags",
+    "ControlRecord",
+    "KafkaHeaders",
+    "ParsedSchema",
+    "Phase",
+    "Watermark",
+    "control_headers",
+    "decode",
+    "decode_as",
+    "encode",
+    "is_control",
+    "load_schema",
+    "parse_partition_key",
+    "partition_key",
+    "schema_dirs",
+    "schema_fingerprint",
+    "schema_path",
+]

@@ -1,0 +1,305 @@
+"""The control records of the checkpoint protocol, as immutable values.
+
+Each class mirrors one schema in `schemas/` field for field. `checkpoint_id`
+is the checkpoint number N; `epoch` is the worker generation, incremented
+each time the worker job is (re)started, so that records written by zombie
+tasks of an older generation are recognised as stale and ignored.
+
+Values are checked on construction (ranges of Avro int/long, reserved flag
+bits, partition keys), so a record that exists can always be encoded and a
+decoded record obeys the same rules. Violations raise ControlRecordError.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+from laminar_kafka.errors import ControlRecordError
+
+__all__ = [
+    "Ack",
+    "Announcement",
+    "Barrier",
+    "BarrierFlags",
+    "ControlRecord",
+    "Phase",
+    "Watermark",
+    "parse_partition_key",
+    "partition_key",
+]
+
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+
+# Kafka's own rule for topic names. ':' is not among the allowed characters,
+# so the key 'topic:partition' is unambiguous.
+_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+# Only the canonical decimal form of the partition, so keys round-trip exactly.
+_PARTITION_KEY = re.compile(r"([a-zA-Z0-9._-]{1,249}):(0|[1-9][0-9]{0,9})")
+
+
+class BarrierFlags(enum.IntFlag):
+    """Behaviour flags of a Barrier (the `flags` int of barrier.avsc)."""
+
+    NONE = 0
+    FULL_SNAPSHOT = 1
+    """Snapshot all state, not a delta."""
+    DRAIN = 2
+    """Finish the checkpoint, then stop the pipeline."""
+    CANCEL = 4
+    """Abandon any in-progress checkpoint with this id."""
+    UNALIGNED = 8
+    """Checkpoint without waiting for the barrier on every partition."""
+
+
+_KNOWN_FLAGS = int(
+    BarrierFlags.FULL_SNAPSHOT | BarrierFlags.DRAIN | BarrierFlags.CANCEL | BarrierFlags.UNALIGNED
+)
+
+
+class Phase(enum.Enum):
+    """Phase of a checkpoint as announced by the coordinator (enum Phase of the schema)."""
+
+    PREPARE = "PREPARE"
+    COMMIT = "COMMIT"
+    ABORT = "ABORT"
+
+
+def partition_key(topic: str, partition: int) -> str:
+    """Return the map key 'topic:partition' used by Ack.positions and Ack.snapshot_handles.
+
+    Kafka topic names cannot contain ':', so the key is unambiguous.
+    """
+    if not isinstance(topic, str) or not _TOPIC.fullmatch(topic):
+        raise ControlRecordError(f"invalid Kafka topic name {topic!r}")
+    if not _is_int(partition) or not 0 <= partition <= _INT_MAX:
+        raise ControlRecordError(f"invalid partition {partition!r} of topic {topic!r}")
+    return f"{topic}:{partition}"
+
+
+def parse_partition_key(key: str) -> tuple[str, int]:
+    """Split a 'topic:partition' key made by `partition_key` back into (topic, partition)."""
+    match = _PARTITION_KEY.fullmatch(key) if isinstance(key, str) else None
+    if match is None or int(match[2]) > _INT_MAX:
+        raise ControlRecordError(f"malformed partition key {key!r}: expected 'topic:partition'")
+    return match[1], int(match[2])
+
+
+@dataclass(frozen=True)
+class Barrier:
+    """Barrier(N), written by the coordinator into every source partition."""
+
+    kind: ClassVar[str] = "barrier"
+
+    pipeline: str
+    checkpoint_id: int
+    epoch: int
+    flags: BarrierFlags
+    timestamp_ms: int
+
+    def __post_init__(self) -> None:
+        _check_str(self, "pipeline")
+        _check_long(self, "checkpoint_id", minimum=0)
+        _check_long(self, "epoch", minimum=0)
+        _check_long(self, "timestamp_ms")
+        flags = self.flags
+        if not _is_int(flags) or flags & ~_KNOWN_FLAGS:
+            raise ControlRecordError(
+                f"Barrier.flags must combine {_KNOWN_FLAGS:#x} (FULL_SNAPSHOT|DRAIN|CANCEL|"
+                f"UNALIGNED), got {flags!r}"
+            )
+        if type(flags) is not BarrierFlags:
+            object.__setattr__(self, "flags", BarrierFlags(flags))
+
+    @property
+    def is_full_snapshot(self) -> bool:
+        """Whether all state is to be snapshotted, not a delta."""
+        return BarrierFlags.FULL_SNAPSHOT in self.flags
+
+    @property
+    def is_drain(self) -> bool:
+        """Whether the pipeline stops after this checkpoint."""
+        return BarrierFlags.DRAIN in self.flags
+
+    @property
+    def is_cancel(self) -> bool:
+        """Whether this barrier cancels the in-progress checkpoint with its id."""
+        return BarrierFlags.CANCEL in self.flags
+
+    @property
+    def is_unaligned(self) -> bool:
+        """Whether this checkpoint is taken without alignment."""
+        return BarrierFlags.UNALIGNED in self.flags
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """A worker task's local event-time watermark, on the control topic."""
+
+    kind: ClassVar[str] = "watermark"
+
+    pipeline: str
+    epoch: int
+    task: int
+    watermark_ms: int
+
+    def __post_init__(self) -> None:
+        _check_str(self, "pipeline")
+        _check_long(self, "epoch", minimum=0)
+        _check_int(self, "task", minimum=0)
+        _check_long(self, "watermark_ms")
+
+
+@dataclass(frozen=True)
+class Announcement:
+    """The coordinator's PREPARE / COMMIT / ABORT of checkpoint N, on the control topic.
+
+    `min_watermark_ms` (the cluster minimum watermark) is set on COMMIT when the
+    pipeline tracks event time; `reason` says why, mainly on ABORT.
+    """
+
+    kind: ClassVar[str] = "announcement"
+
+    pipeline: str
+    checkpoint_id: int
+    epoch: int
+    phase: Phase
+    min_watermark_ms: int | None = None
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_str(self, "pipeline")
+        _check_long(self, "checkpoint_id", minimum=0)
+        _check_long(self, "epoch", minimum=0)
+        if not isinstance(self.phase, Phase):
+            raise ControlRecordError(f"Announcement.phase must be a Phase, got {self.phase!r}")
+        if self.min_watermark_ms is not None:
+            _check_long(self, "min_watermark_ms")
+        if self.reason is not None:
+            _check_str(self, "reason")
+
+    @property
+    def is_commit(self) -> bool:
+        """Whether this announces COMMIT."""
+        return self.phase is Phase.COMMIT
+
+    @property
+    def is_abort(self) -> bool:
+        """Whether this announces ABORT."""
+        return self.phase is Phase.ABORT
+
+
+@dataclass(frozen=True)
+class Ack:
+    """A worker task's answer to checkpoint N, on the control topic.
+
+    The maps are copied into read-only views on construction: `positions` and
+    `snapshot_handles` are keyed by `partition_key(topic, partition)`,
+    `sink_handles` by sink name. `positions` holds the next offset to read.
+    """
+
+    kind: ClassVar[str] = "ack"
+
+    pipeline: str
+    checkpoint_id: int
+    epoch: int
+    task: int
+    ok: bool
+    error: str | None = None
+    local_watermark_ms: int | None = None
+    positions: Mapping[str, int] = field(default_factory=lambda: _EMPTY_INTS)
+    snapshot_handles: Mapping[str, str] = field(default_factory=lambda: _EMPTY_STRS)
+    sink_handles: Mapping[str, str] = field(default_factory=lambda: _EMPTY_STRS)
+    alignment_ms: int = 0
+    unaligned: bool = False
+
+    def __post_init__(self) -> None:
+        _check_str(self, "pipeline")
+        _check_long(self, "checkpoint_id", minimum=0)
+        _check_long(self, "epoch", minimum=0)
+        _check_int(self, "task", minimum=0)
+        _check_bool(self, "ok")
+        if self.error is not None:
+            _check_str(self, "error")
+        if self.local_watermark_ms is not None:
+            _check_long(self, "local_watermark_ms")
+        positions = _frozen_map(self, "positions")
+        for key, offset in positions.items():
+            parse_partition_key(key)
+            if type(offset) is not int or not 0 <= offset <= _LONG_MAX:
+                raise ControlRecordError(f"Ack.positions[{key!r}] must be an offset >= 0")
+        for key in _frozen_map(self, "snapshot_handles", values=str):
+            parse_partition_key(key)
+        _frozen_map(self, "sink_handles", values=str)
+        _check_long(self, "alignment_ms", minimum=0)
+        _check_bool(self, "unaligned")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Read-only map views cannot be pickled; rebuild from plain dicts.
+        values = tuple(
+            dict(v) if isinstance(v, MappingProxyType) else v
+            for v in (getattr(self, f.name) for f in fields(self))
+        )
+        return (type(self), values)
+
+
+ControlRecord = Barrier | Watermark | Announcement | Ack
+"""Any control record; `codec.decode` returns one of these."""
+
+_EMPTY_INTS: Mapping[str, int] = MappingProxyType({})
+_EMPTY_STRS: Mapping[str, str] = MappingProxyType({})
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_long(record: object, name: str, minimum: int = _LONG_MIN) -> None:
+    value = getattr(record, name)
+    if not _is_int(value) or not minimum <= value <= _LONG_MAX:
+        raise ControlRecordError(
+            f"{type(record).__name__}.{name} must be an int in [{minimum}, {_LONG_MAX}], "
+            f"got {value!r}"
+        )
+
+
+def _check_int(record: object, name: str, minimum: int = _INT_MIN) -> None:
+    value = getattr(record, name)
+    if not _is_int(value) or not minimum <= value <= _INT_MAX:
+        raise ControlRecordError(
+            f"{type(record).__name__}.{name} must be an int in [{minimum}, {_INT_MAX}], "
+            f"got {value!r}"
+        )
+
+
+def _check_str(record: object, name: str) -> None:
+    value = getattr(record, name)
+    if not isinstance(value, str):
+        raise ControlRecordError(f"{type(record).__name__}.{name} must be a str, got {value!r}")
+
+
+def _check_bool(record: object, name: str) -> None:
+    value = getattr(record, name)
+    if not isinstance(value, bool):
+        raise ControlRecordError(f"{type(record).__name__}.{name} must be a bool, got {value!r}")
+
+
+def _frozen_map(record: object, name: str, values: type | None = None) -> Mapping[str, Any]:
+    """Replace the field `name` with a read-only copy after checking its key (and value) types."""
+    value = getattr(record, name)
+    if not isinstance(value, Mapping):
+        raise ControlRecordError(f"{type(record).__name__}.{name} must be a mapping")
+    copy = dict(value)
+    for key, item in copy.items():
+        if not isinstance(key, str) or (values is not None and not isinstance(item, values)):
+            raise ControlRecordError(
+                f"{type(record).__name__}.{name} has a bad entry {key!r}: {item!r}"
+            )
+    frozen = MappingProxyType(copy)
+    object.__setattr__(record, name, frozen)
+    return frozen

@@ -1,0 +1,43 @@
+"""The one error root of laminar-kafka and its precise subclasses.
+
+Every error the framework raises on purpose derives from `LaminarError`, so a
+caller can catch the framework's failures without catching programming bugs.
+"""
+
+from __future__ import annotations
+
+
+class LaminarError(Exception):
+    """Root of every error laminar-kafka raises on purpose."""
+
+
+class ConfigError(LaminarError):
+    """A pipeline, CLI or client setting is missing, malformed or contradictory."""
+
+
+class ControlRecordError(LaminarError):
+    """A control record cannot be decoded: truncated, unknown schema, wrong type."""
+
+
+class RecordDecodeError(LaminarError):
+    """A data record's key or value does not match its declared format."""
+
+
+class BrokerError(LaminarError):
+    """The local broker cannot be fetched, started, reached or stopped."""
+
+
+class CheckpointError(LaminarError):
+    """The checkpoint store is unreadable, inconsistent or cannot be written."""
+
+
+class TransactionError(LaminarError):
+    """A sink transaction was used in the wrong state or failed for good."""
+
+
+class FencedError(LaminarError):
+    """This task belongs to an older generation and must stop writing."""
+
+
+class PipelineError(LaminarError):
+    """The pipeline definition is invalid or a record violates its contract."""

@@ -1,0 +1,8 @@
+"""Value and key formats: how a record's bytes become a Python value and back."""
+
+from laminar_kafka.formats.avro import AvroFormat
+from laminar_kafka.formats.base import Format
+from laminar_kafka.formats.json import JsonFormat
+from laminar_kafka.formats.raw import BytesFormat, StringFormat
+
+__all__ = ["AvroFormat", "BytesFormat", "Format", "JsonFormat", "StringFormat"]

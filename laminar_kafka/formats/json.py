@@ -1,0 +1,29 @@
+"""JSON values (UTF-8)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from laminar_kafka.errors import RecordDecodeError
+
+
+@dataclass(frozen=True)
+class JsonFormat:
+    """A JSON document per record; `None` stays a tombstone."""
+
+    name: str = "json"
+
+    def decode_one(self, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        try:
+            return json.loads(data)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise RecordDecodeError(f"not valid JSON: {exc}") from None
+
+    def encode_one(self, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        return json.dumps(value, separators=(",", ":"), default=str).encode()

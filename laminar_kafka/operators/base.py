@@ -1,0 +1,57 @@
+"""What an operator sees: a batch of one source partition, with its source offsets.
+
+Operators work on whole batches (a list comprehension costs far less per record
+than a Python call per record). Each value travels with the source offset it came
+from, so a record that makes user code raise goes to the dead-letter output with
+its offset instead of failing the task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from laminar_kafka.state.keyed_state import KeyedState
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A record the pipeline could not process, and why."""
+
+    topic: str
+    partition: int
+    offset: int
+    reason: str
+    key: bytes | None = None
+    value: bytes | None = None
+
+
+@dataclass
+class BatchContext:
+    """The partition a batch comes from, its keyed state and its dead letters."""
+
+    topic: str
+    partition: int
+    num_partitions: int
+    state: KeyedState
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+    raw_by_offset: dict[int, tuple[bytes | None, bytes | None]] = field(default_factory=dict)
+
+    def reject(self, offset: int, reason: str) -> None:
+        key, value = self.raw_by_offset.get(offset, (None, None))
+        self.dead_letters.append(
+            DeadLetter(self.topic, self.partition, offset, reason, key=key, value=value)
+        )
+
+
+class Operator(Protocol):
+    """Transforms a batch; `offsets[i]` is the source offset of `values[i]`."""
+
+    def apply(
+        self, values: list[Any], offsets: list[int], ctx: BatchContext
+    ) -> tuple[list[Any], list[int]]: ...
+
+
+def describe_error(what: str, exc: BaseException) -> str:
+    """A dead-letter reason: which operator raised what."""
+    return f"{what} raised {type(exc).__name__}: {exc}"

@@ -1,0 +1,92 @@
+"""key_by and the running aggregate over keyed state.
+
+Keyed state lives per source partition, so a record must sit in the partition
+its key maps to; one that does not is a dead letter with the partition it
+belongs to (repartitioning through an internal topic is not built yet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from laminar_kafka.operators.base import BatchContext, describe_error
+from laminar_kafka.operators.partitioning import PARTITIONERS, Partitioner
+
+
+def key_bytes(key: Any) -> bytes:
+    """How a key is written as a Kafka record key: bytes as they are, else UTF-8 of str()."""
+    return key if isinstance(key, bytes) else str(key).encode()
+
+
+@dataclass(frozen=True)
+class KeyByOp:
+    """Pairs each value with its key, checking the key belongs to this partition."""
+
+    key: str | Callable[[Any], Any]
+    partitioner: Partitioner = "murmur2"
+
+    def _extract(self, value: Any) -> Any:
+        if callable(self.key):
+            return self.key(value)
+        return value[self.key]
+
+    def apply(
+        self, values: list[Any], offsets: list[int], ctx: BatchContext
+    ) -> tuple[list[Any], list[int]]:
+        partition_of = PARTITIONERS[self.partitioner]
+        n, here = ctx.num_partitions, ctx.partition
+        out: list[Any] = []
+        kept: list[int] = []
+        for v, o in zip(values, offsets, strict=True):
+            try:
+                k = self._extract(v)
+            except Exception as exc:
+                ctx.reject(o, describe_error("key_by", exc))
+                continue
+            owner = partition_of(key_bytes(k), n)
+            if owner != here:
+                ctx.reject(
+                    o,
+                    f"key {k!r} belongs to partition {owner} of {ctx.topic} by "
+                    f"{self.partitioner}, found in partition {here}: produce with the key set "
+                    f"(repartitioning is not supported yet)",
+                )
+                continue
+            out.append((k, v))
+            kept.append(o)
+        return out, kept
+
+
+def _default_emit(key: Any, state: Any) -> Any:
+    return {"key": key, "value": state}
+
+
+@dataclass(frozen=True)
+class AggregateOp:
+    """A running aggregate per key: emits `emit(key, state)` after every record."""
+
+    initial: Callable[[], Any]
+    add: Callable[[Any, Any], Any]
+    emit: Callable[[Any, Any], Any] = _default_emit
+
+    def apply(
+        self, values: list[Any], offsets: list[int], ctx: BatchContext
+    ) -> tuple[list[Any], list[int]]:
+        table = ctx.state.table
+        initial, add, emit = self.initial, self.add, self.emit
+        out: list[Any] = []
+        kept: list[int] = []
+        for (k, v), o in zip(values, offsets, strict=True):
+            try:
+                current = table[k] if k in table else initial()
+                updated = add(current, v)
+                emitted = emit(k, updated)
+            except Exception as exc:
+                ctx.reject(o, describe_error("aggregate", exc))
+                continue
+            table[k] = updated
+            out.append(emitted)
+            kept.append(o)
+        return out, kept

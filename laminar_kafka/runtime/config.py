@@ -1,0 +1,95 @@
+"""Runtime settings of a pipeline run, checked once, before anything starts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from laminar_kafka.errors import ConfigError
+
+# Client settings that carry secrets: never printed or logged.
+_SECRET_HINTS = ("password", "secret", "sasl.jaas", "key.pem", "token", "credential")
+
+
+def redact(config: Mapping[str, str]) -> dict[str, str]:
+    """A copy of Kafka client settings that is safe to print."""
+    return {
+        k: ("<redacted>" if any(h in k.lower() for h in _SECRET_HINTS) else v)
+        for k, v in config.items()
+    }
+
+
+@dataclass(frozen=True)
+class RestartPolicy:
+    """How often and how fast the worker job is restarted after a failure."""
+
+    max_restarts: int = 20
+    initial_backoff_s: float = 0.5
+    max_backoff_s: float = 30.0
+    multiplier: float = 2.0
+
+    def backoff_s(self, attempt: int) -> float:
+        """Delay before restart number `attempt` (1-based)."""
+        return float(min(self.max_backoff_s, self.initial_backoff_s * self.multiplier ** (attempt - 1)))
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """Where and how a pipeline runs."""
+
+    bootstrap: str
+    checkpoint_dir: str
+    parallelism: int = 2
+    checkpoint_interval_s: float = 2.0
+    checkpoint_timeout_s: float = 60.0
+    alignment_timeout_s: float = 10.0
+    retained_checkpoints: int = 3
+    master: str | None = None
+    client_config: Mapping[str, str] = field(default_factory=dict)
+    transaction_timeout_ms: int = 120_000
+    batch_size: int = 5_000
+    dead_letter_topic: str | None = None
+    restart: RestartPolicy = field(default_factory=RestartPolicy)
+    ready_timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if not self.bootstrap:
+            raise ConfigError("bootstrap servers are required (--bootstrap HOST:PORT)")
+        if self.parallelism < 1:
+            raise ConfigError(f"parallelism must be at least 1, not {self.parallelism}")
+        if self.checkpoint_interval_s <= 0:
+            raise ConfigError("checkpoint interval must be positive")
+        if self.checkpoint_timeout_s <= self.alignment_timeout_s:
+            raise ConfigError("checkpoint timeout must exceed the alignment timeout")
+        if self.retained_checkpoints < 2:
+            # A task whose commit of N was lost restores N-1: it must still exist.
+            raise ConfigError("retain at least 2 checkpoints")
+        if self.transaction_timeout_ms < 2 * self.checkpoint_timeout_s * 1000:
+            raise ConfigError(
+                "transaction timeout must be at least twice the checkpoint timeout, or the broker "
+                "aborts transactions that are still waiting for their Commit"
+            )
+        if self.batch_size < 1:
+            raise ConfigError("batch size must be positive")
+        # A plain dict copy: read-only views cannot be pickled to the Spark tasks.
+        object.__setattr__(self, "client_config", dict(self.client_config))
+
+    def spark_master(self) -> str:
+        return self.master or f"local[{self.parallelism}]"
+
+    def dead_letters_to(self, pipeline: str) -> str:
+        return self.dead_letter_topic or f"{pipeline}.dlq"
+
+    def control_topic(self, pipeline: str) -> str:
+        return f"_laminar.{pipeline}.control"
+
+    def with_parallelism(self, parallelism: int) -> RuntimeConfig:
+        return replace(self, parallelism=parallelism)
+
+    def describe(self) -> str:
+        """One line for logs: no secrets."""
+        return (
+            f"bootstrap={self.bootstrap} checkpoints={self.checkpoint_dir} "
+            f"parallelism={self.parallelism} interval={self.checkpoint_interval_s}s "
+            f"master={self.spark_master()} client={redact(self.client_config)}"
+        )

@@ -1,0 +1,89 @@
+"""Named crash points for fault-injection runs.
+
+A process dies with SIGKILL (no cleanup, no flush) at a named point when
+`LAMINAR_FAULT` names it. Each fault fires once per `LAMINAR_FAULT_DIR` (a file
+created with O_EXCL marks it spent), so the restarted pipeline runs through.
+
+    LAMINAR_FAULT=after_snapshot        the point
+    LAMINAR_FAULT_MIN_CHECKPOINT=2      fire at checkpoint >= 2 (default 2)
+    LAMINAR_FAULT_TASK=0                only in task 0 (default: any task)
+    LAMINAR_FAULT_DIR=/tmp/x            where the once-marker lives (required)
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import random
+import signal
+import threading
+from pathlib import Path
+
+
+class FaultPoint(enum.Enum):
+    MID_EPOCH = "mid_epoch"
+    DURING_ALIGNMENT = "during_alignment"
+    AFTER_SNAPSHOT = "after_snapshot"
+    AFTER_ACKS_BEFORE_DECISION = "after_acks_before_decision"
+    AFTER_DECISION_BEFORE_COMMIT = "after_decision_before_commit"
+    DURING_COMMIT = "during_commit"
+    AFTER_DECISION_BEFORE_ANNOUNCE = "after_decision_before_announce"
+
+    @property
+    def in_driver(self) -> bool:
+        """Driver points kill the whole application; the others kill one worker task."""
+        return self in (
+            FaultPoint.AFTER_ACKS_BEFORE_DECISION,
+            FaultPoint.AFTER_DECISION_BEFORE_ANNOUNCE,
+        )
+
+
+def _armed() -> tuple[FaultPoint, int, int | None, Path] | None:
+    name = os.environ.get("LAMINAR_FAULT")
+    where = os.environ.get("LAMINAR_FAULT_DIR")
+    if not name or not where:
+        return None
+    task = os.environ.get("LAMINAR_FAULT_TASK")
+    return (
+        FaultPoint(name),
+        int(os.environ.get("LAMINAR_FAULT_MIN_CHECKPOINT", "2")),
+        int(task) if task else None,
+        Path(where),
+    )
+
+
+_ARMED = _armed()
+
+
+def _claim(point: FaultPoint) -> bool:
+    assert _ARMED is not None
+    marker = _ARMED[3] / f"fired-{point.value}"
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return False
+    os.write(fd, str(os.getpid()).encode())
+    os.close(fd)
+    return True
+
+
+def should_fire(point: FaultPoint, checkpoint_id: int, task: int | None = None) -> bool:
+    if _ARMED is None or _ARMED[0] is not point or checkpoint_id < _ARMED[1]:
+        return False
+    if _ARMED[2] is not None and task is not None and _ARMED[2] != task:
+        return False
+    return _claim(point)
+
+
+def crash_here(point: FaultPoint, checkpoint_id: int, task: int | None = None) -> None:
+    """SIGKILL this process if `point` is armed for this checkpoint (and task)."""
+    if should_fire(point, checkpoint_id, task):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def crash_soon(point: FaultPoint, checkpoint_id: int, task: int | None = None) -> None:
+    """SIGKILL this process a few milliseconds from now, while the caller is mid-call."""
+    if should_fire(point, checkpoint_id, task):
+        timer = threading.Timer(random.uniform(0.0, 0.02), os.kill, (os.getpid(), signal.SIGKILL))
+        timer.daemon = True
+        timer.start()

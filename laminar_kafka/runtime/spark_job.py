@@ -1,0 +1,86 @@
+"""The worker job: one Spark barrier stage, one long-running task per partition group.
+
+Barrier mode gives gang scheduling (all tasks run together or none) and fails the
+whole stage when one task dies. Spark does not retry a failed barrier
+ResultStage, so restarts are ours (runtime/runner.py). Tasks of a failed attempt
+may keep running in their Python workers; they fence themselves out (see
+runtime/task.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from laminar_kafka.runtime.task import TaskSummary, WorkerTask
+from laminar_kafka.runtime.task_spec import TaskSpec
+
+log = logging.getLogger(__name__)
+
+
+def worker_entry(specs: tuple[TaskSpec, ...]) -> Callable[[Iterable[Any]], Iterator[TaskSummary]]:
+    """The function each Spark barrier task runs."""
+
+    def run(_rows: Iterable[Any]) -> Iterator[TaskSummary]:
+        from pyspark import BarrierTaskContext
+
+        from laminar_kafka.runtime.logs import configure_worker_logging
+
+        configure_worker_logging()
+        index = BarrierTaskContext.get().partitionId()
+        yield WorkerTask(specs[index]).run()
+
+    return run
+
+
+class WorkerJob:
+    """Runs the barrier job in a driver thread and reports how it ended."""
+
+    def __init__(self, spark_context: Any, specs: list[TaskSpec], group: str) -> None:
+        self._sc = spark_context
+        self._specs = tuple(specs)
+        self.group = group
+        self.error: str | None = None
+        self.summaries: list[TaskSummary] = []
+        self._thread = threading.Thread(target=self._run, name=f"laminar-{group}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._sc.setJobGroup(self.group, f"laminar workers {self.group}", True)
+            rdd = self._sc.parallelize(range(len(self._specs)), len(self._specs))
+            self.summaries = rdd.barrier().mapPartitions(worker_entry(self._specs)).collect()
+        except Exception as exc:
+            self.error = _first_line(exc)
+
+    @property
+    def finished(self) -> bool:
+        return not self._thread.is_alive()
+
+    def lost(self) -> str | None:
+        """Why the job ended before it was asked to, or None while it runs."""
+        if self._thread.is_alive():
+            return None
+        return self.error or "worker job ended"
+
+    def join(self, timeout_s: float) -> bool:
+        self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
+    def cancel(self) -> None:
+        try:
+            self._sc.cancelJobGroup(self.group)
+        except Exception as exc:
+            log.debug("cancel %s: %s", self.group, exc)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc)
+    for line in text.splitlines():
+        if "LaminarError" in line or "Error:" in line:
+            return line.strip()[:500]
+    return (text.splitlines() or [type(exc).__name__])[0][:500]

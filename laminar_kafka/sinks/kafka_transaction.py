@@ -1,0 +1,176 @@
+"""One task's transactional Kafka producer, shared by all its Kafka sinks.
+
+A task has one producer (transactional.id `<pipeline>-task-<t>`, reused across
+checkpoints and restarts) so that every sink's output and the source-offset marker
+of a checkpoint commit in one atomic transaction. `init` fences any older producer
+with the same id: a zombie task from a failed attempt can no longer write, and its
+open transaction is aborted (librdkafka cannot resume another process's
+transaction; recovery replays instead, see runtime/recovery.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
+
+from laminar_kafka.errors import FencedError, TransactionError
+from laminar_kafka.sinks.transaction_state import TxnState, check_transition
+
+log = logging.getLogger(__name__)
+
+Header = tuple[str, bytes]
+
+
+def transactional_id(pipeline: str, task: int) -> str:
+    return f"laminar-{pipeline}-task-{task}"
+
+
+def _is_fenced(err: KafkaError) -> bool:
+    return err.code() in (
+        KafkaError._FENCED,
+        KafkaError.PRODUCER_FENCED,
+        KafkaError.INVALID_PRODUCER_EPOCH,
+        KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    )
+
+
+class KafkaTransaction:
+    """Produce, prepare, commit or abort; each call checked against `TxnState`."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        txn_id: str,
+        client_config: Mapping[str, str],
+        transaction_timeout_ms: int,
+    ) -> None:
+        self.txn_id = txn_id
+        self.state = TxnState.NEW
+        self._delivery_error: KafkaError | None = None
+        self.produced = 0
+        config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": txn_id,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            "batch.num.messages": 10000,
+            "queue.buffering.max.messages": 500000,
+            "transaction.timeout.ms": transaction_timeout_ms,
+            "compression.type": "lz4",
+        }
+        config.update(client_config)
+        config["transactional.id"] = txn_id
+        self._producer = Producer(config)
+
+    def _to(self, action: str) -> None:
+        self.state = check_transition(self.state, action)
+
+    def _raise(self, what: str, exc: KafkaException) -> None:
+        err: KafkaError = exc.args[0]
+        self._to("fail")
+        if _is_fenced(err):
+            raise FencedError(f"{what}: producer {self.txn_id} was fenced by a newer one") from None
+        raise TransactionError(f"{what} failed for {self.txn_id}: {err.str()}") from None
+
+    def init(self, timeout_s: float = 60.0) -> None:
+        """Register the id with the broker, fencing and aborting any older producer."""
+        try:
+            self._producer.init_transactions(timeout_s)
+        except KafkaException as exc:
+            self._raise("init_transactions", exc)
+        self._to("init")
+
+    def begin(self) -> None:
+        self._to("begin")
+        self._delivery_error = None
+        try:
+            self._producer.begin_transaction()
+        except KafkaException as exc:
+            self._raise("begin_transaction", exc)
+
+    def _on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
+        if err is not None and self._delivery_error is None:
+            self._delivery_error = err
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        headers: Sequence[Header] | None = None,
+    ) -> None:
+        if self.state is not TxnState.OPEN:
+            self._to("produce")
+        while True:
+            try:
+                self._producer.produce(
+                    topic, value, key, headers=headers, on_delivery=self._on_delivery
+                )
+                break
+            except BufferError:
+                # The local queue is full: serve delivery reports to make room.
+                self._producer.poll(0.05)
+        self.produced += 1
+
+    def serve(self) -> None:
+        """Serve delivery callbacks without blocking (call once per batch)."""
+        self._producer.poll(0)
+
+    def prepare(
+        self,
+        offsets: Sequence[TopicPartition],
+        group_metadata: Any,
+        timeout_s: float,
+    ) -> None:
+        """Pre-commit: add the offset marker, flush every record, check delivery.
+
+        After this returns, all output of the epoch is on the brokers and only
+        the EndTxn of `commit` is left.
+        """
+        self._to("prepare")
+        try:
+            if offsets:
+                self._producer.send_offsets_to_transaction(offsets, group_metadata, timeout_s)
+            remaining = self._producer.flush(timeout_s)
+        except KafkaException as exc:
+            self._raise("send_offsets_to_transaction", exc)
+        if remaining:
+            self._to("fail")
+            raise TransactionError(f"{remaining} records still undelivered after {timeout_s}s")
+        if self._delivery_error is not None:
+            self._to("fail")
+            raise TransactionError(f"a record was not delivered: {self._delivery_error.str()}")
+
+    def commit(self, timeout_s: float, attempts: int = 10) -> None:
+        """Commit the prepared transaction; a timeout is retried, never turned into abort."""
+        for attempt in range(1, attempts + 1):
+            try:
+                self._producer.commit_transaction(timeout_s)
+                self._to("commit")
+                return
+            except KafkaException as exc:
+                err: KafkaError = exc.args[0]
+                if err.retriable() and attempt < attempts:
+                    log.warning("commit of %s: %s; retrying", self.txn_id, err.str())
+                    time.sleep(min(0.1 * attempt, 1.0))
+                    continue
+                self._raise("commit_transaction", exc)
+
+    def abort(self, timeout_s: float) -> None:
+        if self.state is TxnState.READY:
+            return
+        self._to("abort")
+        try:
+            self._producer.abort_transaction(timeout_s)
+        except KafkaException as exc:
+            self._raise("abort_transaction", exc)
+
+    def close(self) -> None:
+        if self.state is not TxnState.CLOSED:
+            self._to("close")
+            self._producer.flush(5)

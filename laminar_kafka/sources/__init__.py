@@ -1,0 +1,5 @@
+"""Kafka sources: a task's assigned partitions, read with read_committed."""
+
+from laminar_kafka.sources.kafka_reader import PartitionReader, TopicPartitionKey
+
+__all__ = ["PartitionReader", "TopicPartitionKey"]

@@ -1,0 +1,98 @@
+"""Reads a fixed set of source partitions, a batch at a time.
+
+Partitions are assigned, never subscribed: the runtime, not a consumer-group
+rebalance, decides who owns a partition. The group id only names where the
+checkpoint's offset markers are committed (through the sink transaction).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, Message, TopicPartition
+
+from laminar_kafka.errors import LaminarError
+
+TopicPartitionKey = tuple[str, int]
+
+
+def consumer_group(pipeline: str) -> str:
+    return f"laminar-{pipeline}"
+
+
+class PartitionReader:
+    """A read_committed consumer over assigned partitions with pause/seek control."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        pipeline: str,
+        client_config: Mapping[str, str],
+        batch_size: int,
+    ) -> None:
+        config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "group.id": consumer_group(pipeline),
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": False,
+            "fetch.wait.max.ms": 50,
+            "queued.min.messages": max(batch_size * 4, 10000),
+        }
+        config.update(client_config)
+        self._consumer = Consumer(config)
+        self._batch_size = batch_size
+
+    @property
+    def group_metadata(self) -> Any:
+        return self._consumer.consumer_group_metadata()
+
+    def committed(self, partitions: Iterable[TopicPartitionKey], timeout_s: float) -> list[TopicPartition]:
+        """The offsets (and metadata) last committed for these partitions by a transaction."""
+        tps = [TopicPartition(t, p) for t, p in partitions]
+        return list(self._consumer.committed(tps, timeout=timeout_s))
+
+    def assign(self, start: Mapping[TopicPartitionKey, int | str]) -> None:
+        """Assign partitions at an offset, or at 'earliest' / 'latest'."""
+        tps = []
+        for (topic, partition), where in start.items():
+            if where == "earliest":
+                offset = OFFSET_BEGINNING
+            elif where == "latest":
+                offset = OFFSET_END
+            else:
+                offset = int(where)
+            tps.append(TopicPartition(topic, partition, offset))
+        self._consumer.assign(tps)
+
+    def poll(self, timeout_s: float) -> list[Message]:
+        """Up to one batch of records; raises on a non-transient consumer error."""
+        messages: list[Message] = self._consumer.consume(self._batch_size, timeout_s)
+        if any(m.error() is not None for m in messages):
+            kept = []
+            for m in messages:
+                err = m.error()
+                if err is None:
+                    kept.append(m)
+                elif err.fatal() or err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise LaminarError(f"source consumer failed: {err.str()}")
+            return kept
+        return messages
+
+    def reposition(self, positions: Mapping[TopicPartitionKey, int]) -> None:
+        """Un-pause every partition and restart reading each at its given offset.
+
+        Drops whatever was fetched past the positions. librdkafka keeps a
+        partition's pause flag across a new assign(), so resume comes first.
+        """
+        self._consumer.resume([TopicPartition(t, p) for t, p in positions])
+        self.assign(dict(positions))
+
+    def pause(self, key: TopicPartitionKey) -> None:
+        self._consumer.pause([TopicPartition(key[0], key[1])])
+
+    def close(self) -> None:
+        self._consumer.close()

@@ -1,0 +1,245 @@
+"""Avro single-object framing of control records: round trips, framing, every error."""
+
+from __future__ import annotations
+
+import pytest
+from fastavro.schema import to_parsing_canonical_form
+
+from laminar_kafka.control import (
+    SINGLE_OBJECT_MARKER,
+    Ack,
+    Announcement,
+    Barrier,
+    BarrierFlags,
+    ControlRecord,
+    Phase,
+    Watermark,
+    decode,
+    decode_as,
+    encode,
+    load_schema,
+    schema_fingerprint,
+)
+from laminar_kafka.errors import ControlRecordError
+
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+INT_MAX = 2**31 - 1
+
+RECORD_TYPES: list[type[ControlRecord]] = [Barrier, Watermark, Announcement, Ack]
+
+ALL_FLAGS = [BarrierFlags(bits) for bits in range(16)]
+
+SAMPLES: list[ControlRecord] = [
+    *(Barrier("orders", 7, 2, flags, 1_700_000_000_000) for flags in ALL_FLAGS),
+    Barrier("", 0, 0, BarrierFlags.NONE, LONG_MIN),
+    Barrier("é€😀", LONG_MAX, LONG_MAX, BarrierFlags.DRAIN, LONG_MAX),
+    Watermark("orders", 3, 0, 1_700_000_000_123),
+    Watermark("orders", 0, INT_MAX, LONG_MIN),
+    *(Announcement("orders", 9, 4, phase) for phase in Phase),
+    Announcement("orders", 9, 4, Phase.COMMIT, min_watermark_ms=1_700_000_000_000),
+    Announcement("orders", 9, 4, Phase.COMMIT, min_watermark_ms=LONG_MIN),
+    Announcement("orders", 9, 4, Phase.ABORT, reason="task 3 timed out after 30 s"),
+    Ack("orders", 5, 1, 0, True),
+    Ack("orders", 5, 1, 2, False, error="snapshot write failed: disk full"),
+    Ack(
+        "orders",
+        5,
+        1,
+        INT_MAX,
+        True,
+        local_watermark_ms=-1,
+        positions={"in.orders:0": 0, "in.orders:1": LONG_MAX, "in-2_x:17": 42},
+        snapshot_handles={"in.orders:0": "file:///ckpt/5/t0-p0.snap", "in.orders:1": ""},
+        sink_handles={"out": "orders-out-2", "files": "orders-files-2", "ünï": "tx"},
+        alignment_ms=1234,
+        unaligned=True,
+    ),
+]
+
+
+def rabin_crc64(data: bytes) -> int:
+    """CRC-64-AVRO as the Avro specification defines it, bit by bit: the test's own oracle."""
+    empty = 0xC15D213AA4D7A795
+    fp = empty
+    for byte in data:
+        fp ^= byte
+        for _ in range(8):
+            fp = (fp >> 1) ^ (empty if fp & 1 else 0)
+    return fp
+
+
+def test_oracle_matches_the_spec_test_vectors() -> None:
+    # Values from the Avro project's schema-tests data, as signed Java longs.
+    vectors = {
+        '"null"': 7195948357588979594,
+        '"int"': 8247732601305521295,
+        '{"name":"foo","type":"record","fields":[]}': -4824392279771201922,
+    }
+    for canonical, java_long in vectors.items():
+        assert rabin_crc64(canonical.encode()) == java_long & (2**64 - 1)
+
+
+def test_parsing_canonical_form_drops_docs_and_defaults() -> None:
+    expected = (
+        '{"name":"dev.laminar.control.Watermark","type":"record","fields":['
+        '{"name":"pipeline","type":"string"},{"name":"epoch","type":"long"},'
+        '{"name":"task","type":"int"},{"name":"watermark_ms","type":"long"}]}'
+    )
+    assert to_parsing_canonical_form(load_schema("watermark")) == expected
+
+
+@pytest.mark.parametrize("record_type", RECORD_TYPES, ids=lambda t: t.__name__)
+def test_frame_is_marker_then_little_endian_rabin_fingerprint(
+    record_type: type[ControlRecord],
+) -> None:
+    sample = next(s for s in SAMPLES if type(s) is record_type)
+    canonical = to_parsing_canonical_form(load_schema(record_type.kind))
+    expected = rabin_crc64(canonical.encode()).to_bytes(8, "little")
+
+    frame = encode(sample)
+
+    assert frame[:2] == b"\xc3\x01" == SINGLE_OBJECT_MARKER
+    assert frame[2:10] == expected == schema_fingerprint(record_type)
+
+
+def test_fingerprints_differ_per_record_type() -> None:
+    assert len({schema_fingerprint(t) for t in RECORD_TYPES}) == len(RECORD_TYPES)
+
+
+def test_body_is_plain_avro_binary() -> None:
+    frame = encode(Watermark("p", 1, 2, -3))
+    # string "p" (zigzag length 2), long 1 -> 02, int 2 -> 04, long -3 -> 05
+    assert frame[10:] == b"\x02p\x02\x04\x05"
+
+
+@pytest.mark.parametrize("record", SAMPLES, ids=lambda r: type(r).__name__)
+def test_round_trip(record: ControlRecord) -> None:
+    decoded = decode(encode(record))
+    assert decoded == record
+    assert type(decoded) is type(record)
+    assert decode_as(encode(record), type(record)) == record
+
+
+def test_decoded_fields_have_their_declared_types() -> None:
+    barrier = decode_as(encode(Barrier("p", 1, 1, BarrierFlags.DRAIN, 5)), Barrier)
+    assert type(barrier.flags) is BarrierFlags
+    assert barrier.is_drain and not barrier.is_cancel
+    announcement = decode_as(encode(Announcement("p", 1, 1, Phase.COMMIT, 10)), Announcement)
+    assert announcement.phase is Phase.COMMIT
+    ack = decode_as(encode(Ack("p", 1, 1, 0, True, positions={"t:0": 3})), Ack)
+    with pytest.raises(TypeError):
+        ack.positions["t:0"] = 4  # type: ignore[index]
+
+
+def test_decode_accepts_bytes_like_values_only() -> None:
+    frame = encode(Watermark("p", 1, 2, 3))
+    assert decode(bytearray(frame)) == decode(memoryview(frame)) == Watermark("p", 1, 2, 3)
+    with pytest.raises(ControlRecordError, match="must be bytes, got str"):
+        decode(frame.decode("latin-1"))  # type: ignore[arg-type]
+    with pytest.raises(ControlRecordError, match="must be bytes, got int"):
+        decode(12)  # type: ignore[arg-type]
+
+
+def _raises(data: bytes | None, fragment: str) -> None:
+    with pytest.raises(ControlRecordError, match=fragment):
+        decode(data)
+
+
+def test_empty_and_short_frames() -> None:
+    _raises(b"", "too short: 0 bytes")
+    _raises(b"\xc3", "too short: 1 bytes")
+    _raises(SINGLE_OBJECT_MARKER + schema_fingerprint(Barrier)[:7], "too short: 9 bytes")
+
+
+def test_missing_value() -> None:
+    _raises(None, "no value")
+
+
+def test_foreign_marker() -> None:
+    _raises(b'{"json": true}', "not an Avro single-object frame: starts with 7b22")
+    _raises(b"\x00\x00\x00\x00\x01" + b"\x00" * 8, "starts with 0000, expected c301")
+    _raises(b"\xc3\x02" + b"\x00" * 8, "starts with c302")
+
+
+def test_unknown_fingerprint_is_shown_in_hex() -> None:
+    _raises(SINGLE_OBJECT_MARKER + bytes.fromhex("0123456789abcdef") + b"\x00", "0123456789abcdef")
+
+
+def test_every_truncation_is_reported_as_truncated() -> None:
+    frame = encode(SAMPLES[-1])
+    for cut in range(10, len(frame)):
+        _raises(frame[:cut], f"truncated Ack body: {cut} bytes")
+
+
+def test_trailing_bytes() -> None:
+    frame = encode(Watermark("p", 1, 2, 3))
+    _raises(frame + b"\x00", "1 trailing bytes after the Watermark body")
+    _raises(frame + b"junk", "4 trailing bytes")
+
+
+def _announcement_body(phase_index: int, union_index: int) -> bytes:
+    # pipeline "p", checkpoint_id 1, epoch 1, phase, min_watermark_ms branch, reason null
+    return b"\x02p\x02\x02" + bytes([phase_index * 2, union_index * 2]) + b"\x00"
+
+
+def test_bad_enum_index() -> None:
+    header = SINGLE_OBJECT_MARKER + schema_fingerprint(Announcement)
+    assert decode(header + _announcement_body(1, 0)).phase is Phase.COMMIT  # type: ignore[union-attr]
+    _raises(header + _announcement_body(3, 0), "invalid Announcement body: IndexError")
+
+
+def test_bad_union_index() -> None:
+    header = SINGLE_OBJECT_MARKER + schema_fingerprint(Announcement)
+    _raises(header + _announcement_body(0, 2), "invalid Announcement body: IndexError")
+
+
+def test_bad_union_index_in_the_last_byte_is_invalid_not_truncated() -> None:
+    frame = encode(Announcement("p", 1, 1, Phase.ABORT))
+    assert frame[-1:] == b"\x00"  # reason: null branch
+    _raises(frame[:-1] + b"\x04", "invalid Announcement body: IndexError")
+
+
+def test_invalid_utf8() -> None:
+    header = SINGLE_OBJECT_MARKER + schema_fingerprint(Watermark)
+    _raises(header + b"\x02\xff\x02\x04\x05", "invalid Watermark body: UnicodeDecodeError")
+
+
+def test_reserved_barrier_flags_are_refused() -> None:
+    frame = bytearray(encode(Barrier("p", 1, 1, BarrierFlags.NONE, 0)))
+    flags_at = 10 + 2 + 1 + 1  # after "p", checkpoint_id, epoch
+    assert frame[flags_at] == 0
+    frame[flags_at] = 16 * 2  # zigzag of 16
+    _raises(bytes(frame), "decoded Barrier is invalid: Barrier.flags")
+
+
+def test_negative_offset_and_malformed_key_in_ack_are_refused() -> None:
+    header = SINGLE_OBJECT_MARKER + schema_fingerprint(Ack)
+    head = b"\x02p\x02\x02\x00\x01\x00\x00"  # pipeline .. ok=true, error null, watermark null
+    tail = b"\x00\x00\x00\x00"  # empty handle maps, alignment 0, aligned
+    negative = b"\x02\x06t:0\x01\x00"  # {"t:0": -1}
+    bad_key = b"\x02\x02t\x02\x00"  # {"t": 1}
+    _raises(header + head + negative + tail, r"Ack.positions\['t:0'\]")
+    _raises(header + head + bad_key + tail, "malformed partition key 't'")
+
+
+def test_decode_as_refuses_another_record_type() -> None:
+    frame = encode(Barrier("p", 1, 1, BarrierFlags.NONE, 0))
+    with pytest.raises(
+        ControlRecordError, match="expected a control record of type Ack, got Barrier"
+    ):
+        decode_as(frame, Ack)
+
+
+def test_decode_as_reports_frame_errors_first() -> None:
+    with pytest.raises(ControlRecordError, match="not an Avro single-object frame"):
+        decode_as(b"plain data record", Barrier)
+
+
+def test_encode_refuses_what_is_not_a_control_record() -> None:
+    with pytest.raises(ControlRecordError, match="cannot encode str"):
+        encode("barrier")  # type: ignore[arg-type]
+
+
+def test_encode_refuses_unencodable_strings() -> None:
+    with pytest.raises(ControlRecordError, match="cannot encode Watermark"):
+        encode(Watermark("lone surrogate \ud800", 1, 1, 1))
