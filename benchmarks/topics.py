@@ -36,7 +36,7 @@ _TIMEOUT_S: Final = 30.0
 def create_topic(bootstrap: str, prefix: str, partitions: int) -> str:
     """Create a new topic `<prefix>-<random>` with `partitions` partitions; return its name."""
     name = f"{prefix}-{uuid.uuid4().hex[:10]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
     futures = admin.create_topics(
         [NewTopic(name, num_partitions=partitions, replication_factor=1)],
         request_timeout=_TIMEOUT_S,
@@ -52,7 +52,7 @@ def delete_topics(bootstrap: str, topics: list[str]) -> None:
     """Delete `topics` (best effort: a topic already gone is fine)."""
     if not topics:
         return
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
     futures = admin.delete_topics(topics, request_timeout=_TIMEOUT_S)
     for name, future in futures.items():
         try:

@@ -69,7 +69,7 @@ def _new_key(value: Record) -> str:
 
 def _delete_internal_topics(bootstrap: str, group: str) -> None:
     """Delete the changelog topics Quix created for `group`'s state."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
     names = admin.list_topics(timeout=30.0).topics
     delete_topics(bootstrap, [name for name in names if name.startswith(f"changelog__{group}")])
 

@@ -20,14 +20,20 @@ has them; see benchmarks/README.md).
 Timing: from `start()` of the query to the moment an `OutputWatcher` sees
 every expected record in the output topic (the JVM and session start-up are
 not counted; the first micro-batch's planning is, and shows in `warmup_s`).
+Records written by a non-transactional sink are visible before their
+micro-batch commits, which favours Spark slightly over the transactional
+systems, whose output becomes visible only at commit.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -45,7 +51,6 @@ from benchmarks.workloads import FILTER_MODULUS, expected_output_count
 from laminar_kafka.errors import ConfigError, PipelineError
 
 if TYPE_CHECKING:
-    import pandas as pd
     from pyspark.sql.streaming.state import GroupState
 
 __all__ = [
@@ -83,14 +88,14 @@ def build_session(
     bench virtualenv's, which has pandas and pyarrow).
     """
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # PySpark starts its UDF workers with $PYSPARK_PYTHON (default: python3 on PATH).
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     spark = (
         SparkSession.builder.master(master)
         .appName("laminar-bench-spark-sss")
         .config("spark.jars.packages", spark_packages(connector_version))
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.pyspark.driver.python", sys.executable)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.streaming.stopTimeout", str(int(_STOP_TIMEOUT_S * 1000)))
@@ -103,10 +108,13 @@ def build_session(
 
 
 def _count_per_key(
-    key: tuple[Any, ...], batches: Iterator[pd.DataFrame], state: GroupState
-) -> Iterator[pd.DataFrame]:
-    """Keyed workload: one (id, key, running count) row per input row of this key."""
-    import pandas as pd
+    key: tuple[Any, ...], batches: Iterator[Any], state: GroupState
+) -> Iterator[Any]:
+    """Keyed workload: one (id, key, running count) row per input row of this key.
+
+    `batches` are pandas DataFrames (pandas is an optional dependency, hence `Any`).
+    """
+    pd = importlib.import_module("pandas")
 
     count = int(state.get[0]) if state.exists else 0
     for batch in batches:
@@ -135,14 +143,12 @@ def _stateless(records: DataFrame) -> DataFrame:
 
 
 def _keyed(records: DataFrame) -> DataFrame:
-    try:
-        import pandas  # noqa: F401
-        import pyarrow  # noqa: F401
-    except ImportError as exc:
+    missing = [name for name in ("pandas", "pyarrow") if importlib.util.find_spec(name) is None]
+    if missing:
         raise ConfigError(
-            "the keyed Spark workload needs pandas and pyarrow: run it with the bench"
+            f"the keyed Spark workload needs {' and '.join(missing)}: run it with the bench"
             " virtualenv (see benchmarks/README.md)"
-        ) from exc
+        )
     counted = (
         records.select("id", "key", "partition", "offset")
         .groupBy("key")
@@ -184,30 +190,36 @@ def run_spark(job: BaselineJob, spark: SparkSession) -> RunResult:
             .outputMode("append")
             .trigger(processingTime=f"{job.commit_interval_s:g} seconds")
         )
+        done = threading.Event()
         start = time.monotonic()
         query = writer.start()
         watcher = OutputWatcher(
             job.bootstrap,
             job.output_topic,
             expected,
-            query.stop,
+            done.set,
             timeout_s=_RUN_TIMEOUT_S,
             progress=job.progress,
         )
         watcher.start()
         try:
-            query.awaitTermination()
+            while not done.wait(0.5):
+                if not query.isActive:
+                    raise PipelineError(f"{label}: query ended early: {query.exception()}")
+            # The sink is not transactional: records show before their micro-batch
+            # commits. Let that batch finish so the stop interrupts nothing.
+            if watcher.error is None and query.isActive:
+                query.processAllAvailable()
         finally:
             watcher.stop()
             watcher.join()
-            if query.isActive:
-                query.stop()
+            query.stop()
     if watcher.error is not None:
         raise PipelineError(f"{label}: {watcher.error}") from watcher.error
     if watcher.done_at is None:
         raise PipelineError(f"{label}: stopped at {watcher.count}/{expected} output records")
-    output = read_topic(job.bootstrap, job.output_topic)
-    check_output(job.workload, output, job.records, job.num_keys)
+    written = read_topic(job.bootstrap, job.output_topic)
+    check_output(job.workload, written, job.records, job.num_keys)
     return RunResult(
         name=label,
         records=job.records,

@@ -151,27 +151,35 @@ def ensure_jars(kafka_version: str, timeout_s: float = 900.0) -> Path:
     lib = jar_dir(kafka_version)
     if _is_complete(lib):
         return lib
-    parent = lib.parent
-    with _fetch_lock(parent):
-        if _is_complete(lib):  # another process fetched while we waited for the lock
-            return lib
-        mvn = require_tool("mvn")
-        require_java()  # Maven runs on it, and the broker will too
-        log.info("fetching Apache Kafka %s jars from Maven Central into %s", kafka_version, lib)
-        started = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix=".fetch-", dir=parent) as tmp:
-            work = Path(tmp)
-            (work / "pom.xml").write_text(render_pom(kafka_version), encoding="utf-8")
-            staged = work / "lib"
-            _run_maven(mvn, work, staged, timeout_s)
-            if not _is_complete(staged):
-                raise BrokerError(f"Maven finished but no kafka_{_SCALA_SUFFIX} jar is in {staged}")
-            if lib.exists():  # a leftover without the broker jar: replace it
-                shutil.rmtree(lib)
-            staged.rename(lib)
-        count = sum(1 for _ in lib.glob("*.jar"))
-        log.info("fetched %d jars in %.0f s", count, time.monotonic() - started)
+    try:
+        with _fetch_lock(lib.parent):
+            if not _is_complete(lib):  # another process may have fetched while we waited
+                _fetch(kafka_version, lib, timeout_s)
+    except OSError as exc:
+        raise BrokerError(f"cannot fill the Kafka jar cache {lib.parent}: {exc}") from exc
     return lib
+
+
+def _fetch(kafka_version: str, lib: Path, timeout_s: float) -> None:
+    """Resolve the jars into a staging directory beside `lib`, then rename it into place."""
+    for stale in lib.parent.glob(".fetch-*"):  # left by a fetch that was killed
+        shutil.rmtree(stale, ignore_errors=True)
+    mvn = require_tool("mvn")
+    require_java()  # Maven runs on it, and the broker will too
+    log.info("fetching Apache Kafka %s jars from Maven Central into %s", kafka_version, lib)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix=".fetch-", dir=lib.parent) as tmp:
+        work = Path(tmp)
+        (work / "pom.xml").write_text(render_pom(kafka_version), encoding="utf-8")
+        staged = work / "lib"
+        _run_maven(mvn, work, staged, timeout_s)
+        if not _is_complete(staged):
+            raise BrokerError(f"Maven finished but no kafka_{_SCALA_SUFFIX} jar is in {staged}")
+        if lib.exists():  # a leftover without the broker jar: replace it
+            shutil.rmtree(lib)
+        staged.rename(lib)
+    count = sum(1 for _ in lib.glob("*.jar"))
+    log.info("fetched %d jars in %.0f s", count, time.monotonic() - started)
 
 
 def _run_maven(mvn: str, work: Path, out: Path, timeout_s: float) -> None:

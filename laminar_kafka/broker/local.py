@@ -130,6 +130,8 @@ class LocalBroker:
 
     def stop(self, timeout_s: float = 30.0) -> bool:
         """Stop the broker: SIGTERM, then SIGKILL after `timeout_s`. Return whether one ran."""
+        if not self.home.is_dir():
+            return False
         try:
             with self._locked():
                 return self._stop_locked(timeout_s)

@@ -12,15 +12,22 @@ Failures the framework raises on purpose (`LaminarError`) print as
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import sys
+from collections.abc import Iterator
 
 from laminar_kafka.errors import LaminarError
 
 __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 
-COMMAND_MODULES: tuple[str, ...] = ("laminar_kafka.cli.broker_cmd",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "laminar_kafka.cli.broker_cmd",
+    "laminar_kafka.cli.run_cmd",
+    "laminar_kafka.cli.demo_cmd",
+    "laminar_kafka.cli.chaos_cmd",
+)
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -48,13 +55,13 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error argparse already printed
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
-    _configure_logging(verbose=bool(args.verbose))
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)
         return EXIT_ERROR
     try:
-        return int(handler(args))
+        with _cli_logging(verbose=bool(args.verbose)):
+            return int(handler(args))
     except LaminarError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -62,20 +69,29 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
-def _configure_logging(*, verbose: bool) -> None:
-    """Progress to stderr: our INFO messages plainly, or everything at DEBUG with `--verbose`."""
+@contextlib.contextmanager
+def _cli_logging(*, verbose: bool) -> Iterator[None]:
+    """Send our log records to stderr while one command runs.
+
+    INFO plainly by default, DEBUG with timestamps under `--verbose`. Undone
+    afterwards, so `main()` can run in-process (tests) without leaving handlers.
+    """
+    logger = logging.getLogger("laminar_kafka")
+    handler = logging.StreamHandler(sys.stderr)
     if verbose:
-        logging.basicConfig(
-            level=logging.DEBUG,
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-            stream=sys.stderr,
-            force=True,
-        )
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     else:
-        logging.basicConfig(
-            level=logging.WARNING, format="%(message)s", stream=sys.stderr, force=True
-        )
-        logging.getLogger("laminar_kafka").setLevel(logging.INFO)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+    saved_level, saved_propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if verbose else logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved_level)
+        logger.propagate = saved_propagate
 
 
 if __name__ == "__main__":

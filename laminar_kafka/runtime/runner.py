@@ -69,6 +69,7 @@ class PipelineRunner:
         self.stats = RunStats()
         self._sc = spark_context
         self._listener = listener or (lambda _msg: None)
+        self._listen = listener is not None
         self._stop = threading.Event()
         self._store = CheckpointStore(config.checkpoint_dir, pipeline.name)
         self._control_topic = config.control_topic(pipeline.name)
@@ -79,8 +80,10 @@ class PipelineRunner:
         self._stop.set()
 
     def _say(self, message: str) -> None:
-        log.info(message)
-        self._listener(message)
+        if self._listen:
+            self._listener(message)
+        else:
+            log.info(message)
 
     # -- step 1 -----------------------------------------------------------
     def _prepare_topics(self) -> dict[str, int]:

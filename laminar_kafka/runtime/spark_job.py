@@ -10,6 +10,7 @@ runtime/task.py).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -79,8 +80,15 @@ class WorkerJob:
 
 
 def _first_line(exc: BaseException) -> str:
+    """The reason a Spark job failed, in a line a person can read."""
     text = str(exc)
+    if "Python worker exited unexpectedly" in text or "EOFException" in text:
+        return "a worker task process died"
     for line in text.splitlines():
-        if "LaminarError" in line or "Error:" in line:
-            return line.strip()[:500]
+        for marker in ("LaminarError", "FencedError", "TransactionError", "CheckpointError"):
+            if marker in line:
+                return line.strip()[:500]
+    match = re.search(r"Job aborted due to stage failure: ([^\n]+)", text)
+    if match:
+        return match.group(1)[:500]
     return (text.splitlines() or [type(exc).__name__])[0][:500]

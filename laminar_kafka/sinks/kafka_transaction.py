@@ -62,6 +62,9 @@ class KafkaTransaction:
             "queue.buffering.max.messages": 500000,
             "transaction.timeout.ms": transaction_timeout_ms,
             "compression.type": "lz4",
+            # Warnings such as "concurrent transactions" while a new task fences an old
+            # one are expected during recovery; errors still surface.
+            "log_level": 3,
         }
         config.update(client_config)
         config["transactional.id"] = txn_id

@@ -41,6 +41,9 @@ class PartitionReader:
             "enable.partition.eof": False,
             "fetch.wait.max.ms": 50,
             "queued.min.messages": max(batch_size * 4, 10000),
+            # Warnings such as "concurrent transactions" while a new task fences an old
+            # one are expected during recovery; errors still surface.
+            "log_level": 3,
         }
         config.update(client_config)
         self._consumer = Consumer(config)

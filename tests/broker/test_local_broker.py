@@ -176,3 +176,14 @@ def test_pom_puts_slf4j_2_first() -> None:
     pom = render_pom("4.1.1")
     assert pom.index("slf4j-api") < pom.index("kafka_2.13")
     assert "<version>4.1.1</version></dependency>" in pom
+
+
+def test_fetch_fills_a_fresh_cache_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAMINAR_KAFKA_CACHE", str(tmp_path / "cache"))
+    lib = ensure_jars("4.1.1")
+    assert lib == tmp_path / "cache" / "kafka-4.1.1" / "lib"
+    names = {jar.name for jar in lib.glob("*.jar")}
+    assert "kafka_2.13-4.1.1.jar" in names
+    assert {n for n in names if n.startswith("slf4j-api-")} == {"slf4j-api-2.0.17.jar"}
+    assert not list(lib.parent.glob(".fetch-*"))  # the staging directory is gone
+    assert ensure_jars("4.1.1") == lib  # cached: no second fetch
