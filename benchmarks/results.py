@@ -27,7 +27,8 @@ class RunResult:
     """One measured phase.
 
     `seconds` is the timed span (see each benchmark for where it starts and
-    ends); `warmup_s`, when known, is the part of it before the first output
+    ends); `commits` counts the transactions a loop committed (0 where not
+    known); `warmup_s`, when known, is the part of it before the first output
     became visible. `latencies_s` are per-batch samples of the time from a
     batch being consumed to its transaction being committed (visible to
     read_committed readers); empty where a system does not expose them.
@@ -37,6 +38,7 @@ class RunResult:
     records: int
     seconds: float
     records_out: int = 0
+    commits: int = 0
     warmup_s: float | None = None
     latencies_s: tuple[float, ...] = ()
 

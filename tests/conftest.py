@@ -7,7 +7,10 @@ Docker answers, else a local broker started for the session.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,3 +40,23 @@ def topic_factory(kafka_bootstrap: str) -> Iterator[TopicFactory]:
 
 
 # -- Spark -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def pid_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where worker tasks write their pid files (set before Spark starts its workers)."""
+    path = tmp_path_factory.mktemp("pids")
+    os.environ["LAMINAR_PID_DIR"] = str(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def spark_context(pid_dir: Path) -> Iterator[Any]:
+    """One Spark local[4] context for the session's in-process pipeline runs."""
+    from laminar_kafka.runtime.spark_session import spark_context as make
+
+    sc = make("local[4]", "laminar-tests")
+    try:
+        yield sc
+    finally:
+        sc.stop()

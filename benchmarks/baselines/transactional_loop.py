@@ -82,12 +82,14 @@ def run_transactional_loop(
     workload: Workload = "stateless",
     records: int | None = None,
     num_keys: int = DEFAULT_NUM_KEYS,
+    batch_size: int = _BATCH,
     check_content: bool = True,
     progress: bool = True,
     name: str | None = None,
 ) -> RunResult:
     """Run the loop over all `records` of `input_topic` (default: its size) into `output_topic`.
 
+    `batch_size` caps each `consume()`; a transaction spans whole batches.
     Raises `PipelineError` when the input, the committed offsets or the output
     do not add up, `TransactionError` when a transaction cannot commit.
     """
@@ -121,12 +123,12 @@ def run_transactional_loop(
         offsets: dict[int, int] = {}
         pending: list[float] = []
         latencies: list[float] = []
-        consumed = produced = 0
+        consumed = produced = commits = 0
         warmup_s: float | None = None
         produce = producer.produce
 
         def commit() -> None:
-            nonlocal warmup_s
+            nonlocal warmup_s, commits
             positions = [TopicPartition(input_topic, p, o + 1) for p, o in offsets.items()]
             metadata = consumer.consumer_group_metadata()
             _retry_txn_call(
@@ -137,6 +139,7 @@ def run_transactional_loop(
                 "commit_transaction", lambda: producer.commit_transaction(_TXN_TIMEOUT_S)
             )
             done = time.monotonic()
+            commits += 1
             latencies.extend(done - at for at in pending)
             pending.clear()
             if warmup_s is None and produced:
@@ -145,7 +148,7 @@ def run_transactional_loop(
         start = last_commit = idle_since = time.monotonic()
         producer.begin_transaction()
         while consumed < total:
-            batch = consumer.consume(num_messages=_BATCH, timeout=0.5)
+            batch = consumer.consume(num_messages=batch_size, timeout=0.5)
             now = time.monotonic()
             if batch:
                 idle_since = now
@@ -172,7 +175,7 @@ def run_transactional_loop(
                     f"{label}: input ended at {consumed}/{total} records"
                     f" ({_IDLE_TIMEOUT_S:.0f} s idle)"
                 )
-            if offsets and (consumed >= total or now - last_commit >= commit_interval_s):
+            if pending and (consumed >= total or now - last_commit >= commit_interval_s):
                 commit()
                 last_commit = time.monotonic()
                 if consumed < total:
@@ -203,6 +206,7 @@ def run_transactional_loop(
         records=total,
         seconds=seconds,
         records_out=produced,
+        commits=commits,
         warmup_s=warmup_s,
         latencies_s=tuple(latencies),
     )

@@ -19,7 +19,7 @@ from laminar_kafka.errors import ConfigError
 
 
 def _module_from_file(path: Path) -> ModuleType:
-    if not path.exists():
+    if not path.is_file():
         raise ConfigError(f"pipeline file {path} does not exist")
     name = "laminar_pipeline_" + re.sub(r"\W", "_", path.stem)
     spec = importlib.util.spec_from_file_location(name, path)
@@ -29,37 +29,54 @@ def _module_from_file(path: Path) -> ModuleType:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except ConfigError:
-        raise
-    except Exception as exc:
+    except BaseException as exc:
+        sys.modules.pop(name, None)  # no half-run module left behind
+        if isinstance(exc, ConfigError):
+            raise
+        if not isinstance(exc, Exception):
+            raise
         raise ConfigError(f"{path} failed to load: {type(exc).__name__}: {exc}") from exc
     return module
 
 
+def _import_module(name: str) -> ModuleType:
+    try:
+        return importlib.import_module(name)
+    except ConfigError:
+        raise
+    except ImportError as exc:
+        raise ConfigError(f"cannot import {name!r}: {exc}") from None
+    except Exception as exc:
+        raise ConfigError(f"{name} failed to load: {type(exc).__name__}: {exc}") from exc
+
+
 def load_pipeline(target: str) -> Pipeline:
     """The pipeline in `target`: `path/to/file.py[:name]` or `package.module[:name]`."""
-    location, _, attribute = target.partition(":") if not Path(target).exists() else (target, "", "")
+    if Path(target).exists():
+        location, attribute = target, ""
+    else:
+        location, _, attribute = target.partition(":")
     if location.endswith(".py") or Path(location).exists():
         module = _module_from_file(Path(location))
     else:
-        try:
-            module = importlib.import_module(location)
-        except ImportError as exc:
-            raise ConfigError(f"cannot import {location!r}: {exc}") from None
+        module = _import_module(location)
     from pyspark import cloudpickle
 
-    cloudpickle.register_pickle_by_value(module)
+    cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]
     if attribute:
         found = getattr(module, attribute, None)
         if not isinstance(found, Pipeline):
             raise ConfigError(f"{target}: {attribute!r} is not a Pipeline")
         return found
-    candidates = [v for v in vars(module).values() if isinstance(v, Pipeline)]
     named = getattr(module, "pipeline", None)
     if isinstance(named, Pipeline):
         return named
+    # One pipeline bound to two names is still one pipeline.
+    candidates = list({id(v): v for v in vars(module).values() if isinstance(v, Pipeline)}.values())
     if len(candidates) == 1:
         return candidates[0]
+    names = sorted(k for k, v in vars(module).items() if isinstance(v, Pipeline))
     raise ConfigError(
-        f"{target}: define exactly one Pipeline (or name it `pipeline`); found {len(candidates)}"
+        f"{target}: define exactly one Pipeline (or name it `pipeline`); "
+        f"found {len(candidates)}{': ' + ', '.join(names) if names else ''}"
     )

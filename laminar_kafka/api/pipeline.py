@@ -20,18 +20,40 @@ from typing import Any, Literal
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.formats import BytesFormat, Format, JsonFormat, StringFormat
 from laminar_kafka.operators import AggregateOp, FilterOp, FlatMapOp, KeyByOp, MapOp, Operator
-from laminar_kafka.operators.partitioning import Partitioner
+from laminar_kafka.operators.partitioning import PARTITIONERS, Partitioner
 
-_NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+_NAME = re.compile(r"[A-Za-z0-9._-]{1,200}")
 StartFrom = Literal["earliest", "latest"]
 
 
 def _check_name(kind: str, name: str) -> str:
-    if not _NAME.match(name):
+    # fullmatch: `$` alone would let a trailing newline through. "." and ".." are no
+    # Kafka topic names, and as a pipeline name they would point the checkpoint
+    # directory at its root or the root's parent.
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name in (".", ".."):
         raise ConfigError(
             f"{kind} name {name!r} must be 1-200 characters of letters, digits, '.', '_' or '-'"
         )
     return name
+
+
+def _check_callable(what: str, fn: object) -> None:
+    # Caught here, not as a dead letter for every record once the pipeline runs.
+    if not callable(fn):
+        raise ConfigError(f"{what} must be a function, not {type(fn).__name__} {fn!r:.60}")
+
+
+def _check_key(what: str, key: object) -> None:
+    if not (isinstance(key, str) or callable(key)):
+        raise ConfigError(f"{what} must be a field name or a function, not {key!r:.60}")
+
+
+def _check_format(what: str, fmt: object) -> None:
+    methods = ("decode_one", "encode_one")
+    if isinstance(fmt, type) or not all(callable(getattr(fmt, m, None)) for m in methods):
+        raise ConfigError(
+            f"{what} must be a Format (JsonFormat(), AvroFormat(...)), not {fmt!r:.60}"
+        )
 
 
 @dataclass(frozen=True)
@@ -86,18 +108,26 @@ class Stream:
         return Stream(self.pipeline, self.source_spec, (*self.operators, op))
 
     def map(self, fn: Callable[[Any], Any]) -> Stream:
+        _check_callable("map", fn)
         return self._then(MapOp(fn))
 
     def filter(self, fn: Callable[[Any], bool]) -> Stream:
+        _check_callable("filter", fn)
         return self._then(FilterOp(fn))
 
     def flat_map(self, fn: Callable[[Any], Iterable[Any]]) -> Stream:
+        _check_callable("flat_map", fn)
         return self._then(FlatMapOp(fn))
 
     def key_by(
         self, key: str | Callable[[Any], Any], partitioner: Partitioner = "murmur2"
     ) -> KeyedStream:
         """Group by a field (or function); the source must be partitioned by this key."""
+        _check_key("key_by key", key)
+        if partitioner not in PARTITIONERS:
+            raise ConfigError(
+                f"unknown partitioner {partitioner!r}: use one of {sorted(PARTITIONERS)}"
+            )
         return KeyedStream(self._then(KeyByOp(key, partitioner)))
 
     def sink(
@@ -106,6 +136,10 @@ class Stream:
         value_format: Format | None = None,
         key: str | Callable[[Any], Any] | None = None,
     ) -> Flow:
+        if key is not None:
+            _check_key("sink key", key)
+        if value_format is not None:
+            _check_format("sink value_format", value_format)
         spec = SinkSpec(_check_name("sink topic", topic), value_format or JsonFormat(), key)
         flow = Flow(self.source_spec, self.operators, spec)
         self.pipeline.add_flow(flow)
@@ -125,6 +159,10 @@ class KeyedStream:
         emit: Callable[[Any, Any], Any] | None = None,
     ) -> Stream:
         """Running aggregate: state = add(state, value); emits emit(key, state) per record."""
+        _check_callable("aggregate initial", initial)
+        _check_callable("aggregate add", add)
+        if emit is not None:
+            _check_callable("aggregate emit", emit)
         op = AggregateOp(initial, add) if emit is None else AggregateOp(initial, add, emit)
         return self.stream._then(op)
 
@@ -132,6 +170,7 @@ class KeyedStream:
         self, fn: Callable[[Any, Any], Any], emit: Callable[[Any, Any], Any] | None = None
     ) -> Stream:
         """Running reduce: the first value of a key is its state, then fn(state, value)."""
+        _check_callable("reduce", fn)
         missing = object()
 
         def add(state: Any, value: Any) -> Any:
@@ -159,6 +198,10 @@ class Pipeline:
     ) -> Stream:
         if start_from not in ("earliest", "latest"):
             raise ConfigError(f"start_from must be 'earliest' or 'latest', not {start_from!r}")
+        if value_format is not None:
+            _check_format("source value_format", value_format)
+        if key_format is not None:
+            _check_format("source key_format", key_format)
         spec = SourceSpec(
             _check_name("source topic", topic),
             value_format or JsonFormat(),

@@ -13,6 +13,10 @@ barrier, when it comes, is stale and skipped.
     IDLE --first barrier--> ALIGNING --all delivered--> ALIGNED
                             ALIGNING --timeout/forced--> UNALIGNED
     ALIGNED/UNALIGNED --finish--> IDLE;  any --cancel--> IDLE
+
+A barrier older than the one being aligned is stale too: once Barrier(N) is
+aligned, Barrier(M < N) can no longer complete here, and its offset must not be
+taken for Barrier(N)'s.
 """
 
 from __future__ import annotations
@@ -36,9 +40,7 @@ class AlignmentPhase(enum.Enum):
 
 _TRANSITIONS: dict[AlignmentPhase, frozenset[AlignmentPhase]] = {
     AlignmentPhase.IDLE: frozenset({AlignmentPhase.ALIGNING}),
-    AlignmentPhase.ALIGNING: frozenset(
-        {AlignmentPhase.ALIGNED, AlignmentPhase.UNALIGNED, AlignmentPhase.IDLE}
-    ),
+    AlignmentPhase.ALIGNING: frozenset({AlignmentPhase.ALIGNED, AlignmentPhase.UNALIGNED}),
     AlignmentPhase.ALIGNED: frozenset({AlignmentPhase.IDLE}),
     AlignmentPhase.UNALIGNED: frozenset({AlignmentPhase.IDLE}),
 }
@@ -71,12 +73,27 @@ class BarrierAligner:
         """A barrier of another generation, or of a checkpoint already resolved here."""
         if barrier.epoch != generation or barrier.checkpoint_id <= self.last_resolved_id:
             return True
-        if self.phase is AlignmentPhase.UNALIGNED or self.phase is AlignmentPhase.ALIGNED:
-            return self.barrier is not None and barrier.checkpoint_id <= self.barrier.checkpoint_id
-        return False
+        if self.barrier is None:
+            return False
+        if self.phase is AlignmentPhase.ALIGNING:
+            return barrier.checkpoint_id < self.barrier.checkpoint_id
+        return barrier.checkpoint_id <= self.barrier.checkpoint_id
 
     def on_barrier(self, key: PartitionKey, barrier: Barrier, offset: int) -> bool:
-        """Record a fresh barrier from `key`; True when the snapshot should be taken now."""
+        """Record a fresh barrier from `key`; True when the snapshot should be taken now.
+
+        Only while IDLE or ALIGNING, and only for a barrier `is_stale` let through.
+        """
+        if self.phase is AlignmentPhase.ALIGNED or self.phase is AlignmentPhase.UNALIGNED:
+            raise LaminarError(
+                f"barrier {barrier.checkpoint_id} arrived while {self.phase.value}: "
+                "finish the current checkpoint first"
+            )
+        if self.barrier is not None and barrier.checkpoint_id < self.barrier.checkpoint_id:
+            raise LaminarError(
+                f"barrier {barrier.checkpoint_id} is older than barrier "
+                f"{self.barrier.checkpoint_id} being aligned"
+            )
         if self.phase is AlignmentPhase.IDLE:
             self._move(AlignmentPhase.ALIGNING)
             self.barrier = barrier

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, Producer
 
 from laminar_kafka.control.codec import encode
 from laminar_kafka.control.headers import control_headers
@@ -47,7 +47,7 @@ class BarrierInjector:
         offsets: dict[PartitionKey, int] = {}
         errors: list[str] = []
 
-        def delivered(err: KafkaError | None, msg: Message) -> None:
+        def delivered(err: KafkaError | None, msg: Any) -> None:
             if err is not None:
                 errors.append(f"{msg.topic()}[{msg.partition()}]: {err.str()}")
             else:

@@ -127,7 +127,9 @@ class CheckpointCoordinator:
         while len(acks) < self.tasks:
             reason = lost()
             if reason:
-                raise LaminarError(f"worker job lost while starting: {reason}")
+                raise LaminarError(
+                    f"worker job lost while starting: {reason}"
+                )  # see runner._STARTING
             if time.monotonic() > deadline:
                 raise LaminarError(
                     f"only {len(acks)} of {self.tasks} tasks started within {timeout_s:.0f}s"
@@ -144,8 +146,9 @@ class CheckpointCoordinator:
         pending = PendingCheckpoint(self._next_id, self.generation, flags, time.monotonic())
         self._next_id += 1
         self.history.append(pending)
-        barrier = Barrier(self.pipeline, pending.checkpoint_id, self.generation, flags,
-                          int(time.time() * 1000))
+        barrier = Barrier(
+            self.pipeline, pending.checkpoint_id, self.generation, flags, int(time.time() * 1000)
+        )
         try:
             pending.barrier_offsets = self._injector.inject(barrier, self._timeout_s)
         except LaminarError as exc:

@@ -1,25 +1,46 @@
 """Durable file writes: write a temporary file, fsync it, rename, fsync the directory.
 
 A reader sees either the old file or the whole new one, never a torn write, and a
-rename that returned survives a power cut once the directory is synced.
+rename that returned survives a power cut once the directory is synced. Directories
+created on the way are made durable too (their parent is synced), or a power cut
+could lose a new `chk-<id>` directory with the manifest inside it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Replace `path` with `data` atomically and durably."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
     fsync_dir(path.parent)
+
+
+def make_dirs(directory: Path) -> None:
+    """Create `directory` and its missing parents, syncing each new entry's parent."""
+    missing: list[Path] = []
+    current = directory
+    while not current.exists():
+        missing.append(current)
+        current = current.parent
+    for new in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # a concurrent writer made it first
+            new.mkdir()
+        fsync_dir(new.parent)
 
 
 def fsync_dir(directory: Path) -> None:

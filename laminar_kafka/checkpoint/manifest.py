@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from laminar_kafka.errors import CheckpointError
@@ -37,7 +37,8 @@ class Manifest:
     version: int = MANIFEST_VERSION
 
     def to_json(self) -> bytes:
-        body = asdict(self)
+        # Not asdict(): it deep-copies, and read-only map views (as Ack holds) cannot be copied.
+        body: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
         body["positions"] = dict(self.positions)
         body["barrier_offsets"] = dict(self.barrier_offsets)
         body["snapshots"] = dict(self.snapshots)
@@ -48,14 +49,44 @@ class Manifest:
     @classmethod
     def from_json(cls, data: bytes, where: str) -> Manifest:
         try:
-            body: dict[str, Any] = json.loads(data)
+            body = json.loads(data)
+            if not isinstance(body, dict):
+                raise CheckpointError(f"{where}: a manifest is a JSON object, not {body!r:.40}")
             if body.get("version") != MANIFEST_VERSION:
                 raise CheckpointError(
                     f"{where}: manifest version {body.get('version')} is not {MANIFEST_VERSION}"
                 )
             body["unaligned_tasks"] = tuple(body.get("unaligned_tasks", ()))
-            return cls(**body)
+            manifest = cls(**body)
         except CheckpointError:
             raise
         except (ValueError, TypeError) as exc:
             raise CheckpointError(f"{where}: unreadable manifest: {exc}") from None
+        manifest._check_types(where)
+        return manifest
+
+    def _check_types(self, where: str) -> None:
+        """A manifest read back must hold what the coordinator wrote, or recovery misreads it."""
+        for name in ("checkpoint_id", "generation", "created_ms"):
+            if type(getattr(self, name)) is not int:
+                raise CheckpointError(f"{where}: {name} is not an integer")
+        if not isinstance(self.pipeline, str):
+            raise CheckpointError(f"{where}: pipeline is not a string")
+        maps = {
+            "positions": int,
+            "barrier_offsets": int,
+            "snapshots": str,
+            "sink_handles": str,
+        }
+        for name, value_type in maps.items():
+            value = getattr(self, name)
+            if not isinstance(value, dict) or not all(
+                isinstance(k, str) and type(v) is value_type for k, v in value.items()
+            ):
+                raise CheckpointError(
+                    f"{where}: {name} must map strings to {value_type.__name__} values"
+                )
+        if self.min_watermark_ms is not None and type(self.min_watermark_ms) is not int:
+            raise CheckpointError(f"{where}: min_watermark_ms is not an integer")
+        if not all(type(t) is int for t in self.unaligned_tasks):
+            raise CheckpointError(f"{where}: unaligned_tasks must list task numbers")

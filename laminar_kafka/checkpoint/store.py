@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from laminar_kafka.checkpoint.files import write_atomic
+from laminar_kafka.checkpoint.files import make_dirs, write_atomic
 from laminar_kafka.checkpoint.manifest import Manifest
 from laminar_kafka.errors import CheckpointError
 
@@ -30,6 +29,14 @@ from laminar_kafka.errors import CheckpointError
 class GenerationInfo:
     generation: int
     max_parallelism: int
+
+
+def _checkpoint_id(entry: Path) -> int | None:
+    """The id of a `chk-<id>` directory; None for any other entry."""
+    name = entry.name
+    if not name.startswith("chk-") or not name[4:].isdigit():
+        return None
+    return int(name[4:])
 
 
 def _root_path(uri: str) -> Path:
@@ -53,8 +60,11 @@ class CheckpointStore:
 
     # -- application lock -------------------------------------------------
     def lock(self) -> None:
-        """Refuse to run two applications of one pipeline on one store."""
-        self.home.mkdir(parents=True, exist_ok=True)
+        """Refuse to run two applications of one pipeline on one store.
+
+        An flock on `LOCK`: released by the kernel when the holder exits, however it exits.
+        """
+        make_dirs(self.home)
         handle = open(self.home / "LOCK", "ab")  # noqa: SIM115 - held for the run
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -74,12 +84,12 @@ class CheckpointStore:
     # -- generations ------------------------------------------------------
     def read_generation(self) -> GenerationInfo:
         path = self.home / "generation.json"
-        if not path.exists():
-            return GenerationInfo(0, 0)
         try:
             body = json.loads(path.read_bytes())
             return GenerationInfo(int(body["generation"]), int(body["max_parallelism"]))
-        except (ValueError, KeyError, TypeError) as exc:
+        except FileNotFoundError:
+            return GenerationInfo(0, 0)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             raise CheckpointError(f"{path}: unreadable: {exc}") from None
 
     def next_generation(self, parallelism: int) -> GenerationInfo:
@@ -87,7 +97,11 @@ class CheckpointStore:
         old = self.read_generation()
         new = GenerationInfo(old.generation + 1, max(old.max_parallelism, parallelism))
         body = {"generation": new.generation, "max_parallelism": new.max_parallelism}
-        write_atomic(self.home / "generation.json", json.dumps(body).encode())
+        path = self.home / "generation.json"
+        try:
+            write_atomic(path, json.dumps(body).encode())
+        except OSError as exc:
+            raise CheckpointError(f"{path}: cannot be written: {exc}") from None
         return new
 
     # -- snapshots (written by tasks) -------------------------------------
@@ -100,11 +114,11 @@ class CheckpointStore:
         return self.checkpoint_dir(checkpoint_id) / f"task-{task}-g{generation}.state"
 
     def write_snapshot(self, path: Path, data: bytes) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
+        """Write a state snapshot durably; a crash leaves no torn file under `path`."""
+        try:
+            write_atomic(path, data)
+        except OSError as exc:
+            raise CheckpointError(f"state snapshot {path} cannot be written: {exc}") from None
 
     def read_snapshot(self, path: str) -> bytes:
         try:
@@ -115,14 +129,21 @@ class CheckpointStore:
     # -- manifests (written by the coordinator) ---------------------------
     def write_manifest(self, manifest: Manifest) -> Path:
         path = self.checkpoint_dir(manifest.checkpoint_id) / "MANIFEST.json"
-        write_atomic(path, manifest.to_json())
+        try:
+            write_atomic(path, manifest.to_json())
+        except OSError as exc:
+            raise CheckpointError(f"{path}: cannot be written: {exc}") from None
         return path
 
     def read_manifest(self, checkpoint_id: int) -> Manifest | None:
         path = self.checkpoint_dir(checkpoint_id) / "MANIFEST.json"
-        if not path.exists():
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
             return None
-        return Manifest.from_json(path.read_bytes(), str(path))
+        except OSError as exc:
+            raise CheckpointError(f"{path}: unreadable: {exc}") from None
+        return Manifest.from_json(data, str(path))
 
     def complete_ids(self) -> list[int]:
         """Ids of the checkpoints whose manifest exists, oldest first."""
@@ -130,8 +151,9 @@ class CheckpointStore:
             return []
         ids = []
         for entry in self.home.iterdir():
-            if entry.name.startswith("chk-") and (entry / "MANIFEST.json").exists():
-                ids.append(int(entry.name[4:]))
+            checkpoint_id = _checkpoint_id(entry)
+            if checkpoint_id is not None and (entry / "MANIFEST.json").exists():
+                ids.append(checkpoint_id)
         return sorted(ids)
 
     def latest_complete(self) -> Manifest | None:
@@ -142,18 +164,24 @@ class CheckpointStore:
         """The highest checkpoint id ever started here, complete or not."""
         if not self.home.exists():
             return 0
-        ids = [int(e.name[4:]) for e in self.home.iterdir() if e.name.startswith("chk-")]
-        return max(ids, default=0)
+        ids = [_checkpoint_id(e) for e in self.home.iterdir()]
+        return max((i for i in ids if i is not None), default=0)
 
     def retain(self, keep: int) -> list[int]:
-        """Delete all but the newest `keep` complete checkpoints and older incomplete ones."""
+        """Delete all but the newest `keep` complete checkpoints and older incomplete ones.
+
+        Incomplete checkpoints newer than the oldest one kept stay: one may be in flight.
+        """
+        if keep < 1:
+            raise CheckpointError(f"cannot retain {keep} checkpoints: keep at least 1")
         complete = self.complete_ids()
         if len(complete) <= keep:
             return []
         oldest_kept = complete[-keep]
         removed = []
         for entry in self.home.iterdir():
-            if entry.name.startswith("chk-") and int(entry.name[4:]) < oldest_kept:
+            checkpoint_id = _checkpoint_id(entry)
+            if checkpoint_id is not None and checkpoint_id < oldest_kept:
                 shutil.rmtree(entry, ignore_errors=True)
-                removed.append(int(entry.name[4:]))
+                removed.append(checkpoint_id)
         return sorted(removed)

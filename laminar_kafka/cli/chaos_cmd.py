@@ -25,7 +25,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("pipeline", help="a pipeline file over the `order` schema")
     parser.add_argument("--rounds", type=int, default=5, help="random rounds (%(default)s)")
     parser.add_argument(
-        "--points", default="",
+        "--points",
+        default="",
         help="comma-separated named crash points to run once each before the random rounds; "
         f"'all' for every one of: {', '.join(p.value for p in FaultPoint)}",
     )
@@ -52,8 +53,10 @@ def chaos(args: argparse.Namespace) -> int:
     )
     run = ChaosRun(args.pipeline, settings)
     plan: list[FaultPoint | None] = [*points, *([None] * args.rounds)]
-    print(f"chaos: {len(plan)} rounds on {args.pipeline} (seed {seed}, logs in {settings.work_dir})",
-          flush=True)
+    print(
+        f"chaos: {len(plan)} rounds on {args.pipeline} (seed {seed}, logs in {settings.work_dir})",
+        flush=True,
+    )
     for index, point in enumerate(plan, 1):
         result = run.run_round(index, point, rng)
         print(f"round {index}/{len(plan)}: {result.line()}", flush=True)

@@ -70,8 +70,12 @@ def demo(args: argparse.Namespace) -> int:
         original, name, {original.source_topics[0]: source, original.sink_topics[0]: sink}
     )
     config = RuntimeConfig(
-        bootstrap=bootstrap, checkpoint_dir=str(work / "checkpoints"), parallelism=2,
-        checkpoint_interval_s=1.0, checkpoint_timeout_s=20.0, alignment_timeout_s=5.0,
+        bootstrap=bootstrap,
+        checkpoint_dir=str(work / "checkpoints"),
+        parallelism=2,
+        checkpoint_interval_s=1.0,
+        checkpoint_timeout_s=20.0,
+        alignment_timeout_s=5.0,
     )
     _say(f"pipeline {original.name} as {name}: {source} -> {sink}, checkpoints in {work}")
     _say("starting Spark (local[2]) and 2 worker tasks...")
@@ -96,8 +100,9 @@ def demo(args: argparse.Namespace) -> int:
     while not ready.wait(0.5):
         if failure or not thread.is_alive():
             raise failure[0] if failure else ConfigError("the pipeline stopped while starting")
-    produced = _produce_with_progress(bootstrap, source, sink, args.orders, work, args.no_crash,
-                                      thread, failure)
+    produced = _produce_with_progress(
+        bootstrap, source, sink, args.orders, work, args.no_crash, thread, failure
+    )
     _wait_for_output(bootstrap, sink, produced, thread, failure)
     runner.stop()
     thread.join(120)
@@ -124,8 +129,14 @@ def _local_broker() -> str:
 
 
 def _produce_with_progress(
-    bootstrap: str, source: str, sink: str, total: int, work: Path, no_crash: bool,
-    thread: threading.Thread, failure: list[BaseException],
+    bootstrap: str,
+    source: str,
+    sink: str,
+    total: int,
+    work: Path,
+    no_crash: bool,
+    thread: threading.Thread,
+    failure: list[BaseException],
 ) -> int:
     chunk = max(1, total // 40)
     crashed = no_crash
@@ -151,7 +162,7 @@ def _exists(bootstrap: str, topic: str) -> bool:
 
 
 def _kill_a_worker(work: Path) -> bool:
-    pids = sorted(work.glob("g*-t*.pid"), key=lambda p: p.stat().st_mtime)
+    pids = sorted(work.glob("*.pid"), key=lambda p: p.stat().st_mtime)
     if not pids:
         return False
     victim = pids[-1]
@@ -164,7 +175,10 @@ def _kill_a_worker(work: Path) -> bool:
 
 
 def _wait_for_output(
-    bootstrap: str, sink: str, expected: int, thread: threading.Thread,
+    bootstrap: str,
+    sink: str,
+    expected: int,
+    thread: threading.Thread,
     failure: list[BaseException],
 ) -> None:
     decode = JsonFormat().decode_one

@@ -18,29 +18,40 @@ def add_runtime_options(parser: Any) -> None:
         "broker if it runs, else localhost:9092)",
     )
     parser.add_argument(
-        "--checkpoint-dir", default="./laminar-checkpoints",
+        "--checkpoint-dir",
+        default="./laminar-checkpoints",
         help="checkpoint directory (default: %(default)s)",
     )
     parser.add_argument("--parallelism", type=int, default=2, help="worker tasks (%(default)s)")
     parser.add_argument(
-        "--checkpoint-interval", type=float, default=2.0,
+        "--checkpoint-interval",
+        type=float,
+        default=2.0,
         help="seconds between checkpoints; output becomes visible at each (%(default)s)",
     )
     parser.add_argument(
-        "--checkpoint-timeout", type=float, default=60.0,
+        "--checkpoint-timeout",
+        type=float,
+        default=60.0,
         help="abort a checkpoint not acknowledged within this many seconds (%(default)s)",
     )
     parser.add_argument(
-        "--alignment-timeout", type=float, default=10.0,
+        "--alignment-timeout",
+        type=float,
+        default=10.0,
         help="switch to an unaligned checkpoint after this many seconds (%(default)s)",
     )
     parser.add_argument("--master", help="Spark master (default: local[PARALLELISM])")
     parser.add_argument(
-        "--client-config", action="append", default=[], metavar="KEY=VALUE",
+        "--client-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="Kafka client setting for every client (SASL, SSL, ...); repeatable",
     )
     parser.add_argument(
-        "--client-config-file", type=Path,
+        "--client-config-file",
+        type=Path,
         help="a .properties file of Kafka client settings (KEY=VALUE lines)",
     )
 

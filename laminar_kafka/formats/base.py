@@ -12,7 +12,10 @@ class Format(Protocol):
     the source turns that into a dead-letter record instead of failing the task.
     """
 
-    name: str
+    @property
+    def name(self) -> str:
+        """A short name for messages and logs ("json", "avro", ...)."""
+        ...
 
     def decode_one(self, data: bytes | None) -> Any: ...
 

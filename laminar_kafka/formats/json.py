@@ -26,4 +26,9 @@ class JsonFormat:
     def encode_one(self, value: Any) -> bytes | None:
         if value is None:
             return None
-        return json.dumps(value, separators=(",", ":"), default=str).encode()
+        try:
+            # allow_nan=False: NaN and Infinity are not JSON, and other readers reject them.
+            text = json.dumps(value, separators=(",", ":"), default=str, allow_nan=False)
+        except (TypeError, ValueError) as exc:  # non-str keys, circular references, NaN
+            raise RecordDecodeError(f"value is not encodable as JSON: {exc}") from None
+        return text.encode()

@@ -30,7 +30,9 @@ class RestartPolicy:
 
     def backoff_s(self, attempt: int) -> float:
         """Delay before restart number `attempt` (1-based)."""
-        return float(min(self.max_backoff_s, self.initial_backoff_s * self.multiplier ** (attempt - 1)))
+        return float(
+            min(self.max_backoff_s, self.initial_backoff_s * self.multiplier ** (attempt - 1))
+        )
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from laminar_kafka.control.codec import decode, encode
 from laminar_kafka.control.headers import CONTROL_HEADER, control_headers
 from laminar_kafka.control.records import Ack, Announcement, ControlRecord
 from laminar_kafka.errors import ControlRecordError, LaminarError
+from laminar_kafka.sources.kafka_reader import watermark_offsets
 
 log = logging.getLogger(__name__)
 
@@ -50,14 +52,15 @@ def ensure_topics(
             raise LaminarError(f"cannot create topic {name!r}: {exc}") from None
 
 
-def end_offset(bootstrap: str, client_config: Mapping[str, str], topic: str) -> int:
+def end_offset(
+    bootstrap: str, client_config: Mapping[str, str], topic: str, timeout_s: float = 30.0
+) -> int:
     """The offset the next record written to partition 0 of `topic` will get."""
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "laminar-probe", **client_config}
     )
     try:
-        _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
-        return int(high)
+        return watermark_offsets(consumer, topic, 0, timeout_s)[1]
     finally:
         consumer.close()
 
@@ -108,7 +111,10 @@ class ControlChannel:
                 failure.append(err)
 
         self._producer.produce(
-            self.topic, encode(record), partition=0, headers=control_headers(record),
+            self.topic,
+            encode(record),
+            partition=0,
+            headers=control_headers(record),
             on_delivery=delivered,
         )
         if self._producer.flush(timeout_s) or failure:
@@ -119,12 +125,13 @@ class ControlChannel:
         """Records of the wanted kind for this pipeline that arrived within `timeout_s`."""
         out: list[Any] = []
         for msg in self._consumer.consume(500, timeout_s):
-            if msg.error() is not None:
-                if msg.error().fatal():
-                    raise LaminarError(f"control topic consumer failed: {msg.error().str()}")
+            error = msg.error()
+            if error is not None:
+                if error.fatal():
+                    raise LaminarError(f"control topic consumer failed: {error.str()}")
                 continue
-            headers = msg.headers()
-            kind = next((v for k, v in headers or () if k == CONTROL_HEADER), None)
+            headers: Any = msg.headers() or ()
+            kind = next((v for k, v in headers if k == CONTROL_HEADER), None)
             if kind != self._wanted:
                 continue
             try:

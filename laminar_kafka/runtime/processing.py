@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from confluent_kafka import Message
-
 from laminar_kafka.api.pipeline import Flow, Pipeline
 from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.operators.base import BatchContext, DeadLetter
 from laminar_kafka.sinks.kafka_transaction import KafkaTransaction
+from laminar_kafka.sources.kafka_reader import KafkaMessage
 from laminar_kafka.state.keyed_state import KeyedState
 
 PartitionKey = tuple[str, int]
@@ -60,7 +59,7 @@ class FlowRunner:
     def run(
         self,
         key: PartitionKey,
-        messages: Sequence[Message],
+        messages: Sequence[KafkaMessage],
         states: dict[int, KeyedState],
         txn: KafkaTransaction,
     ) -> None:
@@ -84,7 +83,7 @@ class FlowRunner:
 
     @staticmethod
     def _decode(
-        flow: Flow, messages: Sequence[Message], ctx: BatchContext
+        flow: Flow, messages: Sequence[KafkaMessage], ctx: BatchContext
     ) -> tuple[list[object], list[int]]:
         decode = flow.source.value_format.decode_one
         values: list[object] = []

@@ -30,13 +30,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer
 
 from laminar_kafka.checkpoint.manifest import Manifest
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import partition_key
 from laminar_kafka.errors import CheckpointError
-from laminar_kafka.sources.kafka_reader import PartitionReader
+from laminar_kafka.sources.kafka_reader import PartitionReader, watermark_offsets
 from laminar_kafka.state.keyed_state import KeyedState
 
 PartitionKey = tuple[str, int]
@@ -134,9 +134,7 @@ def _start_offsets(
     try:
         out = {}
         for topic, partition in keys:
-            low, high = probe.get_watermark_offsets(
-                TopicPartition(topic, partition), timeout=timeout_s
-            )
+            low, high = watermark_offsets(probe, topic, partition, timeout_s)
             out[(topic, partition)] = int(high if start_from.get(topic) == "latest" else low)
         return out
     finally:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laminar_kafka.api.pipeline import Pipeline
+from laminar_kafka.api.shipping import ship_pipeline_code
 from laminar_kafka.barriers.injector import BarrierInjector
 from laminar_kafka.checkpoint.coordinator import CheckpointCoordinator, PendingCheckpoint
 from laminar_kafka.checkpoint.store import CheckpointStore
@@ -51,6 +52,7 @@ class RunStats:
 
 
 Listener = Callable[[str], None]
+_STARTING = "worker job lost while starting: "
 
 
 class PipelineRunner:
@@ -102,19 +104,24 @@ class PipelineRunner:
         wanted[cfg.dead_letters_to(name)] = 1
         ensure_topics(cfg.bootstrap, cfg.client_config, wanted)
         ensure_topics(
-            cfg.bootstrap, cfg.client_config, {self._control_topic: 1},
+            cfg.bootstrap,
+            cfg.client_config,
+            {self._control_topic: 1},
             config={"retention.ms": str(24 * 3600 * 1000)},
         )
         return counts
 
     def run(self) -> RunStats:
+        ship_pipeline_code(self.pipeline)
         self._store.lock()
         try:
             counts = self._prepare_topics()
             total = sum(counts.values())
             parallelism = min(self.config.parallelism, total)
             if parallelism < self.config.parallelism:
-                self._say(f"parallelism capped at {parallelism}: the sources have {total} partitions")
+                self._say(
+                    f"parallelism capped at {parallelism}: the sources have {total} partitions"
+                )
             self._run_generations(counts, parallelism)
         finally:
             self._store.unlock()
@@ -129,11 +136,17 @@ class PipelineRunner:
                 self.config.master or f"local[{parallelism}]", f"laminar-{self.pipeline.name}"
             )
         partitions = [(t, p) for t in sorted(counts) for p in range(counts[t])]
+        repeated: list[str] = []
         while True:
             outcome = self._run_generation(counts, partitions, parallelism)
             if outcome is None:
                 return
             self.stats.restarts += 1
+            # The same failure before any task got going, three times in a row, is
+            # not a crash to ride out (an import error in the pipeline, a bad setting).
+            repeated = [*repeated, outcome][-3:] if outcome.startswith(_STARTING) else []
+            if len(repeated) == 3 and len(set(repeated)) == 1:
+                raise LaminarError(f"the workers fail at start: {outcome[len(_STARTING) :]}")
             policy = self.config.restart
             if self.stats.restarts > policy.max_restarts:
                 raise LaminarError(
@@ -157,13 +170,24 @@ class PipelineRunner:
         generation = info.generation
         self.stats.generations += 1
         control = ControlChannel(
-            cfg.bootstrap, cfg.client_config, self._control_topic, name,
-            end_offset(cfg.bootstrap, cfg.client_config, self._control_topic), reads=Ack,
+            cfg.bootstrap,
+            cfg.client_config,
+            self._control_topic,
+            name,
+            end_offset(cfg.bootstrap, cfg.client_config, self._control_topic),
+            reads=Ack,
         )
         injector = BarrierInjector(cfg.bootstrap, cfg.client_config, partitions)
         coordinator = CheckpointCoordinator(
-            name, generation, parallelism, self._store, injector, control,
-            cfg.checkpoint_timeout_s, cfg.retained_checkpoints, self._store.highest_id() + 1,
+            name,
+            generation,
+            parallelism,
+            self._store,
+            injector,
+            control,
+            cfg.checkpoint_timeout_s,
+            cfg.retained_checkpoints,
+            self._store.highest_id() + 1,
         )
         coordinator.announce_generation()
         self._fence_removed_tasks(parallelism, info.max_parallelism)
@@ -235,8 +259,10 @@ class PipelineRunner:
         cfg = self.config
         for task in range(parallelism, widest):
             txn = KafkaTransaction(
-                cfg.bootstrap, transactional_id(self.pipeline.name, task),
-                cfg.client_config, cfg.transaction_timeout_ms,
+                cfg.bootstrap,
+                transactional_id(self.pipeline.name, task),
+                cfg.client_config,
+                cfg.transaction_timeout_ms,
             )
             txn.init(timeout_s=60)
             txn.close()

@@ -79,15 +79,18 @@ class WorkerJob:
             log.debug("cancel %s: %s", self.group, exc)
 
 
+_PYTHON_ERROR = re.compile(r"^([A-Za-z_]\w*(?:Error|Exception)): (.+)$", re.MULTILINE)
+
+
 def _first_line(exc: BaseException) -> str:
     """The reason a Spark job failed, in a line a person can read."""
     text = str(exc)
     if "Python worker exited unexpectedly" in text or "EOFException" in text:
         return "a worker task process died"
-    for line in text.splitlines():
-        for marker in ("LaminarError", "FencedError", "TransactionError", "CheckpointError"):
-            if marker in line:
-                return line.strip()[:500]
+    # The task's own Python error, if one is quoted (the last one is the cause).
+    found = [m for m in _PYTHON_ERROR.finditer(text) if "Py4J" not in m.group(1)]
+    if found:
+        return f"{found[-1].group(1)}: {found[-1].group(2)}"[:500]
     match = re.search(r"Job aborted due to stage failure: ([^\n]+)", text)
     if match:
         return match.group(1)[:500]

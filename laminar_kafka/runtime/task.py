@@ -14,7 +14,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import Message, TopicPartition
+from confluent_kafka import TopicPartition
 
 from laminar_kafka.barriers.aligner import AlignmentPhase, BarrierAligner
 from laminar_kafka.checkpoint.store import CheckpointStore
@@ -34,7 +34,7 @@ from laminar_kafka.runtime.recovery import (
 )
 from laminar_kafka.runtime.task_spec import TaskSpec
 from laminar_kafka.sinks.kafka_transaction import KafkaTransaction, transactional_id
-from laminar_kafka.sources.kafka_reader import PartitionReader
+from laminar_kafka.sources.kafka_reader import KafkaMessage, PartitionReader
 from laminar_kafka.state.keyed_state import KeyedState
 
 log = logging.getLogger(__name__)
@@ -71,8 +71,12 @@ class WorkerTask:
         )
         self._reader = PartitionReader(cfg.bootstrap, name, cfg.client_config, cfg.batch_size)
         self._control = ControlChannel(
-            cfg.bootstrap, cfg.client_config, cfg.control_topic(name), name,
-            spec.control_start_offset, reads=Announcement,
+            cfg.bootstrap,
+            cfg.client_config,
+            cfg.control_topic(name),
+            name,
+            spec.control_start_offset,
+            reads=Announcement,
         )
         self._aligner = BarrierAligner(spec.partitions, cfg.alignment_timeout_s)
         self._flows = FlowRunner(spec.pipeline, spec.partition_counts, cfg.dead_letters_to(name))
@@ -100,8 +104,12 @@ class WorkerTask:
             self._close()
         c = self._flows.counts
         return TaskSummary(
-            self.spec.task, self.spec.generation, c.records_in, c.records_out,
-            c.dead_letters, self._checkpoints,
+            self.spec.task,
+            self.spec.generation,
+            c.records_in,
+            c.records_out,
+            c.dead_letters,
+            self._checkpoints,
         )
 
     def _recover(self) -> None:
@@ -117,7 +125,9 @@ class WorkerTask:
         self._remember_committed()
         self._reader.assign(dict(self._next_offset))
         log.info(
-            "task %d gen %d resumes %s", self.spec.task, self.spec.generation,
+            "task %d gen %d resumes %s",
+            self.spec.task,
+            self.spec.generation,
             {f"{t}[{p}]": (s.offset, s.checkpoint_id) for (t, p), s in starts.items()},
         )
 
@@ -125,7 +135,9 @@ class WorkerTask:
         """Fault-injection runs find the task processes to kill through these files."""
         where = os.environ.get("LAMINAR_PID_DIR")
         if where:
-            path = os.path.join(where, f"g{self.spec.generation}-t{self.spec.task}.pid")
+            path = os.path.join(
+                where, f"{self.spec.pipeline.name}.g{self.spec.generation}.t{self.spec.task}.pid"
+            )
             with open(path, "w") as out:
                 out.write(str(os.getpid()))
 
@@ -159,9 +171,9 @@ class WorkerTask:
         self._txn.serve()
         return False
 
-    def _process(self, messages: list[Message]) -> bool:
+    def _process(self, messages: list[KafkaMessage]) -> bool:
         """Run a batch; True when a barrier completed alignment (rest of batch dropped)."""
-        pending: dict[PartitionKey, list[Message]] = {}
+        pending: dict[PartitionKey, list[KafkaMessage]] = {}
         for m in messages:
             key = (m.topic(), m.partition())
             if key in self._held:
@@ -179,7 +191,7 @@ class WorkerTask:
             self._run(key, batch)
         return False
 
-    def _run(self, key: PartitionKey, batch: list[Message] | None) -> None:
+    def _run(self, key: PartitionKey, batch: list[KafkaMessage] | None) -> None:
         if not batch:
             return
         self._flows.run(key, batch, self._states[key], self._txn)
@@ -187,7 +199,7 @@ class WorkerTask:
         self._max_ts[key] = max(self._max_ts.get(key, 0), batch[-1].timestamp()[1])
         self._since_commit += len(batch)
 
-    def _on_barrier(self, key: PartitionKey, m: Message) -> bool:
+    def _on_barrier(self, key: PartitionKey, m: KafkaMessage) -> bool:
         try:
             barrier = decode(m.value())
         except ControlRecordError as exc:
@@ -244,8 +256,13 @@ class WorkerTask:
             error = str(exc)
             log.error("task %d: checkpoint %d failed: %s", self.spec.task, n, exc)
         self._send_ack(  # 3.
-            n, ok=error is None, positions=positions, handles=handles,
-            error=error, alignment_ms=waited_ms, unaligned=unaligned,
+            n,
+            ok=error is None,
+            positions=positions,
+            handles=handles,
+            error=error,
+            alignment_ms=waited_ms,
+            unaligned=unaligned,
         )
         decision = self._await_decision(n)  # 4.
         if decision.is_commit and error is None:  # 5.
@@ -273,9 +290,13 @@ class WorkerTask:
             self._check_alive()
             for announcement in self._control.receive(0.05):
                 self._check_generation(announcement)
-                if announcement.epoch == self.spec.generation and announcement.checkpoint_id == n:
-                    if announcement.is_commit or announcement.is_abort:
-                        return announcement
+                if (
+                    announcement.epoch == self.spec.generation
+                    and announcement.checkpoint_id == n
+                    and (announcement.is_commit or announcement.is_abort)
+                ):
+                    decision: Announcement = announcement
+                    return decision
         raise LaminarError(
             f"task {self.spec.task}: no decision on checkpoint {n} within "
             f"{self.spec.config.checkpoint_timeout_s * 2:.0f}s; the coordinator is gone"

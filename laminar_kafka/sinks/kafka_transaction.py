@@ -22,7 +22,7 @@ from laminar_kafka.sinks.transaction_state import TxnState, check_transition
 
 log = logging.getLogger(__name__)
 
-Header = tuple[str, bytes]
+Header = tuple[str, str | bytes | None]
 
 
 def transactional_id(pipeline: str, task: int) -> str:
@@ -51,6 +51,7 @@ class KafkaTransaction:
         self.txn_id = txn_id
         self.state = TxnState.NEW
         self._delivery_error: KafkaError | None = None
+        self._fenced = False
         self.produced = 0
         config: dict[str, Any] = {
             "bootstrap.servers": bootstrap,
@@ -75,8 +76,16 @@ class KafkaTransaction:
 
     def _raise(self, what: str, exc: KafkaException) -> None:
         err: KafkaError = exc.args[0]
-        self._to("fail")
-        if _is_fenced(err):
+        if err.code() == KafkaError._FATAL:
+            # A call made after a fatal error only says "fatal"; the cause is raised
+            # once, by the next poll, or was seen before.
+            try:
+                self._producer.poll(0)
+            except KafkaException as cause:
+                err = cause.args[0]
+        self._fenced = self._fenced or _is_fenced(err)
+        self.state = TxnState.FAILED
+        if self._fenced:
             raise FencedError(f"{what}: producer {self.txn_id} was fenced by a newer one") from None
         raise TransactionError(f"{what} failed for {self.txn_id}: {err.str()}") from None
 
@@ -99,6 +108,7 @@ class KafkaTransaction:
     def _on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
         if err is not None and self._delivery_error is None:
             self._delivery_error = err
+            self._fenced = self._fenced or _is_fenced(err)
 
     def produce(
         self,
@@ -112,17 +122,26 @@ class KafkaTransaction:
         while True:
             try:
                 self._producer.produce(
-                    topic, value, key, headers=headers, on_delivery=self._on_delivery
+                    topic,
+                    value,
+                    key,
+                    headers=list(headers) if headers else None,
+                    on_delivery=self._on_delivery,
                 )
                 break
             except BufferError:
                 # The local queue is full: serve delivery reports to make room.
-                self._producer.poll(0.05)
+                self.serve(0.05)
+            except KafkaException as exc:
+                self._raise("produce", exc)
         self.produced += 1
 
-    def serve(self) -> None:
-        """Serve delivery callbacks without blocking (call once per batch)."""
-        self._producer.poll(0)
+    def serve(self, timeout_s: float = 0.0) -> None:
+        """Serve delivery callbacks (call once per batch; by default without blocking)."""
+        try:
+            self._producer.poll(timeout_s)
+        except KafkaException as exc:
+            self._raise("poll", exc)
 
     def prepare(
         self,
@@ -138,15 +157,17 @@ class KafkaTransaction:
         self._to("prepare")
         try:
             if offsets:
-                self._producer.send_offsets_to_transaction(offsets, group_metadata, timeout_s)
+                self._producer.send_offsets_to_transaction(list(offsets), group_metadata, timeout_s)
             remaining = self._producer.flush(timeout_s)
         except KafkaException as exc:
-            self._raise("send_offsets_to_transaction", exc)
+            self._raise("prepare", exc)
         if remaining:
             self._to("fail")
             raise TransactionError(f"{remaining} records still undelivered after {timeout_s}s")
         if self._delivery_error is not None:
             self._to("fail")
+            if self._fenced:
+                raise FencedError(f"prepare: producer {self.txn_id} was fenced by a newer one")
             raise TransactionError(f"a record was not delivered: {self._delivery_error.str()}")
 
     def commit(self, timeout_s: float, attempts: int = 10) -> None:

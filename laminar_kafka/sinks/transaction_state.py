@@ -1,8 +1,13 @@
 """The states of a sink transaction and the only transitions between them.
 
     NEW --init--> READY --begin--> OPEN --prepare--> PREPARED --commit--> READY
-                              OPEN/PREPARED --abort--> READY
+                              OPEN/PREPARED/FAILED --abort--> READY
                               any --fail--> FAILED,  any --close--> CLOSED
+
+Abort from FAILED is how a transaction recovers from an abortable error (a
+record not delivered, a commit the broker refused); after a fatal error, such
+as being fenced, the producer's abort fails again and the state stays FAILED.
+Abort from READY is a no-op (nothing is open).
 """
 
 from __future__ import annotations
@@ -27,7 +32,10 @@ _ALLOWED: dict[str, tuple[frozenset[TxnState], TxnState]] = {
     "produce": (frozenset({TxnState.OPEN}), TxnState.OPEN),
     "prepare": (frozenset({TxnState.OPEN}), TxnState.PREPARED),
     "commit": (frozenset({TxnState.PREPARED}), TxnState.READY),
-    "abort": (frozenset({TxnState.OPEN, TxnState.PREPARED, TxnState.READY}), TxnState.READY),
+    "abort": (
+        frozenset({TxnState.OPEN, TxnState.PREPARED, TxnState.READY, TxnState.FAILED}),
+        TxnState.READY,
+    ),
     "fail": (frozenset(TxnState), TxnState.FAILED),
     "close": (frozenset(TxnState), TxnState.CLOSED),
 }

@@ -7,14 +7,43 @@ checkpoint's offset markers are committed (through the sink transaction).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 
 from laminar_kafka.errors import LaminarError
 
 TopicPartitionKey = tuple[str, int]
+# confluent-kafka's stubs declare topic(), partition() and offset() optional; on a
+# message without error() they are always set, so data paths treat messages as Any.
+KafkaMessage = Any
+
+
+def watermark_offsets(
+    consumer: Consumer, topic: str, partition: int, timeout_s: float = 30.0
+) -> tuple[int, int]:
+    """(low, high) offsets of a partition, waiting for a just-created topic to be known."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+            return int(low), int(high)
+        except KafkaException as exc:
+            # A topic created a moment ago may not be in this client's metadata yet.
+            if time.monotonic() > deadline:
+                raise LaminarError(
+                    f"cannot read the offsets of {topic}[{partition}]: {exc}"
+                ) from None
+            time.sleep(0.2)
 
 
 def consumer_group(pipeline: str) -> str:
@@ -53,7 +82,9 @@ class PartitionReader:
     def group_metadata(self) -> Any:
         return self._consumer.consumer_group_metadata()
 
-    def committed(self, partitions: Iterable[TopicPartitionKey], timeout_s: float) -> list[TopicPartition]:
+    def committed(
+        self, partitions: Iterable[TopicPartitionKey], timeout_s: float
+    ) -> list[TopicPartition]:
         """The offsets (and metadata) last committed for these partitions by a transaction."""
         tps = [TopicPartition(t, p) for t, p in partitions]
         return list(self._consumer.committed(tps, timeout=timeout_s))
@@ -71,9 +102,9 @@ class PartitionReader:
             tps.append(TopicPartition(topic, partition, offset))
         self._consumer.assign(tps)
 
-    def poll(self, timeout_s: float) -> list[Message]:
+    def poll(self, timeout_s: float) -> list[KafkaMessage]:
         """Up to one batch of records; raises on a non-transient consumer error."""
-        messages: list[Message] = self._consumer.consume(self._batch_size, timeout_s)
+        messages: list[KafkaMessage] = self._consumer.consume(self._batch_size, timeout_s)
         if any(m.error() is not None for m in messages):
             kept = []
             for m in messages:

@@ -33,6 +33,8 @@ class KeyedState:
             raise CheckpointError(f"state snapshot is unreadable: {exc}") from None
         if version != SNAPSHOT_FORMAT:
             raise CheckpointError(f"state snapshot format {version} is not {SNAPSHOT_FORMAT}")
+        if not isinstance(table, dict):
+            raise CheckpointError(f"state snapshot holds a {type(table).__name__}, not a table")
         return cls(table=table)
 
     def __len__(self) -> int:

@@ -15,6 +15,7 @@ and keep `id` in its output (stateless) or emit `customer`/`orders`/`amount`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -116,7 +117,9 @@ class _App:
             if at is not None:
                 return at
             if self.proc.poll() is not None:
-                raise LaminarError(f"the pipeline exited ({self.proc.returncode}) before {needle!r}")
+                raise LaminarError(
+                    f"the pipeline exited ({self.proc.returncode}) before {needle!r}"
+                )
             time.sleep(0.1)
         raise LaminarError(f"no {needle!r} from the pipeline within {timeout_s:.0f}s")
 
@@ -133,10 +136,8 @@ class _App:
 
     def cleanup(self) -> None:
         """Kill whatever of this application's session is left (Spark JVM, workers)."""
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         self.proc.wait()
         self._log.close()
 
@@ -171,18 +172,28 @@ class ChaosRun:
             )
         )
         args = [
-            "run", str(wrapper), "--bootstrap", s.bootstrap,
-            "--checkpoint-dir", str(round_dir / "checkpoints"),
-            "--parallelism", str(s.parallelism),
-            "--checkpoint-interval", str(s.checkpoint_interval_s),
-            "--checkpoint-timeout", "20", "--alignment-timeout", "5",
+            "run",
+            str(wrapper),
+            "--bootstrap",
+            s.bootstrap,
+            "--checkpoint-dir",
+            str(round_dir / "checkpoints"),
+            "--parallelism",
+            str(s.parallelism),
+            "--checkpoint-interval",
+            str(s.checkpoint_interval_s),
+            "--checkpoint-timeout",
+            "20",
+            "--alignment-timeout",
+            "5",
         ]
         env = {**os.environ, "LAMINAR_PID_DIR": str(round_dir / "pids")}
         env.pop("LAMINAR_FAULT", None)
         fault_env = dict(env)
         if point is not None:
             fault_env.update(
-                LAMINAR_FAULT=point.value, LAMINAR_FAULT_DIR=str(round_dir),
+                LAMINAR_FAULT=point.value,
+                LAMINAR_FAULT_DIR=str(round_dir),
                 LAMINAR_FAULT_MIN_CHECKPOINT=str(rng.randint(2, 4)),
             )
         log = round_dir / "pipeline.log"
@@ -192,9 +203,7 @@ class ChaosRun:
         killed_at: float | None = None
         try:
             app.wait_line("tasks running", 0, 120)
-            producer = threading.Thread(
-                target=self._produce, args=(source, s.records), daemon=True
-            )
+            producer = threading.Thread(target=self._produce, args=(source, s.records), daemon=True)
             producer.start()
             if point is not None:
                 marker = round_dir / f"fired-{point.value}"
@@ -225,7 +234,9 @@ class ChaosRun:
     def _produce(self, topic: str, records: int) -> None:
         chunk = max(1, records // 20)
         for start in range(0, records, chunk):
-            produce_orders(self.settings.bootstrap, topic, range(start, min(start + chunk, records)))
+            produce_orders(
+                self.settings.bootstrap, topic, range(start, min(start + chunk, records))
+            )
             time.sleep(0.15)
 
     def _await_fault(self, marker: Path, app: _App) -> float:
@@ -243,13 +254,11 @@ class ChaosRun:
         if rng.random() < 0.3 or not pids:
             app.kill()
             return "random:app", time.monotonic()
-        newest_gen = pids[-1].name.split("-")[0]
-        victim = rng.choice([p for p in pids if p.name.startswith(newest_gen + "-")])
-        try:
+        newest_gen = pids[-1].name.split(".")[-3]
+        victim = rng.choice([p for p in pids if p.name.split(".")[-3] == newest_gen])
+        with contextlib.suppress(ProcessLookupError):
             os.kill(int(victim.read_text()), signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        return f"random:worker:{victim.stem}", time.monotonic()
+        return f"random:worker:{'.'.join(victim.name.split('.')[-3:-1])}", time.monotonic()
 
     def _await_output(self, sink: str, records: int, app: _App) -> None:
         decode = JsonFormat().decode_one

@@ -127,15 +127,16 @@ def read_committed(
             if time.monotonic() > deadline:
                 raise LaminarError(f"reading {topic} did not reach its end within {timeout_s}s")
             for m in consumer.consume(1000, 0.5):
-                if m.error() is not None:
+                partition, offset = m.partition(), m.offset()
+                if m.error() is not None or partition is None or offset is None:
                     continue
-                positions[m.partition()] = m.offset() + 1
+                positions[partition] = offset + 1
                 if not is_control(m.headers()):
                     out.append(decode(m.value()))
             # Markers of aborted/committed transactions occupy offsets but are
             # never delivered: the position is the consumer's, not the last record's.
             for tp in consumer.position([TopicPartition(topic, p) for p in ends]):
-                if tp.offset >= 0:
+                if tp.offset >= 0 and tp.partition is not None:
                     positions[tp.partition] = max(positions[tp.partition], tp.offset)
     finally:
         consumer.close()

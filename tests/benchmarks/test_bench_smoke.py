@@ -6,9 +6,11 @@ from collections import defaultdict
 
 import pytest
 
+from benchmarks.baselines.transactional_loop import run_transactional_loop
 from benchmarks.ceiling import run_ceiling
+from benchmarks.preload import preload
 from benchmarks.records import VALUE_SIZE, decode_count, decode_record, encode_record, make_record
-from benchmarks.verify import check_output, read_topic
+from benchmarks.verify import check_output, count_topic, read_topic
 from laminar_kafka.errors import PipelineError
 from laminar_kafka.testing import TopicFactory
 
@@ -97,3 +99,31 @@ def test_ceiling_phases_process_every_record_exactly_once(
     assert seen.keys() == ids_by_key.keys()
     for name, ids in ids_by_key.items():
         assert seen[name] == [(record_id, n) for n, record_id in enumerate(ids, start=1)]
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_loop_commits_many_small_transactions_without_loss_or_duplicate(
+    kafka_bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    records = 1_000
+    source = preload(kafka_bootstrap, records, 3, make_topic=topic_factory.create, progress=False)
+    assert count_topic(kafka_bootstrap, source) == records
+    sink = topic_factory.create("bench-out", 3)
+
+    result = run_transactional_loop(
+        kafka_bootstrap,
+        source,
+        sink,
+        3,
+        commit_interval_s=0.0,
+        workload="keyed",
+        batch_size=50,
+        progress=False,
+    )
+
+    assert result.records == records
+    assert result.records_out == records
+    assert result.commits >= records // 50
+    assert len(result.latencies_s) >= result.commits
+    check_output("keyed", read_topic(kafka_bootstrap, sink), records)

@@ -1,0 +1,130 @@
+"""key_by checks each record's key belongs to its partition; aggregate keeps running state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from laminar_kafka.operators import AggregateOp, BatchContext, KeyByOp, MapOp
+from laminar_kafka.operators.keyed import key_bytes
+from laminar_kafka.operators.partitioning import crc32_partition, murmur2_partition
+from laminar_kafka.state import KeyedState
+
+PARTITIONS = 6
+CUSTOMERS = [f"customer-{i}" for i in range(30)]
+
+
+def _ctx(
+    partition: int = 0, num_partitions: int = 1, state: KeyedState | None = None
+) -> BatchContext:
+    return BatchContext(
+        "orders", partition, num_partitions, KeyedState() if state is None else state
+    )
+
+
+def test_key_bytes_is_how_a_producer_writes_the_key() -> None:
+    assert key_bytes("alice") == b"alice"
+    assert key_bytes(b"\x00raw") == b"\x00raw"
+    assert key_bytes(42) == b"42"
+
+
+@pytest.mark.parametrize(
+    ("partitioner", "partition_of"), [("murmur2", murmur2_partition), ("crc32", crc32_partition)]
+)
+def test_key_by_keeps_keys_of_this_partition_and_dead_letters_the_rest(
+    partitioner: str, partition_of: Any
+) -> None:
+    here = 3
+    values = [{"customer": c, "n": i} for i, c in enumerate(CUSTOMERS)]
+    offsets = list(range(100, 100 + len(values)))
+    ctx = _ctx(here, PARTITIONS)
+    out, kept = KeyByOp("customer", partitioner).apply(values, offsets, ctx)
+
+    mine = [i for i, c in enumerate(CUSTOMERS) if partition_of(c.encode(), PARTITIONS) == here]
+    assert mine and len(mine) < len(CUSTOMERS)
+    assert out == [(CUSTOMERS[i], values[i]) for i in mine]
+    assert kept == [100 + i for i in mine]
+    assert [d.offset for d in ctx.dead_letters] == [
+        100 + i for i in range(len(CUSTOMERS)) if i not in mine
+    ]
+    first = ctx.dead_letters[0]
+    owner = partition_of(CUSTOMERS[first.offset - 100].encode(), PARTITIONS)
+    assert f"belongs to partition {owner} of orders by {partitioner}" in first.reason
+    assert f"found in partition {here}" in first.reason
+
+
+def test_key_by_function_and_missing_field() -> None:
+    ctx = _ctx()
+    out, kept = KeyByOp(lambda v: v["id"] % 2).apply(
+        [{"id": 3}, {"no": 1}, {"id": 4}], [0, 1, 2], ctx
+    )
+    assert out == [(1, {"id": 3}), (0, {"id": 4})]
+    assert kept == [0, 2]
+    assert [(d.offset, d.reason) for d in ctx.dead_letters] == [(1, "key_by raised KeyError: 'id'")]
+
+
+def test_key_by_on_one_partition_keeps_everything() -> None:
+    ctx = _ctx(0, 1)
+    out, _ = KeyByOp("customer").apply([{"customer": c} for c in CUSTOMERS], list(range(30)), ctx)
+    assert len(out) == 30 and not ctx.dead_letters
+
+
+def _sum_op() -> AggregateOp:
+    return AggregateOp(initial=lambda: 0, add=lambda total, v: total + v["amount"])
+
+
+def test_aggregate_emits_the_running_state_after_every_record() -> None:
+    ctx = _ctx()
+    pairs = [("a", {"amount": 1}), ("b", {"amount": 10}), ("a", {"amount": 2})]
+    out, kept = _sum_op().apply(pairs, [0, 1, 2], ctx)
+    assert out == [{"key": "a", "value": 1}, {"key": "b", "value": 10}, {"key": "a", "value": 3}]
+    assert kept == [0, 1, 2]
+    assert ctx.state.table == {"a": 3, "b": 10}
+
+
+def test_aggregate_state_carries_over_batches_and_snapshots() -> None:
+    state = KeyedState()
+    _sum_op().apply([("a", {"amount": 5})], [0], _ctx(state=state))
+    restored = KeyedState.restore(state.snapshot())
+    out, _ = _sum_op().apply([("a", {"amount": 1})], [1], _ctx(state=restored))
+    assert out == [{"key": "a", "value": 6}]
+
+
+def test_aggregate_failures_leave_the_state_untouched() -> None:
+    op = AggregateOp(
+        initial=lambda: 0,
+        add=lambda total, v: total + v["amount"],
+        emit=lambda k, total: {"k": k, "avg": 100 // total},
+    )
+    ctx = _ctx()
+    pairs = [
+        ("a", {"amount": 4}),
+        ("a", {}),  # add raises
+        ("b", {"amount": 0}),  # emit raises: b's state must not become 0
+        (["unhashable"], {"amount": 1}),
+        ("a", {"amount": 1}),
+    ]
+    out, kept = op.apply(pairs, [0, 1, 2, 3, 4], ctx)
+    assert out == [{"k": "a", "avg": 25}, {"k": "a", "avg": 20}]
+    assert kept == [0, 4]
+    assert ctx.state.table == {"a": 5}
+    reasons = {d.offset: d.reason for d in ctx.dead_letters}
+    assert reasons[1] == "aggregate raised KeyError: 'amount'"
+    assert reasons[2] == "aggregate raised ZeroDivisionError: integer division or modulo by zero"
+    assert reasons[3].startswith("aggregate raised TypeError: unhashable type")
+
+
+def test_map_key_by_aggregate_chain_matches_a_plain_count() -> None:
+    values = [{"customer": c, "amount": i} for i, c in enumerate(CUSTOMERS * 3)]
+    offsets = list(range(len(values)))
+    ctx = _ctx(0, 1)
+    ops = [MapOp(lambda v: {**v, "amount": v["amount"] * 2}), KeyByOp("customer"), _sum_op()]
+    out: list[Any] = values
+    for op in ops:
+        out, offsets = op.apply(out, offsets, ctx)
+    expected: dict[str, int] = {}
+    for v in values:
+        expected[v["customer"]] = expected.get(v["customer"], 0) + v["amount"] * 2
+    assert ctx.state.table == expected
+    assert len(out) == len(values) and offsets == list(range(len(values)))
