@@ -1,9 +1,12 @@
 """Fill a fresh topic with N benchmark records, fast.
 
-One idempotent producer (acks=all) with large batches and a short linger. The
-producer is not transactional, so the topic's end offsets add up to exactly the
-records written; `produce_values` checks that sum after the flush, so a lost or
-duplicated record fails the load instead of skewing a benchmark.
+One idempotent producer (acks=all) with large batches and a short linger. Keys
+go to partitions by Kafka's murmur2 partitioner (the Java client's default, not
+librdkafka's CRC32 one): laminar-kafka's `key_by` needs its source partitioned
+that way; the other systems do not care. The producer is not transactional, so
+the topic's end offsets add up to exactly the records written; `produce_values`
+checks that sum after the flush, so a lost or duplicated record fails the load
+instead of skewing a benchmark.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from benchmarks.progress import Progress
 from benchmarks.records import DEFAULT_NUM_KEYS, encode_record, make_record
 from benchmarks.topics import TopicMaker, new_topic_maker, topic_size
 from laminar_kafka.errors import BrokerError
+from laminar_kafka.operators.partitioning import LIBRDKAFKA_PARTITIONER
 
 __all__ = ["PRODUCER_CONFIG", "ProduceResult", "encoded_inputs", "preload", "produce_values"]
 
@@ -30,6 +34,7 @@ PRODUCER_CONFIG: Final[dict[str, Any]] = {
     "batch.num.messages": 20_000,
     "queue.buffering.max.messages": 1_000_000,
     "compression.type": "none",
+    "partitioner": LIBRDKAFKA_PARTITIONER["murmur2"],
 }
 
 _FLUSH_TIMEOUT_S: Final = 120.0

@@ -31,9 +31,7 @@ def _module_from_file(path: Path) -> ModuleType:
         spec.loader.exec_module(module)
     except BaseException as exc:
         sys.modules.pop(name, None)  # no half-run module left behind
-        if isinstance(exc, ConfigError):
-            raise
-        if not isinstance(exc, Exception):
+        if isinstance(exc, ConfigError) or not isinstance(exc, Exception):
             raise
         raise ConfigError(f"{path} failed to load: {type(exc).__name__}: {exc}") from exc
     return module

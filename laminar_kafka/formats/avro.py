@@ -59,6 +59,15 @@ class AvroFormat:
         object.__setattr__(self, "_parsed", parsed)
         object.__setattr__(self, "_prefix", single_object_prefix(parsed))
 
+    @property
+    def single_object_prefix(self) -> bytes:
+        """Marker and fingerprint that open every single-object record of this schema."""
+        return self._prefix
+
+    @property
+    def parsed_schema(self) -> Any:
+        return self._parsed
+
     @classmethod
     def from_schema(cls, name: str, framing: Framing = "single-object") -> AvroFormat:
         """The format of `schemas/<name>.avsc`."""

@@ -9,10 +9,12 @@ same transaction as the output, so they are exactly-once too.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from laminar_kafka.api.pipeline import Flow, Pipeline
 from laminar_kafka.errors import RecordDecodeError
+from laminar_kafka.formats.batch import decode_batch, encode_batch
 from laminar_kafka.operators.base import BatchContext, DeadLetter
 from laminar_kafka.sinks.kafka_transaction import KafkaTransaction
 from laminar_kafka.sources.kafka_reader import KafkaMessage
@@ -53,9 +55,6 @@ class FlowRunner:
         self._dead_letter_topic = dead_letter_topic
         self.counts = ProcessCounts()
 
-    def flows_of(self, topic: str) -> list[tuple[int, Flow]]:
-        return self._flows_by_topic.get(topic, [])
-
     def run(
         self,
         key: PartitionKey,
@@ -66,60 +65,90 @@ class FlowRunner:
         """Process `messages` (data records of partition `key`, in offset order)."""
         topic, partition = key
         self.counts.records_in += len(messages)
-        raw = {m.offset(): (m.key(), m.value()) for m in messages}
-        for index, flow in self.flows_of(topic):
+        datas = [m.value() for m in messages]
+        source_offsets = [m.offset() for m in messages]
+        for index, flow in self._flows_by_topic.get(topic, ()):
             state = states.get(index)
             if state is None:
                 state = states[index] = KeyedState()
             ctx = BatchContext(topic, partition, self._partition_counts[topic], state)
-            ctx.raw_by_offset = raw
-            values, offsets = self._decode(flow, messages, ctx)
+            values, offsets = self._decode(flow, datas, source_offsets, ctx)
             for op in flow.operators:
                 if not values:
                     break
                 values, offsets = op.apply(values, offsets, ctx)
             self._write(flow, values, offsets, ctx, txn)
-            self._dead_letters(ctx.dead_letters, txn)
+            if ctx.dead_letters:
+                self._dead_letters(ctx.dead_letters, messages, txn)
 
     @staticmethod
     def _decode(
-        flow: Flow, messages: Sequence[KafkaMessage], ctx: BatchContext
-    ) -> tuple[list[object], list[int]]:
-        decode = flow.source.value_format.decode_one
-        values: list[object] = []
-        offsets: list[int] = []
-        for m in messages:
+        flow: Flow, datas: list[Any], offsets: list[int], ctx: BatchContext
+    ) -> tuple[list[Any], list[int]]:
+        fmt = flow.source.value_format
+        values = decode_batch(fmt, datas)
+        if values is not None:
+            return values, offsets
+        values, kept = [], []
+        for data, offset in zip(datas, offsets, strict=True):
             try:
-                values.append(decode(m.value()))
-                offsets.append(m.offset())
+                values.append(fmt.decode_one(data))
+                kept.append(offset)
             except RecordDecodeError as exc:
-                ctx.reject(m.offset(), f"undecodable value: {exc}")
-        return values, offsets
+                ctx.reject(offset, f"undecodable value: {exc}")
+        return values, kept
 
     def _write(
         self,
         flow: Flow,
-        values: list[object],
+        values: list[Any],
         offsets: list[int],
         ctx: BatchContext,
         txn: KafkaTransaction,
     ) -> None:
+        if not values:
+            return
         sink = flow.sink
-        encode_value = sink.value_format.encode_one
-        encode_key = sink.key_format.encode_one
-        topic = sink.topic
+        datas = encode_batch(sink.value_format, values)
+        keys: list[bytes | None] | None = None
+        if datas is not None and sink.key is not None:
+            try:
+                keys = encode_batch(sink.key_format, [sink.key_of(v) for v in values])
+            except (KeyError, TypeError, IndexError):
+                keys = None
+            if keys is None:
+                datas = None
+        if datas is None:
+            datas, keys = self._encode_one_by_one(flow, values, offsets, ctx)
+        txn.produce_batch(sink.topic, datas, keys)
+        self.counts.records_out += len(datas)
+
+    @staticmethod
+    def _encode_one_by_one(
+        flow: Flow, values: list[Any], offsets: list[int], ctx: BatchContext
+    ) -> tuple[list[bytes | None], list[bytes | None] | None]:
+        sink = flow.sink
+        datas: list[bytes | None] = []
+        keys: list[bytes | None] = []
         for value, offset in zip(values, offsets, strict=True):
             try:
-                data = encode_value(value)
-                key = encode_key(sink.key_of(value)) if sink.key is not None else None
-            except (RecordDecodeError, KeyError, TypeError, ValueError) as exc:
-                ctx.reject(offset, f"output not encodable for {topic}: {exc}")
+                data = sink.value_format.encode_one(value)
+                key = sink.key_format.encode_one(sink.key_of(value)) if sink.key is not None else None
+            except (RecordDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
+                ctx.reject(offset, f"output not encodable for {sink.topic}: {exc}")
                 continue
-            txn.produce(topic, data, key)
-        self.counts.records_out += len(values)
+            datas.append(data)
+            keys.append(key)
+        return datas, (keys if sink.key is not None else None)
 
-    def _dead_letters(self, letters: list[DeadLetter], txn: KafkaTransaction) -> None:
+    def _dead_letters(
+        self, letters: list[DeadLetter], messages: Sequence[KafkaMessage], txn: KafkaTransaction
+    ) -> None:
+        by_offset = {m.offset(): m for m in messages}
         for letter in letters:
+            source = by_offset.get(letter.offset)
+            if source is not None and letter.value is None and letter.key is None:
+                letter = replace(letter, key=source.key(), value=source.value())
             txn.produce(
                 self._dead_letter_topic, letter.value, letter.key, dead_letter_headers(letter)
             )

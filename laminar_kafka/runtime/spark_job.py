@@ -10,6 +10,7 @@ runtime/task.py).
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -31,7 +32,22 @@ def worker_entry(specs: tuple[TaskSpec, ...]) -> Callable[[Iterable[Any]], Itera
 
         configure_worker_logging()
         index = BarrierTaskContext.get().partitionId()
-        yield WorkerTask(specs[index]).run()
+        task = WorkerTask(specs[index])
+        profile_dir = os.environ.get("LAMINAR_PROFILE_DIR")
+        if not profile_dir:
+            yield task.run()
+            return
+        # Profiling a run: one cProfile dump per task, read with pstats.
+        import cProfile
+
+        profiler = cProfile.Profile()
+        try:
+            yield profiler.runcall(task.run)
+        finally:
+            spec = specs[index]
+            profiler.dump_stats(
+                os.path.join(profile_dir, f"{spec.pipeline.name}.g{spec.generation}.t{index}.prof")
+            )
 
     return run
 
