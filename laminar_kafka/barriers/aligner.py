@@ -114,6 +114,19 @@ class BarrierAligner:
             return True
         return False
 
+    def prepare(self, barrier: Barrier) -> None:
+        """Checkpoint N was announced: start its alignment clock now, before any barrier.
+
+        Behind a backlog, Barrier(N) reaches a task only after every record before
+        it. Counting the alignment timeout from the announcement bounds how long a
+        checkpoint can take: past it, the task snapshots unaligned where it stands.
+        """
+        if self.phase is AlignmentPhase.IDLE and barrier.checkpoint_id > self.last_resolved_id:
+            self._move(AlignmentPhase.ALIGNING)
+            self.barrier = barrier
+            self.barrier_offsets = {}
+            self.started_at = self._clock()
+
     def timed_out(self) -> bool:
         """True (and now UNALIGNED) when alignment waited longer than the timeout."""
         if self.phase is not AlignmentPhase.ALIGNING:
@@ -128,9 +141,9 @@ class BarrierAligner:
 
     def finish(self) -> None:
         """The snapshot of the current barrier is taken and its decision handled."""
+        self._move(AlignmentPhase.IDLE)  # first: a refused finish changes nothing
         if self.barrier is not None:
             self.last_resolved_id = max(self.last_resolved_id, self.barrier.checkpoint_id)
-        self._move(AlignmentPhase.IDLE)
         self.barrier = None
         self.barrier_offsets = {}
 

@@ -154,6 +154,7 @@ class CheckpointCoordinator:
         except LaminarError as exc:
             return self._abort(pending, str(exc))
         pending.move(CheckpointPhase.AWAITING_ACKS)
+        self._announce(pending.checkpoint_id, Phase.PREPARE, flags=flags)
         failure = self._collect(pending, lost)
         if failure:
             return self._abort(pending, failure)

@@ -104,6 +104,7 @@ def _announcement_to_avro(r: Announcement) -> dict[str, Any]:
         "phase": r.phase.value,
         "min_watermark_ms": r.min_watermark_ms,
         "reason": r.reason,
+        "flags": int(r.flags),
     }
 
 
@@ -115,6 +116,7 @@ def _announcement_from_avro(d: dict[str, Any]) -> Announcement:
         Phase(d["phase"]),
         d["min_watermark_ms"],
         d["reason"],
+        d["flags"],  # a plain int: the record rejects reserved bits, then converts
     )
 
 

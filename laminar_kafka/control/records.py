@@ -107,14 +107,7 @@ class Barrier:
         _check_long(self, "checkpoint_id", minimum=0)
         _check_long(self, "epoch", minimum=0)
         _check_long(self, "timestamp_ms")
-        flags = self.flags
-        if not _is_int(flags) or flags & ~_KNOWN_FLAGS:
-            raise ControlRecordError(
-                f"Barrier.flags must combine {_KNOWN_FLAGS:#x} (FULL_SNAPSHOT|DRAIN|CANCEL|"
-                f"UNALIGNED), got {flags!r}"
-            )
-        if type(flags) is not BarrierFlags:
-            object.__setattr__(self, "flags", BarrierFlags(flags))
+        _check_flags(self)
 
     @property
     def is_full_snapshot(self) -> bool:
@@ -171,11 +164,13 @@ class Announcement:
     phase: Phase
     min_watermark_ms: int | None = None
     reason: str | None = None
+    flags: BarrierFlags = BarrierFlags.NONE
 
     def __post_init__(self) -> None:
         _check_str(self, "pipeline")
         _check_long(self, "checkpoint_id", minimum=0)
         _check_long(self, "epoch", minimum=0)
+        _check_flags(self)
         if not isinstance(self.phase, Phase):
             raise ControlRecordError(f"Announcement.phase must be a Phase, got {self.phase!r}")
         if self.min_watermark_ms is not None:
@@ -275,6 +270,17 @@ def _check_int(record: object, name: str, minimum: int = _INT_MIN) -> None:
             f"{type(record).__name__}.{name} must be an int in [{minimum}, {_INT_MAX}], "
             f"got {value!r}"
         )
+
+
+def _check_flags(record: Barrier | Announcement) -> None:
+    flags = record.flags
+    if not _is_int(flags) or flags & ~_KNOWN_FLAGS:
+        raise ControlRecordError(
+            f"{type(record).__name__}.flags must combine {_KNOWN_FLAGS:#x} (FULL_SNAPSHOT|DRAIN|"
+            f"CANCEL|UNALIGNED), got {flags!r}"
+        )
+    if type(flags) is not BarrierFlags:
+        object.__setattr__(record, "flags", BarrierFlags(flags))
 
 
 def _check_str(record: object, name: str) -> None:

@@ -22,7 +22,8 @@ from laminar_kafka.formats.base import Format
 from laminar_kafka.formats.json import JsonFormat
 
 _ARRAY_SCHEMAS: dict[int, tuple[AvroFormat, Any]] = {}
-_JSON_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
+# The same settings as JsonFormat.encode_one, built once instead of per record.
+_JSON_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str, allow_nan=False).encode
 
 
 def _zigzag_varint(n: int) -> bytes:
@@ -49,7 +50,7 @@ def _avro_batch(fmt: AvroFormat, datas: Sequence[bytes | None]) -> list[Any] | N
         prefix = fmt.single_object_prefix
         if not all(d is not None and d[:10] == prefix for d in datas):
             return None
-        bodies = [d[10:] for d in datas]  # type: ignore[index]
+        bodies = [d[10:] for d in datas if d is not None]
     else:
         if any(d is None for d in datas):
             return None
@@ -57,10 +58,10 @@ def _avro_batch(fmt: AvroFormat, datas: Sequence[bytes | None]) -> list[Any] | N
     framed = _zigzag_varint(len(bodies)) + b"".join(bodies) + b"\x00"
     stream = io.BytesIO(framed)
     try:
-        values: list[Any] = schemaless_reader(stream, _array_schema(fmt), None)
+        values = schemaless_reader(stream, _array_schema(fmt), None)
     except Exception:
         return None
-    if stream.tell() != len(framed) or len(values) != len(bodies):
+    if not isinstance(values, list) or stream.tell() != len(framed) or len(values) != len(bodies):
         return None
     return values
 

@@ -133,7 +133,9 @@ class FlowRunner:
         for value, offset in zip(values, offsets, strict=True):
             try:
                 data = sink.value_format.encode_one(value)
-                key = sink.key_format.encode_one(sink.key_of(value)) if sink.key is not None else None
+                key = None
+                if sink.key is not None:
+                    key = sink.key_format.encode_one(sink.key_of(value))
             except (RecordDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
                 ctx.reject(offset, f"output not encodable for {sink.topic}: {exc}")
                 continue

@@ -40,7 +40,7 @@ from laminar_kafka.sources.kafka_reader import PartitionReader, watermark_offset
 from laminar_kafka.state.keyed_state import KeyedState
 
 PartitionKey = tuple[str, int]
-_MARKER = re.compile(r"^laminar chk=(\d+) gen=(\d+)$")
+_MARKER = re.compile(r"laminar chk=([0-9]+) gen=([0-9]+)")
 
 
 def marker(checkpoint_id: int, generation: int) -> str:
@@ -49,7 +49,7 @@ def marker(checkpoint_id: int, generation: int) -> str:
 
 
 def parse_marker(metadata: str | None) -> int | None:
-    match = _MARKER.match(metadata or "")
+    match = _MARKER.fullmatch(metadata or "")
     return int(match.group(1)) if match else None
 
 

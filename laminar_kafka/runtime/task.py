@@ -20,7 +20,7 @@ from laminar_kafka.barriers.aligner import AlignmentPhase, BarrierAligner
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.codec import decode
 from laminar_kafka.control.headers import is_control
-from laminar_kafka.control.records import Ack, Announcement, Barrier, partition_key
+from laminar_kafka.control.records import Ack, Announcement, Barrier, Phase, partition_key
 from laminar_kafka.errors import ControlRecordError, FencedError, LaminarError
 from laminar_kafka.runtime import faults
 from laminar_kafka.runtime.control_channel import ControlChannel
@@ -311,7 +311,20 @@ class WorkerTask:
 
     def _on_announcement(self, announcement: Announcement) -> None:
         self._check_generation(announcement)
-        if announcement.epoch != self.spec.generation or not announcement.is_abort:
+        if announcement.epoch != self.spec.generation:
+            return
+        if announcement.phase is Phase.PREPARE:
+            self._aligner.prepare(
+                Barrier(
+                    announcement.pipeline,
+                    announcement.checkpoint_id,
+                    announcement.epoch,
+                    announcement.flags,
+                    int(time.time() * 1000),
+                )
+            )
+            return
+        if not announcement.is_abort:
             return
         if announcement.checkpoint_id > self._aligner.last_resolved_id:
             # A checkpoint this task never acked was aborted (another task was

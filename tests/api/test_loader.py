@@ -141,7 +141,7 @@ print(pipeline.name, values, offsets)
 def test_loaded_pipeline_runs_in_a_process_that_cannot_import_its_file(tmp_path: Path) -> None:
     # As on a Spark worker: the file's functions travel by value, not by module name.
     pipeline: Pipeline = load_pipeline(str(EXAMPLES / "orders_enrich.py"))
-    data = cloudpickle.dumps(pipeline)
+    data = cloudpickle.dumps(pipeline)  # type: ignore[no-untyped-call]
     worker = subprocess.run(
         [sys.executable, "-c", _WORKER], input=data, capture_output=True, cwd=tmp_path, timeout=60
     )

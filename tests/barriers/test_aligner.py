@@ -157,6 +157,7 @@ def test_illegal_transitions_raise(aligner: BarrierAligner) -> None:
     aligner.on_barrier(A, _barrier(1), 0)
     with pytest.raises(LaminarError, match="from aligning to idle"):
         aligner.finish()  # nothing was snapshotted yet
+    assert aligner.last_resolved_id == 0 and aligner.barrier == _barrier(1)
     aligner.on_barrier(B, _barrier(1), 0)
     aligner.on_barrier(C, _barrier(1), 0)
     with pytest.raises(LaminarError, match="arrived while aligned"):

@@ -178,8 +178,8 @@ def test_trailing_bytes() -> None:
 
 
 def _announcement_body(phase_index: int, union_index: int) -> bytes:
-    # pipeline "p", checkpoint_id 1, epoch 1, phase, min_watermark_ms branch, reason null
-    return b"\x02p\x02\x02" + bytes([phase_index * 2, union_index * 2]) + b"\x00"
+    # pipeline "p", checkpoint_id 1, epoch 1, phase, min_watermark_ms branch, reason null, flags 0
+    return b"\x02p\x02\x02" + bytes([phase_index * 2, union_index * 2]) + b"\x00\x00"
 
 
 def test_bad_enum_index() -> None:
@@ -195,8 +195,8 @@ def test_bad_union_index() -> None:
 
 def test_bad_union_index_in_the_last_byte_is_invalid_not_truncated() -> None:
     frame = encode(Announcement("p", 1, 1, Phase.ABORT))
-    assert frame[-1:] == b"\x00"  # reason: null branch
-    _raises(frame[:-1] + b"\x04", "invalid Announcement body: IndexError")
+    assert frame[-2:] == b"\x00\x00"  # reason: null branch, then flags 0
+    _raises(frame[:-2] + b"\x04\x00", "invalid Announcement body: IndexError")
 
 
 def test_invalid_utf8() -> None:

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from laminar_kafka.operators import AggregateOp, BatchContext, KeyByOp, MapOp
+from laminar_kafka.operators import AggregateOp, BatchContext, KeyByOp, MapOp, Operator
 from laminar_kafka.operators.keyed import key_bytes
-from laminar_kafka.operators.partitioning import crc32_partition, murmur2_partition
+from laminar_kafka.operators.partitioning import Partitioner, crc32_partition, murmur2_partition
 from laminar_kafka.state import KeyedState
 
 PARTITIONS = 6
@@ -33,7 +33,7 @@ def test_key_bytes_is_how_a_producer_writes_the_key() -> None:
     ("partitioner", "partition_of"), [("murmur2", murmur2_partition), ("crc32", crc32_partition)]
 )
 def test_key_by_keeps_keys_of_this_partition_and_dead_letters_the_rest(
-    partitioner: str, partition_of: Any
+    partitioner: Partitioner, partition_of: Any
 ) -> None:
     here = 3
     values = [{"customer": c, "n": i} for i, c in enumerate(CUSTOMERS)]
@@ -116,10 +116,16 @@ def test_aggregate_failures_leave_the_state_untouched() -> None:
 
 
 def test_map_key_by_aggregate_chain_matches_a_plain_count() -> None:
-    values = [{"customer": c, "amount": i} for i, c in enumerate(CUSTOMERS * 3)]
+    values: list[dict[str, Any]] = [
+        {"customer": c, "amount": i} for i, c in enumerate(CUSTOMERS * 3)
+    ]
     offsets = list(range(len(values)))
     ctx = _ctx(0, 1)
-    ops = [MapOp(lambda v: {**v, "amount": v["amount"] * 2}), KeyByOp("customer"), _sum_op()]
+    ops: list[Operator] = [
+        MapOp(lambda v: {**v, "amount": v["amount"] * 2}),
+        KeyByOp("customer"),
+        _sum_op(),
+    ]
     out: list[Any] = values
     for op in ops:
         out, offsets = op.apply(out, offsets, ctx)

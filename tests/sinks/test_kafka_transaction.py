@@ -64,7 +64,7 @@ def _read(bootstrap: str, topic: str, until: bytes, committed_only: bool = True)
             assert time.monotonic() < deadline, f"{until!r} not seen; got {values}"
             for m in consumer.consume(100, 0.2):
                 assert m.error() is None, m.error()
-                values.append(m.value())
+                values.append(m.value() or b"")
     finally:
         consumer.close()
     return values
