@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
+import random
 import sys
 import tempfile
 import threading
@@ -31,6 +31,7 @@ from laminar_kafka.testing.orders import (
     read_committed,
 )
 from laminar_kafka.testing.retarget import retarget
+from laminar_kafka.testing.worker_pids import kill_newest_worker
 
 __all__ = ["register"]
 
@@ -162,16 +163,13 @@ def _exists(bootstrap: str, topic: str) -> bool:
 
 
 def _kill_a_worker(work: Path) -> bool:
-    pids = sorted(work.glob("*.pid"), key=lambda p: p.stat().st_mtime)
-    if not pids:
-        return False
-    victim = pids[-1]
-    try:
-        os.kill(int(victim.read_text()), signal.SIGKILL)
-    except ProcessLookupError:
-        return False
-    _say(f"*** kill -9 worker task {victim.stem} (pid {victim.read_text()}) ***")
-    return True
+    victim = kill_newest_worker(work, random.Random())
+    if victim is not None:
+        _say(
+            f"*** kill -9 worker task {victim.task} of generation {victim.generation} "
+            f"(pid {victim.pid}) ***"
+        )
+    return victim is not None
 
 
 def _wait_for_output(

@@ -87,3 +87,13 @@ def crash_soon(point: FaultPoint, checkpoint_id: int, task: int | None = None) -
         timer = threading.Timer(random.uniform(0.0, 0.02), os.kill, (os.getpid(), signal.SIGKILL))
         timer.daemon = True
         timer.start()
+
+
+def write_pid_file(pipeline: str, generation: int, task: int) -> None:
+    """Let fault-injection runs find this task: `$LAMINAR_PID_DIR/<pipeline>.g<G>.t<T>.pid`."""
+    where = os.environ.get("LAMINAR_PID_DIR")
+    if where:
+        path = Path(where) / f"{pipeline}.g{generation}.t{task}.pid"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(str(os.getpid()))
+        tmp.replace(path)  # readers never see a half-written pid

@@ -93,7 +93,7 @@ class WorkerTask:
 
     # -- life cycle -------------------------------------------------------
     def run(self) -> TaskSummary:
-        self._write_pid_file()
+        faults.write_pid_file(self.spec.pipeline.name, self.spec.generation, self.spec.task)
         try:
             self._recover()
             self._send_ack(READY_CHECKPOINT, ok=True, positions=self._next_offset)
@@ -130,16 +130,6 @@ class WorkerTask:
             self.spec.generation,
             {f"{t}[{p}]": (s.offset, s.checkpoint_id) for (t, p), s in starts.items()},
         )
-
-    def _write_pid_file(self) -> None:
-        """Fault-injection runs find the task processes to kill through these files."""
-        where = os.environ.get("LAMINAR_PID_DIR")
-        if where:
-            path = os.path.join(
-                where, f"{self.spec.pipeline.name}.g{self.spec.generation}.t{self.spec.task}.pid"
-            )
-            with open(path, "w") as out:
-                out.write(str(os.getpid()))
 
     def _close(self) -> None:
         for close in (self._txn.close, self._reader.close, self._control.close):

@@ -42,6 +42,7 @@ from laminar_kafka.testing.orders import (
     produce_orders,
     read_committed,
 )
+from laminar_kafka.testing.worker_pids import kill_newest_worker
 
 _WRAPPER = """\
 from laminar_kafka.api.loader import load_pipeline
@@ -250,15 +251,11 @@ class ChaosRun:
         return time.monotonic()
 
     def _random_kill(self, app: _App, round_dir: Path, rng: random.Random) -> tuple[str, float]:
-        pids = sorted((round_dir / "pids").glob("*.pid"), key=lambda p: p.stat().st_mtime)
-        if rng.random() < 0.3 or not pids:
+        victim = None if rng.random() < 0.3 else kill_newest_worker(round_dir / "pids", rng)
+        if victim is None:
             app.kill()
             return "random:app", time.monotonic()
-        newest_gen = pids[-1].name.split(".")[-3]
-        victim = rng.choice([p for p in pids if p.name.split(".")[-3] == newest_gen])
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(int(victim.read_text()), signal.SIGKILL)
-        return f"random:worker:{'.'.join(victim.name.split('.')[-3:-1])}", time.monotonic()
+        return f"random:worker:{victim.label}", time.monotonic()
 
     def _await_output(self, sink: str, records: int, app: _App) -> None:
         decode = JsonFormat().decode_one

@@ -63,8 +63,16 @@ def test_secrets_are_redacted_from_the_description() -> None:
 def test_contradictory_timeouts_are_config_errors(capsys: pytest.CaptureFixture[str]) -> None:
     pipeline = str(Path(__file__).resolve().parents[2] / "pipelines" / "orders_enrich.py")
     code = main(
-        ["run", pipeline, "--bootstrap", "127.0.0.1:1", "--checkpoint-timeout", "1",
-         "--alignment-timeout", "5"]
+        [
+            "run",
+            pipeline,
+            "--bootstrap",
+            "127.0.0.1:1",
+            "--checkpoint-timeout",
+            "1",
+            "--alignment-timeout",
+            "5",
+        ]
     )
     assert code == 2
     assert "checkpoint timeout must exceed the alignment timeout" in capsys.readouterr().err
