@@ -258,6 +258,7 @@ def run_laminar(
             records_out=session.expected,
             commits=stats.committed,
             warmup_s=None if first is None else first - running_at,
+            ended_at=done_at,
         ),
         checkpoints=stats.committed,
         restarts=stats.restarts,

@@ -32,6 +32,9 @@ class RunResult:
     became visible. `latencies_s` are per-batch samples of the time from a
     batch being consumed to its transaction being committed (visible to
     read_committed readers); empty where a system does not expose them.
+    `ended_at` is the `time.monotonic()` stamp of the end of the timed span,
+    where known: work the run does after it (reading the output back to check
+    it) is not part of what it measured.
     """
 
     name: str
@@ -41,6 +44,7 @@ class RunResult:
     commits: int = 0
     warmup_s: float | None = None
     latencies_s: tuple[float, ...] = ()
+    ended_at: float | None = None
 
     @property
     def records_per_s(self) -> float:

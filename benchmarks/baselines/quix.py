@@ -139,6 +139,7 @@ def run_quix(job: BaselineJob) -> RunResult:
         seconds=watcher.done_at - start,
         records_out=expected,
         warmup_s=None if watcher.first_at is None else watcher.first_at - start,
+        ended_at=watcher.done_at,
     )
 
 

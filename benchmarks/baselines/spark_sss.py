@@ -226,6 +226,7 @@ def run_spark(job: BaselineJob, spark: SparkSession) -> RunResult:
         seconds=watcher.done_at - start,
         records_out=expected,
         warmup_s=None if watcher.first_at is None else watcher.first_at - start,
+        ended_at=watcher.done_at,
     )
 
 

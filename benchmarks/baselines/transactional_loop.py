@@ -209,6 +209,7 @@ def run_transactional_loop(
         commits=commits,
         warmup_s=warmup_s,
         latencies_s=tuple(latencies),
+        ended_at=start + seconds,
     )
 
 
