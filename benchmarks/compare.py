@@ -177,6 +177,8 @@ class TaskResult:
     checkpoint_p99_ms: float | None = None
     alignment_p50_ms: float | None = None
     alignment_p99_ms: float | None = None
+    ended_at: float | None = None
+    """`time.monotonic()` at the end of the timed span (in the process that ran it)."""
     recovery_s: float | None = None
     kill_to_running_s: float | None = None
     kill_to_output_s: float | None = None
@@ -194,7 +196,12 @@ class TaskResult:
     @classmethod
     def of_run(cls, run: RunResult, **extra: Any) -> TaskResult:
         return cls(
-            name=run.name, records=run.records, seconds=run.seconds, warmup_s=run.warmup_s, **extra
+            name=run.name,
+            records=run.records,
+            seconds=run.seconds,
+            warmup_s=run.warmup_s,
+            ended_at=run.ended_at,
+            **extra,
         )
 
 
@@ -228,18 +235,18 @@ def tree_rss_bytes(root: int) -> int:
 
 
 class PeakRss:
-    """Samples `tree_rss_bytes(root)` every `interval_s` on a thread; keeps the peak."""
+    """Samples `tree_rss_bytes(root)` every `interval_s` on a thread, with their times."""
 
     def __init__(self, root: int, interval_s: float = _RSS_INTERVAL_S) -> None:
         self._root = root
         self._interval_s = interval_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="peak-rss", daemon=True)
-        self.peak_bytes = 0
+        self.samples: list[tuple[float, int]] = []
 
     def _run(self) -> None:
         while True:
-            self.peak_bytes = max(self.peak_bytes, tree_rss_bytes(self._root))
+            self.samples.append((time.monotonic(), tree_rss_bytes(self._root)))
             if self._stop.wait(self._interval_s):
                 return
 
@@ -250,11 +257,11 @@ class PeakRss:
     def __exit__(self, *_exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        self.peak_bytes = max(self.peak_bytes, tree_rss_bytes(self._root))
 
-    @property
-    def peak_mib(self) -> float:
-        return self.peak_bytes / 2**20
+    def peak_mib(self, until: float | None = None) -> float:
+        """The largest sample taken up to `until` (a `time.monotonic()` stamp; None: all)."""
+        end = math.inf if until is None else until
+        return max((size for at, size in self.samples if at <= end), default=0) / 2**20
 
 
 # -- the systems, as run inside a worker -------------------------------------------
@@ -360,14 +367,17 @@ def _executor(system: System, settings: CompareSettings, spark_context: Any = No
 
 
 def _execute(executor: Executor, task: Task) -> TaskResult:
-    """Run `task`, sampling this process tree's memory; a failure becomes `error`."""
+    """Run `task`, sampling this process tree's memory; a failure becomes `error`.
+
+    The peak is taken over the timed span only, not over the output check after it.
+    """
     try:
         with PeakRss(os.getpid()) as rss:
             result = executor.run(task)
     except Exception as exc:
         traceback.print_exc(file=sys.stderr)
         return TaskResult(name=f"{task.kind} {task.job.workload}", error=_one_line(exc))
-    return replace(result, peak_rss_mib=rss.peak_mib)
+    return replace(result, peak_rss_mib=rss.peak_mib(result.ended_at))
 
 
 def _one_line(exc: BaseException) -> str:
@@ -669,6 +679,8 @@ class Comparison:
     settings: CompareSettings
     rows: tuple[Row, ...]
     failures: tuple[str, ...] = field(default=())
+    load_at_start: float = 0.0
+    """1-minute load average when the comparison started (the machine may be shared)."""
 
     @property
     def ok(self) -> bool:
@@ -793,6 +805,7 @@ def run_comparison(
     whose session already holds one).
     """
     make = make_topic or new_topic_maker(bootstrap)
+    load = os.getloadavg()[0]
     _say(
         f"== input: {settings.records:,} records over {settings.partitions} partitions"
         f" on {bootstrap} =="
@@ -832,7 +845,7 @@ def run_comparison(
             )
     order = {system: i for i, system in enumerate(SYSTEMS)}
     rows.sort(key=lambda r: (WORKLOADS.index(r.workload), order[r.system], r.interval_s))
-    return Comparison(bootstrap, settings, tuple(rows), tuple(failures))
+    return Comparison(bootstrap, settings, tuple(rows), tuple(failures), load)
 
 
 # -- the report ----------------------------------------------------------------------
@@ -937,6 +950,9 @@ def _notes(comparison: Comparison) -> list[str]:
         "peak MiB: largest sum of RSS over the system's process tree (laminar and spark:"
         " Python driver, Spark JVM, Python workers; ceiling, quix: the one process), sampled"
         f" every {_RSS_INTERVAL_S:g} s during the run (pages shared by processes count in each).",
+        f"The ceiling and Quix run in one Python process (one core at most); laminar runs"
+        f" {s.parallelism} worker tasks (Spark local[{s.parallelism}]) and Spark"
+        f" {s.spark_master}, so both can use {s.parallelism} cores.",
         "Spark's Kafka sink is at-least-once: its records are visible before their micro-batch"
         " commits, which favours it in records/s and e2e.",
     ]
@@ -989,7 +1005,7 @@ def format_report(comparison: Comparison) -> str:
     heading = (
         f"compare: {s.records:,} records of 100 B Avro, {s.partitions} partitions, broker"
         f" {comparison.bootstrap}; laminar parallelism {s.parallelism}, spark {s.spark_master};"
-        f" {os.cpu_count()} cores"
+        f" {os.cpu_count()} cores, load average {comparison.load_at_start:.1f} at the start"
     )
     table = _table([_HEADER, *(_cells(comparison, row) for row in comparison.rows)])
     notes = [f"[{i}] {note}" for i, note in enumerate(_notes(comparison), start=1)]

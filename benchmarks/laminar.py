@@ -40,6 +40,7 @@ from laminar_kafka import AvroFormat, Pipeline, RuntimeConfig
 from laminar_kafka.errors import ConfigError, PipelineError
 from laminar_kafka.runtime.runner import RunStats
 from laminar_kafka.testing.run import BackgroundRun
+from laminar_kafka.testing.worker_pids import WorkerPid, worker_pids
 
 __all__ = [
     "PID_DIR_ENV",
@@ -273,16 +274,6 @@ def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000.0
 
 
-def _pid_file(pid_dir: Path, name: str, task: int) -> Path | None:
-    """The pid file of task `task` of the newest generation of pipeline `name`."""
-    newest: tuple[int, Path] | None = None
-    for path in pid_dir.glob(f"{name}.g*.t{task}.pid"):
-        generation = path.name[len(name) + 2 :].split(".", 1)[0]
-        if generation.isdigit() and (newest is None or int(generation) > newest[0]):
-            newest = (int(generation), path)
-    return None if newest is None else newest[1]
-
-
 def measure_recovery(
     job: BaselineJob,
     *,
@@ -313,10 +304,8 @@ def measure_recovery(
             )
             if session.done.is_set():
                 raise PipelineError(f"{name}: all output was in before the kill; use more records")
-            victim = _pid_file(pid_dir, name, victim_task)
-            if victim is None:
-                raise PipelineError(f"{name}: no pid file of task {victim_task} in {pid_dir}")
-            os.kill(int(victim.read_text()), signal.SIGKILL)
+            victim = _worker(pid_dir, name, victim_task)
+            os.kill(victim.pid, signal.SIGKILL)
             killed_at = time.monotonic()
             running_again_at = session.await_message(_RUNNING, occurrence=2)
             resumed_at = _output_advances(session)
@@ -329,7 +318,7 @@ def measure_recovery(
     if not stats.recovery_s:
         raise PipelineError(f"{name}: the runner recorded no recovery after the kill")
     return RecoveryResult(
-        victim=victim.stem,
+        victim=f"{name}.{victim.label}",
         recovery_s=stats.recovery_s[0],
         kill_to_running_s=running_again_at - killed_at,
         kill_to_output_s=None if resumed_at is None else resumed_at - killed_at,
@@ -341,6 +330,14 @@ def measure_recovery(
             commits=stats.committed,
         ),
     )
+
+
+def _worker(pid_dir: Path, name: str, task: int) -> WorkerPid:
+    """Task `task` of the newest generation of pipeline `name`, from its pid file."""
+    mine = [w for w in worker_pids(pid_dir) if w.pipeline == name and w.task == task]
+    if not mine:
+        raise PipelineError(f"{name}: no pid file of task {task} in {pid_dir}")
+    return mine[-1]
 
 
 def _output_advances(session: _Session) -> float | None:

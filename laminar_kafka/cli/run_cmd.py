@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import time
 from types import FrameType
 from typing import Any
 
@@ -28,6 +29,35 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
+class ProgressPrinter:
+    """Prints what the runtime says, but routine commits at most every `every_s` seconds.
+
+    The first commit of each worker generation is always shown: it says that
+    output flows again after a start or a restart.
+    """
+
+    def __init__(self, every_s: float = 10.0) -> None:
+        self._every_s = every_s
+        self._last = 0.0
+        self._fresh_generation = True
+        self._quiet = 0
+
+    def __call__(self, message: str) -> None:
+        now = time.monotonic()
+        if message.startswith("checkpoint ") and " committed " in message:
+            if not self._fresh_generation and now - self._last < self._every_s:
+                self._quiet += 1
+                return
+            if self._quiet:
+                message += f" ({self._quiet} more since the last line)"
+            self._fresh_generation = False
+            self._quiet = 0
+            self._last = now
+        elif message.startswith("generation "):
+            self._fresh_generation = True
+        print(message, flush=True)
+
+
 def install_stop_handlers(runner: PipelineRunner) -> None:
     """First SIGINT/SIGTERM drains gracefully; a second one exits now."""
     asked = {"n": 0}
@@ -48,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     pipeline = load_pipeline(args.pipeline)
     config = runtime_config(args)
     print(f"running {pipeline.name}: {config.describe()}", file=sys.stderr, flush=True)
-    runner = PipelineRunner(pipeline, config, listener=lambda m: print(m, flush=True))
+    runner = PipelineRunner(pipeline, config, listener=ProgressPrinter())
     install_stop_handlers(runner)
     stats = runner.run()
     print(
