@@ -950,9 +950,9 @@ def _notes(comparison: Comparison) -> list[str]:
         "peak MiB: largest sum of RSS over the system's process tree (laminar and spark:"
         " Python driver, Spark JVM, Python workers; ceiling, quix: the one process), sampled"
         f" every {_RSS_INTERVAL_S:g} s during the run (pages shared by processes count in each).",
-        f"The ceiling and Quix run in one Python process (one core at most); laminar runs"
-        f" {s.parallelism} worker tasks (Spark local[{s.parallelism}]) and Spark"
-        f" {s.spark_master}, so both can use {s.parallelism} cores.",
+        "The ceiling and Quix run in one Python process (one core at most); laminar runs"
+        f" {s.parallelism} worker tasks (Spark local[{s.parallelism}]) and Spark runs on"
+        f" {s.spark_master}: they can use more than one core.",
         "Spark's Kafka sink is at-least-once: its records are visible before their micro-batch"
         " commits, which favours it in records/s and e2e.",
     ]
