@@ -68,6 +68,7 @@ __all__ = [
     "format_report",
     "main",
     "run_comparison",
+    "summary_line",
     "tree_rss_bytes",
 ]
 
@@ -942,14 +943,18 @@ def _notes(comparison: Comparison) -> list[str]:
         " JVM, Spark context and worker start-up are excluded for every system alike. Each"
         " output was then read back and checked record by record (exact, no duplicate).",
         f"laminar/x: laminar records/s ({ref} checkpoints, same workload) over the row's.",
-        f"commit: laminar's checkpoint interval; the ceiling and Quix commit every"
+        "commit: laminar's checkpoint interval; the ceiling and Quix commit every"
         f" {s.commit_interval_s:g} s, Spark triggers a micro-batch every {s.commit_interval_s:g} s."
         " Output becomes visible at commits, so a 5 s interval adds up to 5 s at the end.",
         "ckpt: laminar checkpoint duration, barrier injection to Commit decided (RunStats."
-        "checkpoint_s); align: per-task barrier alignment time (RunStats.alignment_ms).",
+        "checkpoint_s); align: per task, time from the checkpoint's announcement (or first"
+        " barrier) to its snapshot (RunStats.alignment_ms). Behind a backlog a barrier comes"
+        f" late: after the alignment timeout ({_alignment_timeout_s():g} s) a task snapshots"
+        " unaligned.",
         "peak MiB: largest sum of RSS over the system's process tree (laminar and spark:"
         " Python driver, Spark JVM, Python workers; ceiling, quix: the one process), sampled"
-        f" every {_RSS_INTERVAL_S:g} s during the run (pages shared by processes count in each).",
+        f" every {_RSS_INTERVAL_S:g} s over the timed span (pages shared by processes count in"
+        " each).",
         "The ceiling and Quix run in one Python process (one core at most); laminar runs"
         f" {s.parallelism} worker tasks (Spark local[{s.parallelism}]) and Spark runs on"
         f" {s.spark_master}: they can use more than one core.",
@@ -982,6 +987,12 @@ def _notes(comparison: Comparison) -> list[str]:
         notes.append("recovery s: the kill -9 run failed, see below.")
     notes += [f"FAILED {failure}" for failure in comparison.failures]
     return notes
+
+
+def _alignment_timeout_s() -> float:
+    from laminar_kafka.runtime.config import RuntimeConfig
+
+    return RuntimeConfig(bootstrap="-", checkpoint_dir="-").alignment_timeout_s
 
 
 def summary_line(comparison: Comparison) -> str:

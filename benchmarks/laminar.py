@@ -161,9 +161,13 @@ class _Session:
             timeout_s=timeout_s,
             progress=job.progress,
         )
-        self.watcher.start()
         pipeline = build_pipeline(name, job.workload, job.input_topic, job.output_topic)
-        self.run = BackgroundRun(pipeline, self.config, spark_context)
+        self.watcher.start()
+        try:
+            self.run = BackgroundRun(pipeline, self.config, spark_context)
+        except BaseException:
+            self.watcher.stop()
+            raise
         self._stopped = False
 
     def await_message(self, text: str, occurrence: int = 1) -> float:

@@ -35,6 +35,7 @@ class BarrierInjector:
             "enable.idempotence": True,
             "acks": "all",
             "linger.ms": 0,
+            "log_level": 3,
         }
         config.update(client_config)
         self._producer = Producer(config)

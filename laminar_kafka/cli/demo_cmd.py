@@ -76,7 +76,6 @@ def demo(args: argparse.Namespace) -> int:
         parallelism=2,
         checkpoint_interval_s=1.0,
         checkpoint_timeout_s=20.0,
-        alignment_timeout_s=5.0,
     )
     _say(f"pipeline {original.name} as {name}: {source} -> {sink}, checkpoints in {work}")
     _say("starting Spark (local[2]) and 2 worker tasks...")
@@ -159,7 +158,8 @@ def _produce_with_progress(
 def _exists(bootstrap: str, topic: str) -> bool:
     from confluent_kafka.admin import AdminClient
 
-    return topic in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    return topic in admin.list_topics(timeout=10).topics
 
 
 def _kill_a_worker(work: Path) -> bool:

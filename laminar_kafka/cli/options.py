@@ -38,7 +38,7 @@ def add_runtime_options(parser: Any) -> None:
     parser.add_argument(
         "--alignment-timeout",
         type=float,
-        default=1.0,
+        default=0.1,
         help="switch to an unaligned checkpoint after this many seconds (%(default)s)",
     )
     parser.add_argument("--master", help="Spark master (default: local[PARALLELISM])")

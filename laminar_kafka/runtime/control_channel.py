@@ -33,7 +33,7 @@ def ensure_topics(
     config: Mapping[str, str] | None = None,
 ) -> None:
     """Create the topics that do not exist yet (name → partitions)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, **client_config})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3, **client_config})
     existing = admin.list_topics(timeout=timeout_s).topics
     missing = [
         NewTopic(name, num_partitions=n, replication_factor=-1, config=dict(config or {}))
@@ -87,6 +87,7 @@ class ControlChannel:
                 "enable.idempotence": True,
                 "acks": "all",
                 "linger.ms": 0,
+                "log_level": 3,
                 **client_config,
             }
         )
@@ -97,6 +98,7 @@ class ControlChannel:
                 "enable.auto.commit": False,
                 "enable.partition.eof": False,
                 "fetch.wait.max.ms": 10,
+                "log_level": 3,
                 **client_config,
             }
         )

@@ -92,7 +92,9 @@ class PipelineRunner:
         cfg, name = self.config, self.pipeline.name
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": cfg.bootstrap, **cfg.client_config})
+        admin = AdminClient(
+            {"bootstrap.servers": cfg.bootstrap, "log_level": 3, **cfg.client_config}
+        )
         topics = admin.list_topics(timeout=30).topics
         counts: dict[str, int] = {}
         for topic in self.pipeline.source_topics:

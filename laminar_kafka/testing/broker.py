@@ -153,7 +153,12 @@ class TopicFactory:
     ) -> None:
         self.bootstrap = bootstrap
         self.timeout_s = timeout_s
-        self._config: dict[str, Any] = {"bootstrap.servers": bootstrap, **(client_config or {})}
+        # log_level 3: an admin client logs an info line each time it is closed.
+        self._config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "log_level": 3,
+            **(client_config or {}),
+        }
         self._admin_client: AdminClient | None = None
         self._created: list[str] = []
 
