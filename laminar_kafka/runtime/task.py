@@ -84,6 +84,7 @@ class WorkerTask:
         self._states: dict[PartitionKey, dict[int, KeyedState]] = {}
         self._next_offset: dict[PartitionKey, int] = {}
         self._held: set[PartitionKey] = set()
+        self._rewind: set[PartitionKey] = set()
         self._committed_offset: dict[PartitionKey, int] = {}
         self._committed_state: bytes = b""
         self._max_ts: dict[PartitionKey, int] = {}
@@ -164,7 +165,7 @@ class WorkerTask:
     def _process(self, messages: list[KafkaMessage]) -> bool:
         """Run a batch; True when a barrier completed alignment (rest of batch dropped)."""
         pending: dict[PartitionKey, list[KafkaMessage]] = {}
-        for m in messages:
+        for index, m in enumerate(messages):
             key = (m.topic(), m.partition())
             if key in self._held:
                 continue  # past this partition's barrier: re-read after the checkpoint
@@ -176,6 +177,8 @@ class WorkerTask:
             if self._on_barrier(key, m):
                 for other, batch in pending.items():
                     self._run(other, batch)
+                # The rest of this batch is read again after the checkpoint.
+                self._rewind.update((r.topic(), r.partition()) for r in messages[index + 1 :])
                 return True
         for key, batch in pending.items():
             self._run(key, batch)
@@ -270,7 +273,10 @@ class WorkerTask:
         self._aligner.finish()
         if drain:
             return True
-        self._resume_all()  # 6.
+        if decision.is_commit and error is None:  # 6.
+            self._continue()
+        else:
+            self._resume_all()
         self._txn.begin()
         return False
 
@@ -343,10 +349,19 @@ class WorkerTask:
         self._committed_offset = dict(self._next_offset)
         self._committed_state = encode_task_snapshot(self._states) if self._stateful else b""
 
+    def _continue(self) -> None:
+        """After a commit: held partitions resume past their barrier, the rest read on."""
+        moved = self._held | self._rewind
+        if moved:
+            self._reader.continue_at({k: self._next_offset[k] for k in moved})
+        self._held.clear()
+        self._rewind.clear()
+
     def _resume_all(self) -> None:
         # Re-assigning rather than seeking: a seek on a partition that has not
         # started fetching yet fails with an erroneous-state error.
         self._reader.reposition(self._next_offset)
+        self._rewind.clear()
         self._held.clear()
 
     def _send_ack(

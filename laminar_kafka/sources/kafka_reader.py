@@ -125,6 +125,15 @@ class PartitionReader:
         self._consumer.resume([TopicPartition(t, p) for t, p in positions])
         self.assign(dict(positions))
 
+    def continue_at(self, positions: Mapping[TopicPartitionKey, int]) -> None:
+        """Seek these partitions (all of them fetching already) to their offsets, then resume.
+
+        Cheaper than `reposition`: the other partitions keep what they prefetched.
+        """
+        for (topic, partition), offset in positions.items():
+            self._consumer.seek(TopicPartition(topic, partition, offset))
+        self._consumer.resume([TopicPartition(t, p) for t, p in positions])
+
     def pause(self, key: TopicPartitionKey) -> None:
         self._consumer.pause([TopicPartition(key[0], key[1])])
 

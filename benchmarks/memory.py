@@ -1,0 +1,74 @@
+"""Resident memory of a process tree, sampled on a thread while a benchmark runs.
+
+The systems compared start children (a Spark JVM, Python workers), so what a
+system costs is the RSS of its whole process tree, not of one process.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from typing import Final
+
+__all__ = ["RSS_INTERVAL_S", "PeakRss", "tree_rss_bytes"]
+
+RSS_INTERVAL_S: Final = 0.5
+"""Default sampling interval of `PeakRss`."""
+
+
+def tree_rss_bytes(root: int) -> int:
+    """Summed RSS of process `root` and all its descendants, from /proc (Linux)."""
+    parents: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:  # the process ended while we looked
+            continue
+        pid = int(entry.name)
+        parents[pid] = int(fields[1])  # field 4 of stat: ppid
+        rss[pid] = int(fields[21])  # field 24: resident pages
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parents.items():
+        children.setdefault(ppid, []).append(pid)
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo.extend(children.get(pid, ()))
+    return total * os.sysconf("SC_PAGE_SIZE")
+
+
+class PeakRss:
+    """Samples `tree_rss_bytes(root)` every `interval_s` on a thread, with their times."""
+
+    def __init__(self, root: int, interval_s: float = RSS_INTERVAL_S) -> None:
+        self._root = root
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="peak-rss", daemon=True)
+        self.samples: list[tuple[float, int]] = []
+
+    def _run(self) -> None:
+        while True:
+            self.samples.append((time.monotonic(), tree_rss_bytes(self._root)))
+            if self._stop.wait(self._interval_s):
+                return
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def peak_mib(self, until: float | None = None) -> float:
+        """The largest sample taken up to `until` (a `time.monotonic()` stamp; None: all)."""
+        end = math.inf if until is None else until
+        return max((size for at, size in self.samples if at <= end), default=0) / 2**20
