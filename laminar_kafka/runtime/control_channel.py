@@ -126,7 +126,7 @@ class ControlChannel:
     def receive(self, timeout_s: float) -> list[Any]:
         """Records of the wanted kind for this pipeline that arrived within `timeout_s`."""
         out: list[Any] = []
-        for msg in self._consumer.consume(500, timeout_s):
+        for msg in self._arrived(timeout_s):
             error = msg.error()
             if error is not None:
                 if error.fatal():
@@ -144,6 +144,17 @@ class ControlChannel:
             if isinstance(record, self._reads) and record.pipeline == self.pipeline:
                 out.append(record)
         return out
+
+    def _arrived(self, timeout_s: float) -> list[Any]:
+        # consume(n, timeout) waits for n records or the whole timeout; a decision
+        # must be seen the moment it lands, so wait with poll() for the first one.
+        messages: list[Any] = self._consumer.consume(500, 0)
+        if messages or timeout_s <= 0:
+            return messages
+        first = self._consumer.poll(timeout_s)
+        if first is None:
+            return []
+        return [first, *self._consumer.consume(500, 0)]
 
     def close(self) -> None:
         self._producer.flush(5)
