@@ -49,7 +49,7 @@ class RuntimeConfig:
     master: str | None = None
     client_config: Mapping[str, str] = field(default_factory=dict)
     transaction_timeout_ms: int = 120_000
-    batch_size: int = 5_000
+    batch_size: int = 1_000
     dead_letter_topic: str | None = None
     restart: RestartPolicy = field(default_factory=RestartPolicy)
     ready_timeout_s: float = 120.0
