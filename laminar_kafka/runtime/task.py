@@ -40,6 +40,8 @@ from laminar_kafka.state.keyed_state import KeyedState
 log = logging.getLogger(__name__)
 
 PartitionKey = tuple[str, int]
+_STAGE_LIMIT = 100_000
+"""Records staged while a checkpoint awaits its decision before reading pauses."""
 READY_CHECKPOINT = 0
 """An Ack for checkpoint 0 means: recovered and reading."""
 
@@ -84,7 +86,6 @@ class WorkerTask:
         self._states: dict[PartitionKey, dict[int, KeyedState]] = {}
         self._next_offset: dict[PartitionKey, int] = {}
         self._held: set[PartitionKey] = set()
-        self._rewind: set[PartitionKey] = set()
         self._committed_offset: dict[PartitionKey, int] = {}
         self._committed_state: bytes = b""
         self._max_ts: dict[PartitionKey, int] = {}
@@ -177,8 +178,11 @@ class WorkerTask:
             if self._on_barrier(key, m):
                 for other, batch in pending.items():
                     self._run(other, batch)
-                # The rest of this batch is read again after the checkpoint.
-                self._rewind.update((r.topic(), r.partition()) for r in messages[index + 1 :])
+                # The rest of this batch is read again: rewind those partitions now,
+                # before anything else is read from them.
+                rest = {(r.topic(), r.partition()) for r in messages[index + 1 :]} - self._held
+                if rest:
+                    self._reader.continue_at({k: self._next_offset[k] for k in rest})
                 return True
         for key, batch in pending.items():
             self._run(key, batch)
@@ -202,6 +206,14 @@ class WorkerTask:
             return False  # another pipeline's barrier, or a record that does not belong here
         if self._aligner.is_stale(barrier, self.spec.generation):
             return False
+        if self._aligner.phase in (AlignmentPhase.ALIGNED, AlignmentPhase.UNALIGNED):
+            # A newer barrier overtook the decision this task awaits (the data
+            # and control topics are not ordered with each other): hold the
+            # partition at this barrier and read it again once that is resolved.
+            self._reader.pause(key)
+            self._held.add(key)
+            self._next_offset[key] = m.offset()
+            return False
         complete = self._aligner.on_barrier(key, barrier, m.offset())
         if not complete:
             self._reader.pause(key)
@@ -217,7 +229,8 @@ class WorkerTask:
         2. pre-commit: add the offset marker `chk=N` to the transaction, flush all
            output and check every delivery;
         3. send Ack(N) with positions and snapshot handles;
-        4. wait for the coordinator's decision on N;
+        4. wait for the coordinator's decision on N, reading on meanwhile (the
+           output is staged for the next transaction, see `_await_decision`);
         5. Commit: commit the transaction (a timeout is retried, never aborted);
            Abort: abort it, restore the last committed state and positions;
         6. seek every partition to its position, resume, begin the next transaction.
@@ -257,7 +270,7 @@ class WorkerTask:
             alignment_ms=waited_ms,
             unaligned=unaligned,
         )
-        decision = self._await_decision(n)  # 4.
+        decision = self._await_decision(n, keep_reading=not barrier.is_drain)  # 4.
         if decision.is_commit and error is None:  # 5.
             faults.crash_here(FaultPoint.AFTER_DECISION_BEFORE_COMMIT, n, self.spec.task)
             faults.crash_soon(FaultPoint.DURING_COMMIT, n, self.spec.task)
@@ -280,11 +293,19 @@ class WorkerTask:
         self._txn.begin()
         return False
 
-    def _await_decision(self, n: int) -> Announcement:
+    def _await_decision(self, n: int, keep_reading: bool) -> Announcement:
+        """The Commit or Abort of checkpoint N.
+
+        Meanwhile the task goes on with the partitions that are not held at a
+        barrier, so the round trip to the coordinator costs no throughput. What
+        it produces is staged for the next transaction (bounded: past
+        `_STAGE_LIMIT` records it waits); an Abort drops it with the state.
+        """
         deadline = time.monotonic() + self.spec.config.checkpoint_timeout_s * 2
         while time.monotonic() < deadline:
             self._check_alive()
-            for announcement in self._control.receive(0.05):
+            reading = keep_reading and self._txn.staged < _STAGE_LIMIT
+            for announcement in self._control.receive(0 if reading else 0.05):
                 self._check_generation(announcement)
                 if (
                     announcement.epoch == self.spec.generation
@@ -293,6 +314,11 @@ class WorkerTask:
                 ):
                     decision: Announcement = announcement
                     return decision
+            if reading:
+                messages = self._reader.poll(0.01)
+                if messages:
+                    self._process(messages)  # no barrier can complete: N is not resolved
+                self._txn.serve()
         raise LaminarError(
             f"task {self.spec.task}: no decision on checkpoint {n} within "
             f"{self.spec.config.checkpoint_timeout_s * 2:.0f}s; the coordinator is gone"
@@ -351,17 +377,14 @@ class WorkerTask:
 
     def _continue(self) -> None:
         """After a commit: held partitions resume past their barrier, the rest read on."""
-        moved = self._held | self._rewind
-        if moved:
-            self._reader.continue_at({k: self._next_offset[k] for k in moved})
+        if self._held:
+            self._reader.continue_at({k: self._next_offset[k] for k in self._held})
         self._held.clear()
-        self._rewind.clear()
 
     def _resume_all(self) -> None:
         # Re-assigning rather than seeking: a seek on a partition that has not
         # started fetching yet fails with an erroneous-state error.
         self._reader.reposition(self._next_offset)
-        self._rewind.clear()
         self._held.clear()
 
     def _send_ack(

@@ -6,6 +6,10 @@ of a checkpoint commit in one atomic transaction. `init` fences any older produc
 with the same id: a zombie task from a failed attempt can no longer write, and its
 open transaction is aborted (librdkafka cannot resume another process's
 transaction; recovery replays instead, see runtime/recovery.py).
+
+While a transaction is PREPARED (waiting for its Commit), the task keeps
+working: what it produces meanwhile is staged in memory and goes into the next
+transaction at `begin`; an abort drops it.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ class KafkaTransaction:
         self._delivery_error: KafkaError | None = None
         self._fenced = False
         self.produced = 0
+        self._staged: list[tuple[str, bytes | None, bytes | None, Sequence[Header] | None]] = []
         config: dict[str, Any] = {
             "bootstrap.servers": bootstrap,
             "transactional.id": txn_id,
@@ -106,11 +111,19 @@ class KafkaTransaction:
             self._producer.begin_transaction()
         except KafkaException as exc:
             self._raise("begin_transaction", exc)
+        staged, self._staged = self._staged, []
+        for topic, value, key, headers in staged:
+            self.produce(topic, value, key, headers)
 
     def _on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
         if err is not None and self._delivery_error is None:
             self._delivery_error = err
             self._fenced = self._fenced or _is_fenced(err)
+
+    @property
+    def staged(self) -> int:
+        """Records waiting in memory for the next transaction."""
+        return len(self._staged)
 
     def produce(
         self,
@@ -119,6 +132,9 @@ class KafkaTransaction:
         key: bytes | None = None,
         headers: Sequence[Header] | None = None,
     ) -> None:
+        if self.state is TxnState.PREPARED:
+            self._staged.append((topic, value, key, headers))
+            return
         if self.state is not TxnState.OPEN:
             self._to("produce")
         while True:
@@ -142,6 +158,12 @@ class KafkaTransaction:
         self, topic: str, values: Sequence[bytes | None], keys: Sequence[bytes | None] | None
     ) -> None:
         """Produce many records with one state check (the hot path of a task)."""
+        if self.state is TxnState.PREPARED:
+            if keys is None:
+                self._staged.extend((topic, v, None, None) for v in values)
+            else:
+                self._staged.extend((topic, v, k, None) for v, k in zip(values, keys, strict=True))
+            return
         if self.state is not TxnState.OPEN:
             self._to("produce")
         produce = self._producer.produce
@@ -216,6 +238,7 @@ class KafkaTransaction:
                 self._raise("commit_transaction", exc)
 
     def abort(self, timeout_s: float) -> None:
+        self._staged.clear()
         if self.state is TxnState.READY:
             return
         self._to("abort")

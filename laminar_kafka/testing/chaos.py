@@ -212,8 +212,12 @@ class ChaosRun:
             else:
                 time.sleep(rng.uniform(0.5, 4.0))
                 label, killed_at = self._random_kill(app, round_dir, rng)
-            if app.proc.poll() is not None or label.startswith("random:app"):
-                app.wait(30)
+            # A driver crash point kills the whole application: it may still be
+            # dying when the fault's marker appears, so wait for it, then restart.
+            killed_app = label.startswith("random:app") or (point is not None and point.in_driver)
+            if killed_app or app.proc.poll() is not None:
+                if app.wait(30) is None:
+                    raise LaminarError("the killed application did not exit within 30s")
                 app = _App(args, env, log)  # the fault is spent: no fault env needed
                 apps.append(app)
             producer.join()
