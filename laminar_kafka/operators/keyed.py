@@ -7,6 +7,7 @@ belongs to (repartitioning through an internal topic is not built yet).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,25 +28,24 @@ class KeyByOp:
     key: str | Callable[[Any], Any]
     partitioner: Partitioner = "murmur2"
 
-    def _extract(self, value: Any) -> Any:
-        if callable(self.key):
-            return self.key(value)
-        return value[self.key]
-
     def apply(
         self, values: list[Any], offsets: list[int], ctx: BatchContext
     ) -> tuple[list[Any], list[int]]:
         partition_of = PARTITIONERS[self.partitioner]
         n, here = ctx.num_partitions, ctx.partition
+        extract = self.key if callable(self.key) else operator.itemgetter(self.key)
+        owners: dict[Any, int] = {}  # keys repeat within a batch: hash each once
         out: list[Any] = []
         kept: list[int] = []
         for v, o in zip(values, offsets, strict=True):
             try:
-                k = self._extract(v)
-            except Exception as exc:
+                k = extract(v)
+                owner = owners.get(k)
+            except Exception as exc:  # a missing field, or an unhashable key
                 ctx.reject(o, describe_error("key_by", exc))
                 continue
-            owner = partition_of(key_bytes(k), n)
+            if owner is None:
+                owner = owners[k] = partition_of(key_bytes(k), n)
             if owner != here:
                 ctx.reject(
                     o,

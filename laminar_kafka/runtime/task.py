@@ -166,14 +166,25 @@ class WorkerTask:
     def _process(self, messages: list[KafkaMessage]) -> bool:
         """Run a batch; True when a barrier completed alignment (rest of batch dropped)."""
         pending: dict[PartitionKey, list[KafkaMessage]] = {}
+        held = self._held
+        # A batch holds runs of one partition: look the bucket up once per run.
+        topic: str | None = None
+        partition = -1
+        key: PartitionKey = ("", -1)
+        bucket: list[KafkaMessage] = []
         for index, m in enumerate(messages):
-            key = (m.topic(), m.partition())
-            if key in self._held:
+            if m.partition() != partition or m.topic() != topic:
+                topic, partition = m.topic(), m.partition()
+                key = (topic, partition)
+                bucket = pending.setdefault(key, [])
+            if key in held:
                 continue  # past this partition's barrier: re-read after the checkpoint
-            if not is_control(m.headers()):
-                pending.setdefault(key, []).append(m)
+            headers = m.headers()
+            if headers is None or not is_control(headers):
+                bucket.append(m)
                 continue
             self._run(key, pending.pop(key, None))
+            bucket = pending[key] = []  # records after the control record, if any
             self._next_offset[key] = m.offset() + 1
             if self._on_barrier(key, m):
                 for other, batch in pending.items():
