@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from pathlib import Path
 from typing import Any
 
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.runtime.config import RuntimeConfig
+
+
+def _default(name: str) -> Any:
+    """`RuntimeConfig`'s default for a field: the CLI and the API share one default."""
+    return next(f.default for f in dataclasses.fields(RuntimeConfig) if f.name == name)
 
 
 def add_runtime_options(parser: Any) -> None:
@@ -22,23 +28,28 @@ def add_runtime_options(parser: Any) -> None:
         default="./laminar-checkpoints",
         help="checkpoint directory (default: %(default)s)",
     )
-    parser.add_argument("--parallelism", type=int, default=2, help="worker tasks (%(default)s)")
+    parser.add_argument(
+        "--parallelism",
+        type=int,
+        default=_default("parallelism"),
+        help="worker tasks (%(default)s)",
+    )
     parser.add_argument(
         "--checkpoint-interval",
         type=float,
-        default=2.0,
+        default=_default("checkpoint_interval_s"),
         help="seconds between checkpoints; output becomes visible at each (%(default)s)",
     )
     parser.add_argument(
         "--checkpoint-timeout",
         type=float,
-        default=60.0,
+        default=_default("checkpoint_timeout_s"),
         help="abort a checkpoint not acknowledged within this many seconds (%(default)s)",
     )
     parser.add_argument(
         "--alignment-timeout",
         type=float,
-        default=0.1,
+        default=_default("alignment_timeout_s"),
         help="switch to an unaligned checkpoint after this many seconds (%(default)s)",
     )
     parser.add_argument("--master", help="Spark master (default: local[PARALLELISM])")

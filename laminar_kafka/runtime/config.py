@@ -44,7 +44,7 @@ class RuntimeConfig:
     parallelism: int = 2
     checkpoint_interval_s: float = 2.0
     checkpoint_timeout_s: float = 60.0
-    alignment_timeout_s: float = 0.1
+    alignment_timeout_s: float = 0.05
     retained_checkpoints: int = 3
     master: str | None = None
     client_config: Mapping[str, str] = field(default_factory=dict)
