@@ -21,28 +21,27 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Final
 
 from benchmarks.broker import benchmark_broker
+from benchmarks.comparison import CompareSettings, Comparison, Row
 from benchmarks.harness import BaselineJob
 from benchmarks.latency import LatencyProbe, with_latency
 from benchmarks.memory import tree_rss_bytes
 from benchmarks.preload import preload
 from benchmarks.records import DEFAULT_NUM_KEYS
-from benchmarks.report import LABELS, Row, format_report, summary_line, table_order, table_rows
+from benchmarks.report import LABELS, format_report, summary_line, table_order, table_rows
 from benchmarks.topics import TopicMaker, delete_topics, new_topic_maker
 from benchmarks.workers import (
     SYSTEMS,
     System,
     Task,
     TaskResult,
-    WorkerSettings,
     run_tasks,
     worker_main,
 )
 from benchmarks.workloads import WORKLOADS, Workload
-from laminar_kafka.errors import ConfigError
 
 __all__ = [
     "SYSTEMS",
@@ -64,64 +63,6 @@ _RUN_ORDER: Final[tuple[System, ...]] = ("ceiling", "quix", "spark", "laminar")
 
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-@dataclass(frozen=True)
-class CompareSettings:
-    """One comparison: input size, systems, laminar intervals, latency and recovery phases."""
-
-    records: int = 2_000_000
-    partitions: int = 8
-    systems: tuple[System, ...] = SYSTEMS
-    intervals_s: tuple[float, ...] = (1.0, 5.0)
-    """laminar-kafka checkpoint intervals; the first is the reference for ratios."""
-    commit_interval_s: float = 1.0
-    """Commit interval of the ceiling and Quix, trigger interval of Spark."""
-    parallelism: int = 2
-    """laminar-kafka worker tasks (Spark local[N]); the ceiling and Quix use one process."""
-    spark_master: str = "local[2]"
-    latency: bool = True
-    latency_rate: int = 5_000
-    latency_seconds: float = 10.0
-    latency_warmup: int = 1_000
-    recovery: bool = True
-    num_keys: int = DEFAULT_NUM_KEYS
-    progress: bool = True
-
-    def __post_init__(self) -> None:
-        if self.records < 1 or self.partitions < 1 or self.parallelism < 1:
-            raise ConfigError("records, partitions and parallelism must be positive")
-        if not self.intervals_s or min(self.intervals_s) <= 0:
-            raise ConfigError("give at least one positive checkpoint interval")
-        unknown = set(self.systems) - set(SYSTEMS)
-        if unknown or not self.systems:
-            raise ConfigError(f"unknown systems {sorted(unknown)}; choose from {SYSTEMS}")
-
-    @property
-    def latency_records(self) -> int:
-        """Records of a latency phase: the warm-up, then `latency_seconds` at `latency_rate`."""
-        return self.latency_warmup + round(self.latency_rate * self.latency_seconds)
-
-    @property
-    def worker(self) -> WorkerSettings:
-        """The part of these settings a worker process needs."""
-        return WorkerSettings(parallelism=self.parallelism, spark_master=self.spark_master)
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """Everything one comparison measured, in table order."""
-
-    bootstrap: str
-    settings: CompareSettings
-    rows: tuple[Row, ...]
-    failures: tuple[str, ...] = field(default=())
-    load_at_start: float = 0.0
-    """1-minute load average when the comparison started (the machine may be shared)."""
-
-    @property
-    def ok(self) -> bool:
-        return not self.failures
 
 
 def _plan(

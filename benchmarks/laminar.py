@@ -38,7 +38,8 @@ from benchmarks.verify import OutputWatcher, check_output, count_topic, read_top
 from benchmarks.workloads import Workload, expected_output_count, keep, map_record
 from laminar_kafka import AvroFormat, Pipeline, RuntimeConfig
 from laminar_kafka.errors import ConfigError, PipelineError
-from laminar_kafka.runtime.runner import RunStats
+from laminar_kafka.runtime.events import GenerationStarted
+from laminar_kafka.runtime.stats import RunStats
 from laminar_kafka.testing.run import BackgroundRun
 from laminar_kafka.testing.worker_pids import WorkerPid, worker_pids
 
@@ -59,7 +60,6 @@ _RUN_TIMEOUT_S: Final = 1800.0
 _START_TIMEOUT_S: Final = 300.0
 _STOP_TIMEOUT_S: Final = 180.0
 _POLL_S: Final = 0.01
-_RUNNING: Final = "tasks running"
 
 
 def _initial() -> tuple[int, int]:
@@ -170,16 +170,19 @@ class _Session:
             raise
         self._stopped = False
 
-    def await_message(self, text: str, occurrence: int = 1) -> float:
-        """`time.monotonic()` soon after the runner said `text` for the `occurrence`-th time."""
+    def await_started(self, occurrence: int = 1) -> float:
+        """`time.monotonic()` soon after the `occurrence`-th worker generation started."""
         deadline = time.monotonic() + _START_TIMEOUT_S
         while True:
-            # Polled, not awaited: BackgroundRun keeps the runner's messages in a list.
-            if sum(text in message for message in self.run.messages) >= occurrence:
+            # Polled, not awaited: BackgroundRun keeps the runner's events in a list.
+            if self.run.count(GenerationStarted) >= occurrence:
                 return time.monotonic()
-            self.check_alive(f"'{text}' #{occurrence}")
+            self.check_alive(f"generation start #{occurrence}")
             if time.monotonic() > deadline:
-                raise PipelineError(f"{self.name}: no '{text}' within {_START_TIMEOUT_S:.0f} s")
+                raise PipelineError(
+                    f"{self.name}: no generation start #{occurrence} within "
+                    f"{_START_TIMEOUT_S:.0f} s"
+                )
             time.sleep(_POLL_S)
 
     def check_alive(self, what: str) -> None:
@@ -245,7 +248,7 @@ def run_laminar(
     with tempfile.TemporaryDirectory(prefix="bench-laminar-") as checkpoints:
         session = _Session(job, name, parallelism, checkpoints, spark_context, timeout_s)
         try:
-            running_at = session.await_message(_RUNNING)
+            running_at = session.await_started()
             done_at = session.await_output()
             stats = session.stop()
         except BaseException:
@@ -302,7 +305,7 @@ def measure_recovery(
     with tempfile.TemporaryDirectory(prefix="bench-laminar-") as checkpoints:
         session = _Session(job, name, parallelism, checkpoints, spark_context, timeout_s)
         try:
-            session.await_message(_RUNNING)
+            session.await_started()
             session.run.wait_for(
                 lambda: session.watcher.count >= kill_at, timeout_s, f"{kill_at} output records"
             )
@@ -311,7 +314,7 @@ def measure_recovery(
             victim = _worker(pid_dir, name, victim_task)
             os.kill(victim.pid, signal.SIGKILL)
             killed_at = time.monotonic()
-            running_again_at = session.await_message(_RUNNING, occurrence=2)
+            running_again_at = session.await_started(occurrence=2)
             resumed_at = _output_advances(session)
             done_at = session.await_output()
             stats = session.stop()

@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
+from benchmarks.comparison import Comparison, Row
 from benchmarks.memory import RSS_INTERVAL_S
 from benchmarks.workers import SYSTEMS, System, Task, TaskResult
 from benchmarks.workloads import WORKLOADS, Workload
-
-if TYPE_CHECKING:  # compare imports this module
-    from benchmarks.compare import Comparison
 
 __all__ = ["LABELS", "Row", "format_report", "summary_line", "table_order", "table_rows"]
 
@@ -27,18 +24,6 @@ LABELS: Final[dict[System, str]] = {
     "spark": "spark sss",
 }
 """How the table and the progress lines name each system."""
-
-
-@dataclass(frozen=True)
-class Row:
-    """One (system, workload, commit interval) line of the table."""
-
-    system: System
-    workload: Workload
-    interval_s: float
-    result: TaskResult
-    latency: TaskResult | None = None
-    recovery: TaskResult | None = None
 
 
 def table_rows(system: System, tasks: Sequence[Task], results: Sequence[TaskResult]) -> list[Row]:

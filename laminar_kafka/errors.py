@@ -41,3 +41,7 @@ class FencedError(LaminarError):
 
 class PipelineError(LaminarError):
     """The pipeline definition is invalid or a record violates its contract."""
+
+
+class WorkerStartError(LaminarError):
+    """The worker job failed before every task of a generation was running."""

@@ -27,8 +27,7 @@ from collections.abc import Callable, Iterable
 
 from laminar_kafka.control.records import Barrier, BarrierFlags
 from laminar_kafka.errors import LaminarError
-
-PartitionKey = tuple[str, int]
+from laminar_kafka.kafka.names import PartitionKey
 
 
 class AlignmentPhase(enum.Enum):
@@ -71,7 +70,7 @@ class BarrierAligner:
 
     def is_stale(self, barrier: Barrier, generation: int) -> bool:
         """A barrier of another generation, or of a checkpoint already resolved here."""
-        if barrier.epoch != generation or barrier.checkpoint_id <= self.last_resolved_id:
+        if barrier.generation != generation or barrier.checkpoint_id <= self.last_resolved_id:
             return True
         if self.barrier is None:
             return False
@@ -131,7 +130,8 @@ class BarrierAligner:
         """True (and now UNALIGNED) when alignment waited longer than the timeout."""
         if self.phase is not AlignmentPhase.ALIGNING:
             return False
-        if self._clock() - self.started_at < self.timeout_s:
+        # Without partitions that carry barriers there is nothing to wait for.
+        if self.partitions and self._clock() - self.started_at < self.timeout_s:
             return False
         self._move(AlignmentPhase.UNALIGNED)
         return True

@@ -4,6 +4,8 @@ The delivery report of each barrier gives its exact offset: the checkpoint's cut
 in that partition. Barriers go through an idempotent (non-transactional)
 producer, so they are visible at once to read_committed readers unless a
 source producer's open transaction holds the partition's stable offset back.
+Each barrier carries the reserved key `CONTROL_KEY`: a compacted source topic
+refuses a record without a key.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 from confluent_kafka import KafkaError, Producer
 
 from laminar_kafka.control.codec import encode
-from laminar_kafka.control.headers import control_headers
+from laminar_kafka.control.headers import CONTROL_KEY, control_headers
 from laminar_kafka.control.records import Barrier
 from laminar_kafka.errors import LaminarError
 
@@ -56,7 +58,12 @@ class BarrierInjector:
 
         for topic, partition in self.partitions:
             self._producer.produce(
-                topic, value, partition=partition, headers=headers, on_delivery=delivered
+                topic,
+                value,
+                CONTROL_KEY,
+                partition=partition,
+                headers=headers,
+                on_delivery=delivered,
             )
         remaining = self._producer.flush(timeout_s)
         if errors or remaining:

@@ -11,7 +11,9 @@ Commit of checkpoint N, in this order:
 2. write manifest N to the checkpoint store, atomically and durably: this is
    the decision (a crash after this point commits N at recovery, never aborts);
 3. announce Commit(N) on the control topic, with the cluster minimum watermark;
-4. drop checkpoints beyond the retention count.
+4. drop checkpoints beyond the retention count, but never one that a
+   partition's committed offset marker still names: a task that died between
+   the decision and its commit restores from that older checkpoint.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from __future__ import annotations
 import enum
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from laminar_kafka.barriers.injector import BarrierInjector
+from laminar_kafka import faults
 from laminar_kafka.checkpoint.manifest import Manifest
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import (
@@ -30,13 +33,13 @@ from laminar_kafka.control.records import (
     Announcement,
     Barrier,
     BarrierFlags,
+    ControlRecord,
     Phase,
     partition_key,
 )
-from laminar_kafka.errors import LaminarError
-from laminar_kafka.runtime import faults
-from laminar_kafka.runtime.control_channel import ControlChannel
-from laminar_kafka.runtime.faults import FaultPoint
+from laminar_kafka.errors import LaminarError, WorkerStartError
+from laminar_kafka.faults import FaultPoint
+from laminar_kafka.kafka.names import PartitionKey
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +59,23 @@ _TRANSITIONS: dict[CheckpointPhase, frozenset[CheckpointPhase]] = {
     CheckpointPhase.COMMITTED: frozenset(),
     CheckpointPhase.ABORTED: frozenset(),
 }
+
+
+class ControlLink(Protocol):
+    """The control topic as the coordinator uses it (control/transport.py)."""
+
+    def send(self, record: ControlRecord, timeout_s: float = 30.0) -> None: ...
+    def receive(self, timeout_s: float) -> list[Any]: ...
+
+
+class Injector(Protocol):
+    """Writes a barrier into every source partition (barriers/injector.py)."""
+
+    def inject(self, barrier: Barrier, timeout_s: float) -> Mapping[PartitionKey, int]: ...
+
+
+LowestMarker = Callable[[], int | None]
+"""The lowest checkpoint id any partition's committed offset marker names, if any."""
 
 
 @dataclass
@@ -94,11 +114,13 @@ class CheckpointCoordinator:
         generation: int,
         tasks: int,
         store: CheckpointStore,
-        injector: BarrierInjector,
-        control: ControlChannel,
+        injector: Injector,
+        control: ControlLink,
         timeout_s: float,
         retained: int,
         first_checkpoint_id: int,
+        lowest_marker: LowestMarker = lambda: None,
+        topology: Mapping[str, str] | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.generation = generation
@@ -109,7 +131,8 @@ class CheckpointCoordinator:
         self._timeout_s = timeout_s
         self._retained = retained
         self._next_id = first_checkpoint_id
-        self.history: list[PendingCheckpoint] = []
+        self._lowest_marker = lowest_marker
+        self._topology = dict(topology or {})
 
     def _announce(self, checkpoint_id: int, phase: Phase, **extra: object) -> None:
         self._control.send(
@@ -127,15 +150,13 @@ class CheckpointCoordinator:
         while len(acks) < self.tasks:
             reason = lost()
             if reason:
-                raise LaminarError(
-                    f"worker job lost while starting: {reason}"
-                )  # see runner._STARTING
+                raise WorkerStartError(reason)
             if time.monotonic() > deadline:
                 raise LaminarError(
                     f"only {len(acks)} of {self.tasks} tasks started within {timeout_s:.0f}s"
                 )
             for ack in self._control.receive(0.1):
-                if ack.epoch == self.generation and ack.checkpoint_id == 0:
+                if ack.generation == self.generation and ack.checkpoint_id == 0:
                     acks[ack.task] = ack
         return [acks[t] for t in sorted(acks)]
 
@@ -145,12 +166,11 @@ class CheckpointCoordinator:
         """Trigger the next checkpoint and carry it to Commit or Abort."""
         pending = PendingCheckpoint(self._next_id, self.generation, flags, time.monotonic())
         self._next_id += 1
-        self.history.append(pending)
         barrier = Barrier(
             self.pipeline, pending.checkpoint_id, self.generation, flags, int(time.time() * 1000)
         )
         try:
-            pending.barrier_offsets = self._injector.inject(barrier, self._timeout_s)
+            pending.barrier_offsets = dict(self._injector.inject(barrier, self._timeout_s))
         except LaminarError as exc:
             return self._abort(pending, str(exc))
         pending.move(CheckpointPhase.AWAITING_ACKS)
@@ -171,7 +191,7 @@ class CheckpointCoordinator:
                 missing = sorted(set(range(self.tasks)) - pending.acks.keys())
                 return f"timed out after {self._timeout_s:.0f}s waiting for tasks {missing}"
             for ack in self._control.receive(0.05):
-                if ack.epoch != self.generation or ack.checkpoint_id != pending.checkpoint_id:
+                if ack.generation != self.generation or ack.checkpoint_id != pending.checkpoint_id:
                     continue  # a zombie's, or a late Ack of an aborted checkpoint
                 if not ack.ok:
                     return f"task {ack.task} failed: {ack.error}"
@@ -196,13 +216,14 @@ class CheckpointCoordinator:
             sink_handles={f"task-{a.task}": h for a in acks for h in a.sink_handles.values()},
             min_watermark_ms=min_watermark,
             unaligned_tasks=tuple(sorted(a.task for a in acks if a.unaligned)),
+            topology=dict(self._topology),
         )
         self._store.write_manifest(manifest)  # 2. the decision is durable from here on
         faults.crash_here(FaultPoint.AFTER_DECISION_BEFORE_ANNOUNCE, pending.checkpoint_id)
         self._announce(pending.checkpoint_id, Phase.COMMIT, min_watermark_ms=min_watermark)  # 3.
         pending.move(CheckpointPhase.COMMITTED)
         pending.duration_s = time.monotonic() - pending.started
-        self._store.retain(self._retained)  # 4.
+        self._store.retain(self._retained, keep_from=self._lowest_marker())  # 4.
         return pending
 
     def _abort(self, pending: PendingCheckpoint, reason: str) -> PendingCheckpoint:
@@ -215,6 +236,3 @@ class CheckpointCoordinator:
         except LaminarError as exc:
             log.warning("cannot announce abort of %d: %s", pending.checkpoint_id, exc)
         return pending
-
-    def alignment_ms(self) -> Sequence[int]:
-        return [a.alignment_ms for p in self.history if p.committed for a in p.acks.values()]

@@ -34,6 +34,9 @@ class Manifest:
     sink_handles: Mapping[str, str] = field(default_factory=dict)
     min_watermark_ms: int | None = None
     unaligned_tasks: tuple[int, ...] = ()
+    topology: Mapping[str, str] = field(default_factory=dict)
+    """Stateful step name → signature of the pipeline that wrote this checkpoint's state
+    (empty in manifests written before step names): what a restart is checked against."""
     version: int = MANIFEST_VERSION
 
     def to_json(self) -> bytes:
@@ -43,6 +46,7 @@ class Manifest:
         body["barrier_offsets"] = dict(self.barrier_offsets)
         body["snapshots"] = dict(self.snapshots)
         body["sink_handles"] = dict(self.sink_handles)
+        body["topology"] = dict(self.topology)
         body["unaligned_tasks"] = list(self.unaligned_tasks)
         return json.dumps(body, indent=1, sort_keys=True).encode()
 
@@ -77,6 +81,7 @@ class Manifest:
             "barrier_offsets": int,
             "snapshots": str,
             "sink_handles": str,
+            "topology": str,
         }
         for name, value_type in maps.items():
             value = getattr(self, name)

@@ -4,6 +4,7 @@ Layout under `<root>/<pipeline>/`:
 
     LOCK                               held by the one running application
     generation.json                    last worker generation, widest parallelism used
+    MARKERS_SEEN                       Kafka held committed offset markers once
     chk-<id>/task-<t>-g<gen>.state     state snapshots written by tasks before Ack
     chk-<id>/MANIFEST.json             written by the coordinator: the Commit decision
 
@@ -104,6 +105,17 @@ class CheckpointStore:
             raise CheckpointError(f"{path}: cannot be written: {exc}") from None
         return new
 
+    # -- offset markers ---------------------------------------------------
+    def note_markers_seen(self) -> None:
+        """Record that Kafka held committed offset markers for this pipeline."""
+        path = self.home / "MARKERS_SEEN"
+        if not path.exists():
+            write_atomic(path, b"offset markers were committed for this pipeline\n")
+
+    def markers_seen(self) -> bool:
+        """Whether Kafka ever held committed offset markers for this pipeline."""
+        return (self.home / "MARKERS_SEEN").exists()
+
     # -- snapshots (written by tasks) -------------------------------------
     def checkpoint_dir(self, checkpoint_id: int) -> Path:
         return self.home / f"chk-{checkpoint_id:012d}"
@@ -167,10 +179,13 @@ class CheckpointStore:
         ids = [_checkpoint_id(e) for e in self.home.iterdir()]
         return max((i for i in ids if i is not None), default=0)
 
-    def retain(self, keep: int) -> list[int]:
+    def retain(self, keep: int, keep_from: int | None = None) -> list[int]:
         """Delete all but the newest `keep` complete checkpoints and older incomplete ones.
 
-        Incomplete checkpoints newer than the oldest one kept stay: one may be in flight.
+        Nothing at or above `keep_from` is deleted, whatever the count: it is the
+        lowest checkpoint a committed offset marker still names, which recovery
+        needs. Incomplete checkpoints newer than the oldest one kept stay: one
+        may be in flight.
         """
         if keep < 1:
             raise CheckpointError(f"cannot retain {keep} checkpoints: keep at least 1")
@@ -178,6 +193,8 @@ class CheckpointStore:
         if len(complete) <= keep:
             return []
         oldest_kept = complete[-keep]
+        if keep_from is not None:
+            oldest_kept = min(oldest_kept, keep_from)
         removed = []
         for entry in self.home.iterdir():
             checkpoint_id = _checkpoint_id(entry)
@@ -185,3 +202,15 @@ class CheckpointStore:
                 shutil.rmtree(entry, ignore_errors=True)
                 removed.append(checkpoint_id)
         return sorted(removed)
+
+    def clear(self) -> None:
+        """Delete every checkpoint and the generation record (a reset); keep the lock."""
+        if not self.home.exists():
+            return
+        for entry in self.home.iterdir():
+            if entry.name == "LOCK":
+                continue
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import random
 from typing import Any
 
 from laminar_kafka.cli.options import resolve_bootstrap
-from laminar_kafka.runtime.faults import FaultPoint
-from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings
+from laminar_kafka.errors import ConfigError
+from laminar_kafka.faults import FaultPoint
+from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings, KillKind
+from laminar_kafka.testing.chaos_workloads import load_input_function
 
 __all__ = ["register"]
 
@@ -17,12 +18,25 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "chaos",
         help="kill workers and the application at random or named points; check the output",
-        description="Runs PIPELINE round after round on fresh topics while numbered orders "
-        "are produced, SIGKILLs a worker task or the whole application, restarts, and "
-        "checks with a read_committed consumer that every input is reflected exactly once. "
-        "The last line is: rounds=R records=X duplicates=D losses=L max_recovery_s=T",
+        description="Runs PIPELINE round after round on fresh topics while its input is "
+        "produced, SIGKILLs a worker task or the whole application, and checks with a "
+        "read_committed consumer that every input is reflected exactly once. A round fails "
+        "unless the kill hit input in flight and the pipeline recovered the way the kill "
+        "calls for (a worker in place, an application by a new one). Without --input, the "
+        "pipeline must read the `order` schema (schemas/order.avsc). Each round prints one "
+        "line; the last line is: "
+        "rounds=R records=X duplicates=D losses=L wrong=W max_recovery_s=T",
     )
-    parser.add_argument("pipeline", help="a pipeline file over the `order` schema")
+    parser.add_argument("pipeline", help="a pipeline file (or module:attr)")
+    parser.add_argument(
+        "--input",
+        metavar="FILE.py:FUNCTION",
+        help="chaos-test any pipeline: FUNCTION(records) returns or yields (source_topic, "
+        "value) pairs, in the order to produce them, for the pipeline's own source topic "
+        "names; values as the source's format encodes them (dicts for JSON or Avro). Also "
+        "package.module:function. The expected output is the in-memory run of the same "
+        "input (laminar_kafka.testing.run_pipeline), compared as a multiset",
+    )
     parser.add_argument("--rounds", type=int, default=5, help="random rounds (%(default)s)")
     parser.add_argument(
         "--points",
@@ -30,35 +44,58 @@ def register(subparsers: Any) -> None:
         help="comma-separated named crash points to run once each before the random rounds; "
         f"'all' for every one of: {', '.join(p.value for p in FaultPoint)}",
     )
-    parser.add_argument("--records", type=int, default=2000, help="orders per round")
+    parser.add_argument(
+        "--records", type=int, default=2000, help="input records per round (%(default)s)"
+    )
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--parallelism", type=int, default=2)
-    parser.add_argument("--seed", type=int, help="random seed, to replay a run")
+    parser.add_argument(
+        "--checkpoint-interval", type=float, default=1.0, help="seconds (%(default)s)"
+    )
+    parser.add_argument(
+        "--kill",
+        choices=["any", "worker", "app"],
+        default="any",
+        help="what random rounds kill: a worker task, the application, or either (%(default)s: "
+        "both kinds when there are two rounds or more, drawn after that)",
+    )
+    parser.add_argument("--seed", type=int, help="replay the run that printed this seed")
     parser.add_argument("--bootstrap", help="Kafka bootstrap servers")
     parser.set_defaults(handler=chaos)
 
 
+def _points(spec: str) -> list[FaultPoint]:
+    if spec == "all":
+        return list(FaultPoint)
+    known = {p.value: p for p in FaultPoint}
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ConfigError(f"unknown crash points {unknown}: use {', '.join(known)} or 'all'")
+    return [known[name] for name in names]
+
+
 def chaos(args: argparse.Namespace) -> int:
-    if args.points == "all":
-        points = list(FaultPoint)
-    else:
-        points = [FaultPoint(p.strip()) for p in args.points.split(",") if p.strip()]
-    seed = args.seed if args.seed is not None else random.randrange(1 << 30)
-    rng = random.Random(seed)
+    points = _points(args.points)
     settings = ChaosSettings(
         bootstrap=resolve_bootstrap(args.bootstrap),
         records=args.records,
         partitions=args.partitions,
         parallelism=args.parallelism,
+        checkpoint_interval_s=args.checkpoint_interval,
     )
-    run = ChaosRun(args.pipeline, settings)
-    plan: list[FaultPoint | None] = [*points, *([None] * args.rounds)]
+    make_input = load_input_function(args.input) if args.input else None
+    run = ChaosRun(args.pipeline, settings, seed=args.seed, make_input=make_input)
+    plan: list[tuple[FaultPoint | None, KillKind | None]] = [(p, None) for p in points]
+    only = None if args.kill == "any" else KillKind(args.kill)
+    plan += [(None, kind) for kind in run.random_kinds(args.rounds, only)]
     print(
-        f"chaos: {len(plan)} rounds on {args.pipeline} (seed {seed}, logs in {settings.work_dir})",
+        f"chaos: {len(plan)} rounds on {args.pipeline} (seed {run.seed}, "
+        f"logs in {settings.work_dir})",
         flush=True,
     )
-    for index, point in enumerate(plan, 1):
-        result = run.run_round(index, point, rng)
+    for index, (point, kind) in enumerate(plan, 1):
+        result = run.run_round(index, point, kind)
         print(f"round {index}/{len(plan)}: {result.line()}", flush=True)
     print(run.summary_line(), flush=True)
     clean = all(r.report.exact for r in run.results)

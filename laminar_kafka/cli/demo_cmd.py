@@ -19,9 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from laminar_kafka.api.loader import load_pipeline
+from laminar_kafka.cli.progress import describe
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.formats.json import JsonFormat
+from laminar_kafka.kafka.admin import partition_counts
+from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.runtime.config import RuntimeConfig
+from laminar_kafka.runtime.events import GenerationStarted, RuntimeEvent
 from laminar_kafka.runtime.runner import PipelineRunner
 from laminar_kafka.testing.broker import TopicFactory
 from laminar_kafka.testing.orders import (
@@ -81,9 +85,9 @@ def demo(args: argparse.Namespace) -> int:
     _say("starting Spark (local[2]) and 2 worker tasks...")
     ready = threading.Event()
 
-    def listen(message: str) -> None:
-        _say(f"  [runtime] {message}")
-        if "tasks running" in message:
+    def listen(event: RuntimeEvent) -> None:
+        _say(f"  [runtime] {describe(event)}")
+        if isinstance(event, GenerationStarted):
             ready.set()
 
     runner = PipelineRunner(pipeline, config, listener=listen)
@@ -156,10 +160,7 @@ def _produce_with_progress(
 
 
 def _exists(bootstrap: str, topic: str) -> bool:
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
-    return topic in admin.list_topics(timeout=10).topics
+    return topic in partition_counts(KafkaConnection(bootstrap), timeout_s=10)
 
 
 def _kill_a_worker(work: Path) -> bool:

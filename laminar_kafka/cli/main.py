@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "laminar_kafka.cli.run_cmd",
     "laminar_kafka.cli.demo_cmd",
     "laminar_kafka.cli.chaos_cmd",
+    "laminar_kafka.cli.inspect_cmd",
 )
 
 EXIT_ERROR = 2

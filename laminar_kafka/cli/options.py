@@ -65,6 +65,19 @@ def add_runtime_options(parser: Any) -> None:
         type=Path,
         help="a .properties file of Kafka client settings (KEY=VALUE lines)",
     )
+    start = parser.add_mutually_exclusive_group()
+    start.add_argument(
+        "--from-checkpoint",
+        choices=["latest"],
+        help="resume from the newest checkpoint when Kafka lost the pipeline's committed "
+        "offsets (expired or deleted consumer group)",
+    )
+    start.add_argument(
+        "--reset",
+        action="store_true",
+        help="start over on purpose: delete the pipeline's checkpoints and committed offsets, "
+        "then read the sources from their start",
+    )
 
 
 def resolve_bootstrap(explicit: str | None) -> str:
@@ -113,5 +126,6 @@ def runtime_config(args: argparse.Namespace) -> RuntimeConfig:
         alignment_timeout_s=args.alignment_timeout,
         master=args.master,
         client_config=client,
-        transaction_timeout_ms=max(120_000, int(args.checkpoint_timeout * 4 * 1000)),
+        from_latest_checkpoint=args.from_checkpoint == "latest",
+        reset=args.reset,
     )

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import time
 from types import FrameType
 from typing import Any
 
 from laminar_kafka.api.loader import load_pipeline
 from laminar_kafka.cli.options import add_runtime_options, runtime_config
+from laminar_kafka.cli.progress import ProgressPrinter
+from laminar_kafka.runtime.events import Stopped
 from laminar_kafka.runtime.runner import PipelineRunner
 
 __all__ = ["register"]
@@ -26,36 +27,12 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("pipeline", help="pipelines/<file>.py or package.module:attr")
     add_runtime_options(parser)
+    parser.add_argument(
+        "--events-file",
+        metavar="PATH",
+        help="also write every runtime event to PATH as a JSON line (for scripts)",
+    )
     parser.set_defaults(handler=run)
-
-
-class ProgressPrinter:
-    """Prints what the runtime says, but routine commits at most every `every_s` seconds.
-
-    The first commit of each worker generation is always shown: it says that
-    output flows again after a start or a restart.
-    """
-
-    def __init__(self, every_s: float = 10.0) -> None:
-        self._every_s = every_s
-        self._last = 0.0
-        self._fresh_generation = True
-        self._quiet = 0
-
-    def __call__(self, message: str) -> None:
-        now = time.monotonic()
-        if message.startswith("checkpoint ") and " committed " in message:
-            if not self._fresh_generation and now - self._last < self._every_s:
-                self._quiet += 1
-                return
-            if self._quiet:
-                message += f" ({self._quiet} more since the last line)"
-            self._fresh_generation = False
-            self._quiet = 0
-            self._last = now
-        elif message.startswith("generation "):
-            self._fresh_generation = True
-        print(message, flush=True)
 
 
 def install_stop_handlers(runner: PipelineRunner) -> None:
@@ -78,12 +55,12 @@ def run(args: argparse.Namespace) -> int:
     pipeline = load_pipeline(args.pipeline)
     config = runtime_config(args)
     print(f"running {pipeline.name}: {config.describe()}", file=sys.stderr, flush=True)
-    runner = PipelineRunner(pipeline, config, listener=ProgressPrinter())
+    progress = ProgressPrinter(events_file=args.events_file)
+    runner = PipelineRunner(pipeline, config, listener=progress)
     install_stop_handlers(runner)
-    stats = runner.run()
-    print(
-        f"stopped: {stats.committed} checkpoints committed, {stats.aborted} aborted, "
-        f"{stats.restarts} restarts",
-        flush=True,
-    )
+    try:
+        stats = runner.run()
+        progress(Stopped(stats.committed, stats.aborted, stats.restarts))
+    finally:
+        progress.close()
     return 0

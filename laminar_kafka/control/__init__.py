@@ -2,7 +2,8 @@
 
 Barrier records travel in the source partitions; Watermark, Announcement and
 Ack records on the control topic. All are Avro single-object frames
-(`codec`) marked by the `laminar.control` Kafka header (`headers`).
+(`codec`) marked by the `laminar.control` Kafka header (`headers`), which
+other consumers of a source topic filter on (`filtering`).
 """
 
 from laminar_kafka.control.codec import (
@@ -12,8 +13,10 @@ from laminar_kafka.control.codec import (
     encode,
     schema_fingerprint,
 )
+from laminar_kafka.control.filtering import is_control_message, skip_control
 from laminar_kafka.control.headers import (
     CONTROL_HEADER,
+    CONTROL_KEY,
     KafkaHeaders,
     control_headers,
     is_control,
@@ -33,6 +36,7 @@ from laminar_kafka.control.schemas import ParsedSchema, load_schema, schema_dirs
 
 __all__ = [
     "CONTROL_HEADER",
+    "CONTROL_KEY",
     "SINGLE_OBJECT_MARKER",
     "Ack",
     "Announcement",
@@ -48,10 +52,12 @@ __all__ = [
     "decode_as",
     "encode",
     "is_control",
+    "is_control_message",
     "load_schema",
     "parse_partition_key",
     "partition_key",
     "schema_dirs",
     "schema_fingerprint",
     "schema_path",
+    "skip_control",
 ]

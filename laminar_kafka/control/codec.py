@@ -24,12 +24,21 @@ from fastavro import schemaless_reader, schemaless_writer
 from fastavro.schema import fingerprint as avro_fingerprint
 from fastavro.schema import to_parsing_canonical_form
 
+from laminar_kafka.control.avro_fields import (
+    ack_from_avro,
+    ack_to_avro,
+    announcement_from_avro,
+    announcement_to_avro,
+    barrier_from_avro,
+    barrier_to_avro,
+    watermark_from_avro,
+    watermark_to_avro,
+)
 from laminar_kafka.control.records import (
     Ack,
     Announcement,
     Barrier,
     ControlRecord,
-    Phase,
     Watermark,
 )
 from laminar_kafka.control.schemas import load_schema
@@ -68,92 +77,6 @@ class _Kind:
         return self.header[len(SINGLE_OBJECT_MARKER) :]
 
 
-def _barrier_to_avro(r: Barrier) -> dict[str, Any]:
-    return {
-        "pipeline": r.pipeline,
-        "checkpoint_id": r.checkpoint_id,
-        "epoch": r.epoch,
-        "flags": int(r.flags),
-        "timestamp_ms": r.timestamp_ms,
-    }
-
-
-def _barrier_from_avro(d: dict[str, Any]) -> Barrier:
-    # flags stays a plain int here: Barrier rejects reserved bits, then converts.
-    return Barrier(d["pipeline"], d["checkpoint_id"], d["epoch"], d["flags"], d["timestamp_ms"])
-
-
-def _watermark_to_avro(r: Watermark) -> dict[str, Any]:
-    return {
-        "pipeline": r.pipeline,
-        "epoch": r.epoch,
-        "task": r.task,
-        "watermark_ms": r.watermark_ms,
-    }
-
-
-def _watermark_from_avro(d: dict[str, Any]) -> Watermark:
-    return Watermark(d["pipeline"], d["epoch"], d["task"], d["watermark_ms"])
-
-
-def _announcement_to_avro(r: Announcement) -> dict[str, Any]:
-    return {
-        "pipeline": r.pipeline,
-        "checkpoint_id": r.checkpoint_id,
-        "epoch": r.epoch,
-        "phase": r.phase.value,
-        "min_watermark_ms": r.min_watermark_ms,
-        "reason": r.reason,
-        "flags": int(r.flags),
-    }
-
-
-def _announcement_from_avro(d: dict[str, Any]) -> Announcement:
-    return Announcement(
-        d["pipeline"],
-        d["checkpoint_id"],
-        d["epoch"],
-        Phase(d["phase"]),
-        d["min_watermark_ms"],
-        d["reason"],
-        d["flags"],  # a plain int: the record rejects reserved bits, then converts
-    )
-
-
-def _ack_to_avro(r: Ack) -> dict[str, Any]:
-    return {
-        "pipeline": r.pipeline,
-        "checkpoint_id": r.checkpoint_id,
-        "epoch": r.epoch,
-        "task": r.task,
-        "ok": r.ok,
-        "error": r.error,
-        "local_watermark_ms": r.local_watermark_ms,
-        "positions": r.positions,
-        "snapshot_handles": r.snapshot_handles,
-        "sink_handles": r.sink_handles,
-        "alignment_ms": r.alignment_ms,
-        "unaligned": r.unaligned,
-    }
-
-
-def _ack_from_avro(d: dict[str, Any]) -> Ack:
-    return Ack(
-        d["pipeline"],
-        d["checkpoint_id"],
-        d["epoch"],
-        d["task"],
-        d["ok"],
-        d["error"],
-        d["local_watermark_ms"],
-        d["positions"],
-        d["snapshot_handles"],
-        d["sink_handles"],
-        d["alignment_ms"],
-        d["unaligned"],
-    )
-
-
 def _kind(
     cls: type[ControlRecord],
     to_avro: Callable[[Any], dict[str, Any]],
@@ -169,10 +92,10 @@ def _kind(
 
 
 _KINDS = (
-    _kind(Barrier, _barrier_to_avro, _barrier_from_avro),
-    _kind(Watermark, _watermark_to_avro, _watermark_from_avro),
-    _kind(Announcement, _announcement_to_avro, _announcement_from_avro),
-    _kind(Ack, _ack_to_avro, _ack_from_avro),
+    _kind(Barrier, barrier_to_avro, barrier_from_avro),
+    _kind(Watermark, watermark_to_avro, watermark_from_avro),
+    _kind(Announcement, announcement_to_avro, announcement_from_avro),
+    _kind(Ack, ack_to_avro, ack_from_avro),
 )
 _BY_CLASS: dict[type, _Kind] = {k.cls: k for k in _KINDS}
 _BY_FINGERPRINT: dict[bytes, _Kind] = {k.fingerprint: k for k in _KINDS}

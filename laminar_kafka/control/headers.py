@@ -5,6 +5,11 @@ each record's headers: `is_control` is on that per-record path and stays a
 few comparisons long. The header's value names the record type (b"barrier",
 b"watermark", b"announcement", b"ack") for consumers that route without
 decoding.
+
+Control records also carry a reserved key, `CONTROL_KEY`, because a compacted
+topic refuses records without a key. The key only makes them acceptable there:
+the header alone marks a control record, so a data record that happens to use
+the same key stays data.
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ from collections.abc import Mapping, Sequence
 
 from laminar_kafka.control.records import ControlRecord
 
-__all__ = ["CONTROL_HEADER", "KafkaHeaders", "control_headers", "is_control"]
+__all__ = ["CONTROL_HEADER", "CONTROL_KEY", "KafkaHeaders", "control_headers", "is_control"]
 
 CONTROL_HEADER = "laminar.control"
+CONTROL_KEY = b"__laminar.control__"
 
 KafkaHeaders = list[tuple[str, str | bytes | None]]
 """Headers as confluent-kafka's `Producer.produce(headers=...)` is typed to take them."""

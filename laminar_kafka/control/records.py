@@ -1,9 +1,10 @@
 """The control records of the checkpoint protocol, as immutable values.
 
 Each class mirrors one schema in `schemas/` field for field. `checkpoint_id`
-is the checkpoint number N; `epoch` is the worker generation, incremented
-each time the worker job is (re)started, so that records written by zombie
-tasks of an older generation are recognised as stale and ignored.
+is the checkpoint number N; `generation` is the worker generation,
+incremented each time the worker job is (re)started, so that records written
+by zombie tasks of an older generation are recognised as stale and ignored.
+The records a task processes between two checkpoints are its epoch.
 
 Values are checked on construction (ranges of Avro int/long, reserved flag
 bits, partition keys), so a record that exists can always be encoded and a
@@ -19,6 +20,16 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+from laminar_kafka.control.checks import (
+    INT_MAX,
+    LONG_MAX,
+    check_bool,
+    check_int,
+    check_long,
+    check_str,
+    frozen_map,
+    is_int,
+)
 from laminar_kafka.errors import ControlRecordError
 
 __all__ = [
@@ -33,8 +44,6 @@ __all__ = [
     "partition_key",
 ]
 
-_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
-_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 
 # Kafka's own rule for topic names. ':' is not among the allowed characters,
 # so the key 'topic:partition' is unambiguous.
@@ -77,7 +86,7 @@ def partition_key(topic: str, partition: int) -> str:
     """
     if not isinstance(topic, str) or not _TOPIC.fullmatch(topic):
         raise ControlRecordError(f"invalid Kafka topic name {topic!r}")
-    if not _is_int(partition) or not 0 <= partition <= _INT_MAX:
+    if not is_int(partition) or not 0 <= partition <= INT_MAX:
         raise ControlRecordError(f"invalid partition {partition!r} of topic {topic!r}")
     return f"{topic}:{partition}"
 
@@ -85,7 +94,7 @@ def partition_key(topic: str, partition: int) -> str:
 def parse_partition_key(key: str) -> tuple[str, int]:
     """Split a 'topic:partition' key made by `partition_key` back into (topic, partition)."""
     match = _PARTITION_KEY.fullmatch(key) if isinstance(key, str) else None
-    if match is None or int(match[2]) > _INT_MAX:
+    if match is None or int(match[2]) > INT_MAX:
         raise ControlRecordError(f"malformed partition key {key!r}: expected 'topic:partition'")
     return match[1], int(match[2])
 
@@ -98,15 +107,15 @@ class Barrier:
 
     pipeline: str
     checkpoint_id: int
-    epoch: int
+    generation: int
     flags: BarrierFlags
     timestamp_ms: int
 
     def __post_init__(self) -> None:
-        _check_str(self, "pipeline")
-        _check_long(self, "checkpoint_id", minimum=0)
-        _check_long(self, "epoch", minimum=0)
-        _check_long(self, "timestamp_ms")
+        check_str(self, "pipeline")
+        check_long(self, "checkpoint_id", minimum=0)
+        check_long(self, "generation", minimum=0)
+        check_long(self, "timestamp_ms")
         _check_flags(self)
 
     @property
@@ -137,15 +146,15 @@ class Watermark:
     kind: ClassVar[str] = "watermark"
 
     pipeline: str
-    epoch: int
+    generation: int
     task: int
     watermark_ms: int
 
     def __post_init__(self) -> None:
-        _check_str(self, "pipeline")
-        _check_long(self, "epoch", minimum=0)
-        _check_int(self, "task", minimum=0)
-        _check_long(self, "watermark_ms")
+        check_str(self, "pipeline")
+        check_long(self, "generation", minimum=0)
+        check_int(self, "task", minimum=0)
+        check_long(self, "watermark_ms")
 
 
 @dataclass(frozen=True)
@@ -160,23 +169,23 @@ class Announcement:
 
     pipeline: str
     checkpoint_id: int
-    epoch: int
+    generation: int
     phase: Phase
     min_watermark_ms: int | None = None
     reason: str | None = None
     flags: BarrierFlags = BarrierFlags.NONE
 
     def __post_init__(self) -> None:
-        _check_str(self, "pipeline")
-        _check_long(self, "checkpoint_id", minimum=0)
-        _check_long(self, "epoch", minimum=0)
+        check_str(self, "pipeline")
+        check_long(self, "checkpoint_id", minimum=0)
+        check_long(self, "generation", minimum=0)
         _check_flags(self)
         if not isinstance(self.phase, Phase):
             raise ControlRecordError(f"Announcement.phase must be a Phase, got {self.phase!r}")
         if self.min_watermark_ms is not None:
-            _check_long(self, "min_watermark_ms")
+            check_long(self, "min_watermark_ms")
         if self.reason is not None:
-            _check_str(self, "reason")
+            check_str(self, "reason")
 
     @property
     def is_commit(self) -> bool:
@@ -202,7 +211,7 @@ class Ack:
 
     pipeline: str
     checkpoint_id: int
-    epoch: int
+    generation: int
     task: int
     ok: bool
     error: str | None = None
@@ -214,25 +223,25 @@ class Ack:
     unaligned: bool = False
 
     def __post_init__(self) -> None:
-        _check_str(self, "pipeline")
-        _check_long(self, "checkpoint_id", minimum=0)
-        _check_long(self, "epoch", minimum=0)
-        _check_int(self, "task", minimum=0)
-        _check_bool(self, "ok")
+        check_str(self, "pipeline")
+        check_long(self, "checkpoint_id", minimum=0)
+        check_long(self, "generation", minimum=0)
+        check_int(self, "task", minimum=0)
+        check_bool(self, "ok")
         if self.error is not None:
-            _check_str(self, "error")
+            check_str(self, "error")
         if self.local_watermark_ms is not None:
-            _check_long(self, "local_watermark_ms")
-        positions = _frozen_map(self, "positions")
+            check_long(self, "local_watermark_ms")
+        positions = frozen_map(self, "positions")
         for key, offset in positions.items():
             parse_partition_key(key)
-            if type(offset) is not int or not 0 <= offset <= _LONG_MAX:
+            if type(offset) is not int or not 0 <= offset <= LONG_MAX:
                 raise ControlRecordError(f"Ack.positions[{key!r}] must be an offset >= 0")
-        for key in _frozen_map(self, "snapshot_handles", values=str):
+        for key in frozen_map(self, "snapshot_handles", values=str):
             parse_partition_key(key)
-        _frozen_map(self, "sink_handles", values=str)
-        _check_long(self, "alignment_ms", minimum=0)
-        _check_bool(self, "unaligned")
+        frozen_map(self, "sink_handles", values=str)
+        check_long(self, "alignment_ms", minimum=0)
+        check_bool(self, "unaligned")
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Read-only map views cannot be pickled; rebuild from plain dicts.
@@ -250,31 +259,9 @@ _EMPTY_INTS: Mapping[str, int] = MappingProxyType({})
 _EMPTY_STRS: Mapping[str, str] = MappingProxyType({})
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_long(record: object, name: str, minimum: int = _LONG_MIN) -> None:
-    value = getattr(record, name)
-    if not _is_int(value) or not minimum <= value <= _LONG_MAX:
-        raise ControlRecordError(
-            f"{type(record).__name__}.{name} must be an int in [{minimum}, {_LONG_MAX}], "
-            f"got {value!r}"
-        )
-
-
-def _check_int(record: object, name: str, minimum: int = _INT_MIN) -> None:
-    value = getattr(record, name)
-    if not _is_int(value) or not minimum <= value <= _INT_MAX:
-        raise ControlRecordError(
-            f"{type(record).__name__}.{name} must be an int in [{minimum}, {_INT_MAX}], "
-            f"got {value!r}"
-        )
-
-
 def _check_flags(record: Barrier | Announcement) -> None:
     flags = record.flags
-    if not _is_int(flags) or flags & ~_KNOWN_FLAGS:
+    if not is_int(flags) or flags & ~_KNOWN_FLAGS:
         raise ControlRecordError(
             f"{type(record).__name__}.flags must combine {_KNOWN_FLAGS:#x} (FULL_SNAPSHOT|DRAIN|"
             f"CANCEL|UNALIGNED), got {flags!r}"
@@ -283,29 +270,3 @@ def _check_flags(record: Barrier | Announcement) -> None:
         object.__setattr__(record, "flags", BarrierFlags(flags))
 
 
-def _check_str(record: object, name: str) -> None:
-    value = getattr(record, name)
-    if not isinstance(value, str):
-        raise ControlRecordError(f"{type(record).__name__}.{name} must be a str, got {value!r}")
-
-
-def _check_bool(record: object, name: str) -> None:
-    value = getattr(record, name)
-    if not isinstance(value, bool):
-        raise ControlRecordError(f"{type(record).__name__}.{name} must be a bool, got {value!r}")
-
-
-def _frozen_map(record: object, name: str, values: type | None = None) -> Mapping[str, Any]:
-    """Replace the field `name` with a read-only copy after checking its key (and value) types."""
-    value = getattr(record, name)
-    if not isinstance(value, Mapping):
-        raise ControlRecordError(f"{type(record).__name__}.{name} must be a mapping")
-    copy = dict(value)
-    for key, item in copy.items():
-        if not isinstance(key, str) or (values is not None and not isinstance(item, values)):
-            raise ControlRecordError(
-                f"{type(record).__name__}.{name} has a bad entry {key!r}: {item!r}"
-            )
-    frozen = MappingProxyType(copy)
-    object.__setattr__(record, name, frozen)
-    return frozen

@@ -6,7 +6,9 @@ written with another schema instead of decoding garbage. `framing="raw"` reads
 and writes bare Avro bodies for topics whose producers use no framing.
 
 Values are validated against the schema before they are written: fastavro's
-writer alone silently truncates a float written to a long field.
+writer alone silently truncates a float written to a long field. Bodies are
+checked on read for what fastavro lets through (`avro_strict`), so that bad
+bytes are refused instead of becoming wrong values.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from fastavro.schema import fingerprint, to_parsing_canonical_form
 from fastavro.validation import validate as validate_datum
 
 from laminar_kafka.errors import ConfigError, RecordDecodeError
+from laminar_kafka.formats.avro_strict import StrictAvro, may_overflow
 
 SINGLE_OBJECT_MARKER = b"\xc3\x01"
 Framing = Literal["single-object", "raw"]
@@ -46,6 +49,7 @@ class AvroFormat:
     validate: bool = True
     _parsed: Any = field(init=False, repr=False, compare=False)
     _prefix: bytes = field(init=False, repr=False, compare=False)
+    _strict: StrictAvro = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.framing not in ("single-object", "raw"):
@@ -58,6 +62,7 @@ class AvroFormat:
             raise ConfigError(f"invalid Avro schema: {exc}") from None
         object.__setattr__(self, "_parsed", parsed)
         object.__setattr__(self, "_prefix", single_object_prefix(parsed))
+        object.__setattr__(self, "_strict", StrictAvro(parsed))
 
     @property
     def single_object_prefix(self) -> bytes:
@@ -67,6 +72,11 @@ class AvroFormat:
     @property
     def parsed_schema(self) -> Any:
         return self._parsed
+
+    @property
+    def strict(self) -> StrictAvro:
+        """The checks a body must pass besides fastavro's own (shared with the batch path)."""
+        return self._strict
 
     @classmethod
     def from_schema(cls, name: str, framing: Framing = "single-object") -> AvroFormat:
@@ -78,7 +88,7 @@ class AvroFormat:
     def decode_one(self, data: bytes | None) -> Any:
         if data is None:
             return None
-        body = memoryview(data)
+        start = 0
         if self.framing == "single-object":
             if data[:2] != SINGLE_OBJECT_MARKER:
                 raise RecordDecodeError("not Avro single-object encoded (missing C3 01 marker)")
@@ -89,15 +99,20 @@ class AvroFormat:
                     f"Avro schema fingerprint {data[2:10].hex()} is not the "
                     f"pipeline's schema {self._prefix[2:].hex()} (little-endian bytes)"
                 )
-            body = body[10:]
-        stream = io.BytesIO(body)
+            start = 10
+        strict = self._strict
+        if strict.always_walk or may_overflow(data, start):
+            strict.check_body(data, start)
+        stream = io.BytesIO(memoryview(data)[start:])
         try:
             value = schemaless_reader(stream, self._parsed, None)
         except Exception as exc:  # corrupt bodies raise EOFError, IndexError, UnicodeError...
             raise RecordDecodeError(f"invalid Avro body: {type(exc).__name__}: {exc}") from None
-        if stream.tell() != len(body):
-            extra = len(body) - stream.tell()
+        if stream.tell() != len(data) - start:
+            extra = len(data) - start - stream.tell()
             raise RecordDecodeError(f"{extra} trailing bytes after the Avro body")
+        if strict.checks_values:
+            strict.check_value(value)
         return value
 
     def encode_one(self, value: Any) -> bytes | None:

@@ -26,16 +26,27 @@ class DeadLetter:
     value: bytes | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class BatchContext:
-    """The partition a batch comes from, its keyed state and its dead letters."""
+    """The partition a batch comes from, its keyed state and its dead letters.
+
+    `tables` is the partition's keyed state, one table per stateful step name
+    (not per flow position, so that adding or reordering flows moves no state).
+    """
 
     topic: str
     partition: int
     num_partitions: int
-    state: KeyedState
+    tables: dict[str, KeyedState] = field(default_factory=dict)
     dead_letters: list[DeadLetter] = field(default_factory=list)
     raw_by_offset: dict[int, tuple[bytes | None, bytes | None]] = field(default_factory=dict)
+
+    def table(self, step: str) -> dict[Any, Any]:
+        """The key → value table of stateful step `step`, empty on its first use."""
+        state = self.tables.get(step)
+        if state is None:
+            state = self.tables[step] = KeyedState()
+        return state.table
 
     def reject(self, offset: int, reason: str) -> None:
         key, value = self.raw_by_offset.get(offset, (None, None))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from laminar_kafka.operators.base import BatchContext, describe_error
 from laminar_kafka.operators.partitioning import PARTITIONERS, Partitioner
@@ -63,18 +63,30 @@ def _default_emit(key: Any, state: Any) -> Any:
     return {"key": key, "value": state}
 
 
+StepKind = Literal["aggregate", "reduce", "count"]
+"""Which API call made a stateful step: part of its signature."""
+
+
 @dataclass(frozen=True)
 class AggregateOp:
-    """A running aggregate per key: emits `emit(key, state)` after every record."""
+    """A running aggregate per key: emits `emit(key, state)` after every record.
+
+    Its table is the partition's table of step `step`, the stable name the
+    pipeline gives the step when its flow is completed (`name` if the user
+    chose one); `kind` says which API call made it, as part of its signature.
+    """
 
     initial: Callable[[], Any]
     add: Callable[[Any, Any], Any]
     emit: Callable[[Any, Any], Any] = _default_emit
+    kind: StepKind = "aggregate"
+    name: str | None = None
+    step: str = ""
 
     def apply(
         self, values: list[Any], offsets: list[int], ctx: BatchContext
     ) -> tuple[list[Any], list[int]]:
-        table = ctx.state.table
+        table = ctx.table(self.step)  # once per batch: the loop below is the hot path
         initial, add, emit = self.initial, self.add, self.emit
         out: list[Any] = []
         kept: list[int] = []

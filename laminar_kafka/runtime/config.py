@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from laminar_kafka.errors import ConfigError
+from laminar_kafka.kafka.clients import KafkaConnection
+
+# Time a transaction may still need after its checkpoint timed out: the worker job's
+# restart, whose new tasks fence (abort) what the dead ones left open.
+TRANSACTION_RESTART_MARGIN_S = 60.0
 
 # Client settings that carry secrets: never printed or logged.
 _SECRET_HINTS = ("password", "secret", "sasl.jaas", "key.pem", "token", "credential")
@@ -48,11 +54,16 @@ class RuntimeConfig:
     retained_checkpoints: int = 3
     master: str | None = None
     client_config: Mapping[str, str] = field(default_factory=dict)
-    transaction_timeout_ms: int = 120_000
+    transaction_timeout_ms: int | None = None
+    """None: derived from the checkpoint settings (`effective_transaction_timeout_ms`)."""
     batch_size: int = 1_000
     dead_letter_topic: str | None = None
     restart: RestartPolicy = field(default_factory=RestartPolicy)
     ready_timeout_s: float = 120.0
+    from_latest_checkpoint: bool = False
+    """Resume partitions whose offset markers are gone from the newest checkpoint."""
+    reset: bool = False
+    """Start over: drop the pipeline's checkpoints and committed offsets first."""
 
     def __post_init__(self) -> None:
         if not self.bootstrap:
@@ -66,15 +77,39 @@ class RuntimeConfig:
         if self.retained_checkpoints < 2:
             # A task whose commit of N was lost restores N-1: it must still exist.
             raise ConfigError("retain at least 2 checkpoints")
-        if self.transaction_timeout_ms < 2 * self.checkpoint_timeout_s * 1000:
+        if self.transaction_timeout_ms is not None and (
+            self.transaction_timeout_ms < self._transaction_lifetime_ms()
+        ):
             raise ConfigError(
-                "transaction timeout must be at least twice the checkpoint timeout, or the broker "
-                "aborts transactions that are still waiting for their Commit"
+                f"transaction timeout {self.transaction_timeout_ms} ms is shorter than the "
+                f"checkpoint interval ({self.checkpoint_interval_s:g} s) plus twice the checkpoint "
+                f"timeout ({self.checkpoint_timeout_s:g} s): the broker would abort transactions "
+                "that are still waiting for their Commit (leave it unset to derive it)"
             )
         if self.batch_size < 1:
             raise ConfigError("batch size must be positive")
         # A plain dict copy: read-only views cannot be pickled to the Spark tasks.
         object.__setattr__(self, "client_config", dict(self.client_config))
+
+    @property
+    def kafka(self) -> KafkaConnection:
+        return KafkaConnection(self.bootstrap, self.client_config)
+
+    @property
+    def effective_transaction_timeout_ms(self) -> int:
+        """The producers' transaction.timeout.ms: the explicit value, or a derived one.
+
+        A task's transaction is open from `begin` through the whole checkpoint
+        interval and the checkpoint itself (up to twice the checkpoint timeout,
+        its Prepare and its Commit), and may have to outlive a restart before it
+        is fenced; the broker aborts it after transaction.timeout.ms.
+        """
+        if self.transaction_timeout_ms is not None:
+            return self.transaction_timeout_ms
+        return self._transaction_lifetime_ms() + math.ceil(TRANSACTION_RESTART_MARGIN_S * 1000)
+
+    def _transaction_lifetime_ms(self) -> int:
+        return math.ceil((self.checkpoint_interval_s + 2 * self.checkpoint_timeout_s) * 1000)
 
     def spark_master(self) -> str:
         return self.master or f"local[{self.parallelism}]"

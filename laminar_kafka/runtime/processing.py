@@ -8,19 +8,18 @@ same transaction as the output, so they are exactly-once too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from laminar_kafka.api.pipeline import Flow, Pipeline
 from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats.batch import decode_batch, encode_batch
+from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators.base import BatchContext, DeadLetter
-from laminar_kafka.sinks.kafka_transaction import KafkaTransaction
+from laminar_kafka.sinks.output import OutputWriter
 from laminar_kafka.sources.kafka_reader import KafkaMessage
 from laminar_kafka.state.keyed_state import KeyedState
-
-PartitionKey = tuple[str, int]
 
 
 @dataclass
@@ -28,6 +27,9 @@ class ProcessCounts:
     records_in: int = 0
     records_out: int = 0
     dead_letters: int = 0
+
+    def as_tuple(self) -> tuple[int, int, int]:
+        return self.records_in, self.records_out, self.dead_letters
 
 
 def dead_letter_headers(letter: DeadLetter) -> list[tuple[str, bytes]]:
@@ -47,10 +49,13 @@ class FlowRunner:
         pipeline: Pipeline,
         partition_counts: dict[str, int],
         dead_letter_topic: str,
+        max_record_bytes: Mapping[str, int] | None = None,
     ) -> None:
-        self._flows_by_topic: dict[str, list[tuple[int, Flow]]] = {}
-        for index, flow in enumerate(pipeline.flows):
-            self._flows_by_topic.setdefault(flow.source.topic, []).append((index, flow))
+        """`max_record_bytes`: sink topic → the largest record it accepts (key + value)."""
+        self._limits = dict(max_record_bytes or {})
+        self._flows_by_topic: dict[str, list[Flow]] = {}
+        for flow in pipeline.flows:
+            self._flows_by_topic.setdefault(flow.source.topic, []).append(flow)
         self._partition_counts = partition_counts
         self._dead_letter_topic = dead_letter_topic
         self.counts = ProcessCounts()
@@ -59,19 +64,20 @@ class FlowRunner:
         self,
         key: PartitionKey,
         messages: Sequence[KafkaMessage],
-        states: dict[int, KeyedState],
-        txn: KafkaTransaction,
+        states: dict[str, KeyedState],
+        txn: OutputWriter,
     ) -> None:
-        """Process `messages` (data records of partition `key`, in offset order)."""
+        """Process `messages` (data records of partition `key`, in offset order).
+
+        `states` is the partition's state, step name → table; a step's table is
+        added to it on the step's first record.
+        """
         topic, partition = key
         self.counts.records_in += len(messages)
         datas = [m.value() for m in messages]
         source_offsets = [m.offset() for m in messages]
-        for index, flow in self._flows_by_topic.get(topic, ()):
-            state = states.get(index)
-            if state is None:
-                state = states[index] = KeyedState()
-            ctx = BatchContext(topic, partition, self._partition_counts[topic], state)
+        for flow in self._flows_by_topic.get(topic, ()):
+            ctx = BatchContext(topic, partition, self._partition_counts[topic], states)
             values, offsets = self._decode(flow, datas, source_offsets, ctx)
             for op in flow.operators:
                 if not values:
@@ -104,7 +110,7 @@ class FlowRunner:
         values: list[Any],
         offsets: list[int],
         ctx: BatchContext,
-        txn: KafkaTransaction,
+        txn: OutputWriter,
     ) -> None:
         if not values:
             return
@@ -119,17 +125,21 @@ class FlowRunner:
             if keys is None:
                 datas = None
         if datas is None:
-            datas, keys = self._encode_one_by_one(flow, values, offsets, ctx)
+            datas, keys, offsets = self._encode_one_by_one(flow, values, offsets, ctx)
+        limit = self._limits.get(sink.topic)
+        if limit is not None and datas and max(map(_size, datas)) + _key_room(keys) > limit:
+            datas, keys = _drop_oversized(sink.topic, limit, datas, keys, offsets, ctx)
         txn.produce_batch(sink.topic, datas, keys)
         self.counts.records_out += len(datas)
 
     @staticmethod
     def _encode_one_by_one(
         flow: Flow, values: list[Any], offsets: list[int], ctx: BatchContext
-    ) -> tuple[list[bytes | None], list[bytes | None] | None]:
+    ) -> tuple[list[bytes | None], list[bytes | None] | None, list[int]]:
         sink = flow.sink
         datas: list[bytes | None] = []
         keys: list[bytes | None] = []
+        kept: list[int] = []
         for value, offset in zip(values, offsets, strict=True):
             try:
                 data = sink.value_format.encode_one(value)
@@ -141,10 +151,11 @@ class FlowRunner:
                 continue
             datas.append(data)
             keys.append(key)
-        return datas, (keys if sink.key is not None else None)
+            kept.append(offset)
+        return datas, (keys if sink.key is not None else None), kept
 
     def _dead_letters(
-        self, letters: list[DeadLetter], messages: Sequence[KafkaMessage], txn: KafkaTransaction
+        self, letters: list[DeadLetter], messages: Sequence[KafkaMessage], txn: OutputWriter
     ) -> None:
         by_offset = {m.offset(): m for m in messages}
         for letter in letters:
@@ -156,3 +167,41 @@ class FlowRunner:
             )
         self.counts.dead_letters += len(letters)
         letters.clear()
+
+
+def _size(data: bytes | None) -> int:
+    return len(data) if data is not None else 0
+
+
+def _key_room(keys: Sequence[bytes | None] | None) -> int:
+    return max(map(_size, keys)) if keys else 0
+
+
+def _drop_oversized(
+    topic: str,
+    limit: int,
+    datas: list[bytes | None],
+    keys: list[bytes | None] | None,
+    offsets: list[int],
+    ctx: BatchContext,
+) -> tuple[list[bytes | None], list[bytes | None] | None]:
+    """Keep the records `topic` accepts; the others are dead letters, never a poison pill.
+
+    A record the broker refuses would fail the checkpoint's transaction, and the
+    replay after the abort would fail it again, forever.
+    """
+    out_datas: list[bytes | None] = []
+    out_keys: list[bytes | None] = []
+    for i, data in enumerate(datas):
+        key = keys[i] if keys is not None else None
+        size = _size(data) + _size(key)
+        if size > limit:
+            ctx.reject(
+                offsets[i],
+                f"output of {size} bytes is larger than {topic} accepts ({limit} bytes: "
+                "the topic's max.message.bytes or the producer's message.max.bytes)",
+            )
+            continue
+        out_datas.append(data)
+        out_keys.append(key)
+    return out_datas, (out_keys if keys is not None else None)

@@ -2,7 +2,7 @@
 
 The truth of "what output is committed" is Kafka's: every checkpoint
 transaction carries, next to the output, the source offsets of its partitions
-with the marker `laminar chk=<N>` (`send_offsets_to_transaction`, atomic with
+with the marker `laminar chk=<N> gen=<G>` (checkpoint/markers.py, atomic with
 the output). So a partition resumes from the checkpoint its *committed* marker
 names, whatever the coordinator decided later. That is how the window "Commit(N)
 decided, task died before its transaction committed" loses nothing: the
@@ -17,40 +17,31 @@ after we read):
    older producer left open and stops it from writing (done by the caller);
 2. read the committed markers of the task's partitions (read_committed, so
    offsets of transactions still completing are waited for);
-3. for a partition with a marker: load manifest N and the partition's state
-   snapshot from it; resume at the committed offset;
-4. for a partition without a marker: empty state, resume at the source's
-   start (earliest or latest), resolved to a concrete offset now.
+3. for a partition with a marker: load manifest N, check that it is the
+   checkpoint the marker names (pipeline, id, generation), load the
+   partition's state snapshot from it; resume at the committed offset;
+4. for a partition without a marker, when told to (`--from-checkpoint
+   latest`, after the group's offsets were lost): the newest manifest's
+   position and state, if it holds the partition;
+5. for any other partition without a marker (a new one): empty state, resume
+   at the source's start (earliest or latest), resolved to an offset now.
 """
 
 from __future__ import annotations
 
-import pickle
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer
-
 from laminar_kafka.checkpoint.manifest import Manifest
+from laminar_kafka.checkpoint.markers import OffsetMarker, parse_marker
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import partition_key
 from laminar_kafka.errors import CheckpointError
-from laminar_kafka.sources.kafka_reader import PartitionReader, watermark_offsets
-from laminar_kafka.state.keyed_state import KeyedState
-
-PartitionKey = tuple[str, int]
-_MARKER = re.compile(r"laminar chk=([0-9]+) gen=([0-9]+)")
-
-
-def marker(checkpoint_id: int, generation: int) -> str:
-    """The offset-commit metadata that names the checkpoint a transaction belongs to."""
-    return f"laminar chk={checkpoint_id} gen={generation}"
-
-
-def parse_marker(metadata: str | None) -> int | None:
-    match = _MARKER.fullmatch(metadata or "")
-    return int(match.group(1)) if match else None
+from laminar_kafka.kafka.admin import watermark_offsets
+from laminar_kafka.kafka.clients import KafkaConnection, probe_consumer
+from laminar_kafka.kafka.names import PartitionKey, consumer_group
+from laminar_kafka.sources.kafka_reader import PartitionReader
+from laminar_kafka.state.snapshot import PartitionTables, decode_partition_snapshot
 
 
 @dataclass
@@ -59,25 +50,7 @@ class PartitionStart:
 
     offset: int
     checkpoint_id: int | None
-    states: dict[int, KeyedState] = field(default_factory=dict)
-
-
-def encode_task_snapshot(states: Mapping[PartitionKey, Mapping[int, KeyedState]]) -> bytes:
-    """One task's state file: partition key → flow index → table bytes."""
-    body = {
-        partition_key(*key): {index: s.snapshot() for index, s in tables.items()}
-        for key, tables in states.items()
-    }
-    return pickle.dumps(body, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def decode_partition_snapshot(data: bytes, key: PartitionKey, where: str) -> dict[int, KeyedState]:
-    try:
-        body = pickle.loads(data)
-        tables = body[partition_key(*key)]
-    except Exception as exc:
-        raise CheckpointError(f"{where}: no readable state for {key[0]}[{key[1]}]: {exc}") from None
-    return {int(index): KeyedState.restore(blob) for index, blob in tables.items()}
+    states: PartitionTables = field(default_factory=dict)
 
 
 def plan_starts(
@@ -85,52 +58,114 @@ def plan_starts(
     store: CheckpointStore,
     partitions: tuple[PartitionKey, ...],
     start_from: Mapping[str, str],
-    bootstrap_config: Mapping[str, object],
+    kafka: KafkaConnection,
+    from_latest_checkpoint: bool = False,
     timeout_s: float = 30.0,
 ) -> dict[PartitionKey, PartitionStart]:
-    """Steps 2-4 of recovery for the given partitions."""
+    """Steps 2-5 of recovery for the given partitions."""
     starts: dict[PartitionKey, PartitionStart] = {}
-    manifests: dict[int, Manifest] = {}
+    manifests = _ManifestCache(store)
     fresh: list[PartitionKey] = []
     for tp in reader.committed(partitions, timeout_s):
         key = (tp.topic, tp.partition)
-        checkpoint_id = parse_marker(tp.metadata) if tp.offset >= 0 else None
-        if tp.offset >= 0 and checkpoint_id is None:
+        found = parse_marker(tp.metadata) if tp.offset >= 0 else None
+        if tp.offset >= 0 and found is None:
             raise CheckpointError(
                 f"{key[0]}[{key[1]}] has a committed offset without a laminar marker "
                 f"({tp.metadata!r}): another application uses this pipeline's consumer group"
             )
-        if checkpoint_id is None:
+        if found is None:
             fresh.append(key)
             continue
-        if checkpoint_id not in manifests:
-            manifest = store.read_manifest(checkpoint_id)
-            if manifest is None:
-                raise CheckpointError(
-                    f"{key[0]}[{key[1]}] was committed at checkpoint {checkpoint_id} but its "
-                    f"manifest is missing from {store.home}: the checkpoint directory does not "
-                    "belong to this Kafka cluster, or it was cleaned by hand"
-                )
-            manifests[checkpoint_id] = manifest
-        states: dict[int, KeyedState] = {}
-        handle = manifests[checkpoint_id].snapshots.get(partition_key(*key))
-        if handle is not None:
-            states = decode_partition_snapshot(store.read_snapshot(handle), key, handle)
-        starts[key] = PartitionStart(tp.offset, checkpoint_id, states)
-    for key, offset in _start_offsets(fresh, start_from, bootstrap_config, timeout_s).items():
+        manifest = manifests.named_by(found, key)
+        starts[key] = _restore(store, manifest, key, tp.offset)
+    latest = store.latest_complete() if from_latest_checkpoint else None
+    for key in [k for k in fresh if latest is not None and partition_key(*k) in latest.positions]:
+        # The group's offsets were lost and the user chose to resume from the newest
+        # checkpoint (the runner refuses to start otherwise, see `check_markers_kept`).
+        assert latest is not None
+        fresh.remove(key)
+        starts[key] = _restore(store, latest, key, latest.positions[partition_key(*key)])
+    for key, offset in _start_offsets(fresh, start_from, kafka, timeout_s).items():
         starts[key] = PartitionStart(offset, None)
     return starts
+
+
+class _ManifestCache:
+    """Manifests read once each, checked against the marker that names them."""
+
+    def __init__(self, store: CheckpointStore) -> None:
+        self._store = store
+        self._read: dict[int, Manifest] = {}
+
+    def named_by(self, found: OffsetMarker, key: PartitionKey) -> Manifest:
+        n = found.checkpoint_id
+        if n not in self._read:
+            manifest = self._store.read_manifest(n)
+            if manifest is None:
+                raise CheckpointError(
+                    f"{key[0]}[{key[1]}] was committed at checkpoint {n} but its "
+                    f"manifest is missing from {self._store.home}: the checkpoint directory "
+                    "does not belong to this Kafka cluster, or it was cleaned by hand"
+                )
+            self._read[n] = manifest
+        manifest = self._read[n]
+        if (manifest.pipeline, manifest.checkpoint_id, manifest.generation) != (
+            self._store.pipeline,
+            n,
+            found.generation,
+        ):
+            raise CheckpointError(
+                f"{key[0]}[{key[1]}] was committed by checkpoint {n} of generation "
+                f"{found.generation} of pipeline {self._store.pipeline!r}, but manifest {n} in "
+                f"{self._store.home} is checkpoint {manifest.checkpoint_id} of generation "
+                f"{manifest.generation} of pipeline {manifest.pipeline!r}: the checkpoint "
+                "directory comes from another run; point --checkpoint-dir at this run's"
+            )
+        return manifest
+
+
+def _restore(
+    store: CheckpointStore, manifest: Manifest, key: PartitionKey, offset: int
+) -> PartitionStart:
+    states: PartitionTables = {}
+    handle = manifest.snapshots.get(partition_key(*key))
+    if handle is not None:
+        states = decode_partition_snapshot(store.read_snapshot(handle), key, handle)
+    return PartitionStart(offset, manifest.checkpoint_id, states)
+
+
+def check_markers_kept(
+    store: CheckpointStore, markers: Mapping[PartitionKey, OffsetMarker | None]
+) -> None:
+    """Refuse to start when Kafka lost every offset marker that the store says existed.
+
+    A group's committed offsets expire together (offsets.retention.minutes) or
+    are deleted together; starting fresh then would replay (earliest) or skip
+    (latest) the input. A single partition without a marker is no sign of that:
+    it is new, or its task died before committing its first checkpoint.
+    """
+    if any(m is not None for m in markers.values()) or not store.markers_seen():
+        return
+    latest = store.latest_complete()
+    resume = f"checkpoint {latest.checkpoint_id}" if latest else "the newest checkpoint"
+    raise CheckpointError(
+        f"consumer group {consumer_group(store.pipeline)!r} has no committed offsets for "
+        f"the pipeline's sources, but {store.home} shows that it had: they expired "
+        "(offsets.retention.minutes) or were deleted. Run with --from-checkpoint latest to "
+        f"resume from {resume}, or with --reset to start over from the sources' start"
+    )
 
 
 def _start_offsets(
     keys: list[PartitionKey],
     start_from: Mapping[str, str],
-    bootstrap_config: Mapping[str, object],
+    kafka: KafkaConnection,
     timeout_s: float,
 ) -> dict[PartitionKey, int]:
     if not keys:
         return {}
-    probe = Consumer({**bootstrap_config, "group.id": "laminar-probe"})
+    probe = probe_consumer(kafka)
     try:
         out = {}
         for topic, partition in keys:

@@ -17,42 +17,53 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.api.shipping import ship_pipeline_code
 from laminar_kafka.barriers.injector import BarrierInjector
+from laminar_kafka.checkpoint.committed_markers import CommittedMarkers
 from laminar_kafka.checkpoint.coordinator import CheckpointCoordinator, PendingCheckpoint
 from laminar_kafka.checkpoint.store import CheckpointStore
+from laminar_kafka.checkpoint.topology import check_topology
 from laminar_kafka.control.records import Ack, BarrierFlags
-from laminar_kafka.errors import ConfigError, LaminarError
+from laminar_kafka.control.transport import ControlChannel
+from laminar_kafka.errors import LaminarError, WorkerStartError
+from laminar_kafka.kafka.admin import (
+    delete_committed_offsets,
+    end_offset,
+    ensure_topics,
+    record_limits,
+    source_partition_counts,
+)
+from laminar_kafka.kafka.names import PartitionKey, transactional_id
 from laminar_kafka.runtime.config import RuntimeConfig
-from laminar_kafka.runtime.control_channel import ControlChannel, end_offset, ensure_topics
+from laminar_kafka.runtime.events import (
+    CheckpointAborted,
+    CheckpointCommitted,
+    Drained,
+    GenerationStarted,
+    Listener,
+    ParallelismCapped,
+    RuntimeEvent,
+    WorkerLost,
+)
+from laminar_kafka.runtime.recovery import check_markers_kept
 from laminar_kafka.runtime.spark_job import WorkerJob
+from laminar_kafka.runtime.stats import RunStats
 from laminar_kafka.runtime.task_spec import TaskSpec, assign_partitions
-from laminar_kafka.sinks.kafka_transaction import KafkaTransaction, transactional_id
+from laminar_kafka.sinks.kafka_transaction import KafkaTransaction
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class RunStats:
-    """What a run did, for progress lines, benchmarks and tests."""
+@dataclass(frozen=True)
+class _Lost:
+    """Why a worker generation ended before it drained."""
 
-    generations: int = 0
-    restarts: int = 0
-    committed: int = 0
-    aborted: int = 0
-    checkpoint_s: list[float] = field(default_factory=list)
-    alignment_ms: list[int] = field(default_factory=list)
-    recovery_s: list[float] = field(default_factory=list)
-    last_checkpoint_id: int = 0
-
-
-Listener = Callable[[str], None]
-_STARTING = "worker job lost while starting: "
+    reason: str
+    starting: bool = False
 
 
 class PipelineRunner:
@@ -70,64 +81,70 @@ class PipelineRunner:
         self.config = config
         self.stats = RunStats()
         self._sc = spark_context
-        self._listener = listener or (lambda _msg: None)
-        self._listen = listener is not None
+        self._listener = listener
         self._stop = threading.Event()
         self._store = CheckpointStore(config.checkpoint_dir, pipeline.name)
         self._control_topic = config.control_topic(pipeline.name)
         self._failed_at: float | None = None
+        self._limits: dict[str, int] = {}
 
     def stop(self) -> None:
         """Ask for a graceful stop: a final DRAIN checkpoint, then the tasks exit."""
         self._stop.set()
 
-    def _say(self, message: str) -> None:
-        if self._listen:
-            self._listener(message)
+    def _emit(self, event: RuntimeEvent) -> None:
+        if self._listener is not None:
+            self._listener(event)
         else:
-            log.info(message)
+            log.info("%s", event.to_json())
 
     # -- step 1 -----------------------------------------------------------
     def _prepare_topics(self) -> dict[str, int]:
         cfg, name = self.config, self.pipeline.name
-        from confluent_kafka.admin import AdminClient
-
-        admin = AdminClient(
-            {"bootstrap.servers": cfg.bootstrap, "log_level": 3, **cfg.client_config}
-        )
-        topics = admin.list_topics(timeout=30).topics
-        counts: dict[str, int] = {}
-        for topic in self.pipeline.source_topics:
-            if topic not in topics:
-                raise ConfigError(f"source topic {topic!r} does not exist on {cfg.bootstrap}")
-            counts[topic] = len(topics[topic].partitions)
+        counts = source_partition_counts(cfg.kafka, self.pipeline.source_topics)
         default_partitions = max(counts.values())
         wanted = {t: default_partitions for t in self.pipeline.sink_topics}
         wanted[cfg.dead_letters_to(name)] = 1
-        ensure_topics(cfg.bootstrap, cfg.client_config, wanted)
+        ensure_topics(cfg.kafka, wanted)
         ensure_topics(
-            cfg.bootstrap,
-            cfg.client_config,
-            {self._control_topic: 1},
-            config={"retention.ms": str(24 * 3600 * 1000)},
+            cfg.kafka, {self._control_topic: 1}, config={"retention.ms": str(24 * 3600 * 1000)}
         )
+        self._limits = record_limits(cfg.kafka, [*wanted])
         return counts
 
     def run(self) -> RunStats:
         ship_pipeline_code(self.pipeline)
         self._store.lock()
         try:
+            latest = None if self.config.reset else self._store.latest_complete()
+            if latest is not None:
+                check_topology(latest.topology, self.pipeline.topology(), latest.checkpoint_id)
             counts = self._prepare_topics()
+            partitions = [(t, p) for t in sorted(counts) for p in range(counts[t])]
+            if self.config.reset:
+                self._reset(partitions)
+            elif not self.config.from_latest_checkpoint:
+                self._check_markers(partitions)
             total = sum(counts.values())
             parallelism = min(self.config.parallelism, total)
             if parallelism < self.config.parallelism:
-                self._say(
-                    f"parallelism capped at {parallelism}: the sources have {total} partitions"
-                )
+                self._emit(ParallelismCapped(self.config.parallelism, parallelism, total))
             self._run_generations(counts, parallelism)
         finally:
             self._store.unlock()
         return self.stats
+
+    def _check_markers(self, partitions: list[PartitionKey]) -> None:
+        markers = CommittedMarkers(self.config.kafka, self.pipeline.name, partitions)
+        try:
+            check_markers_kept(self._store, markers.read(timeout_s=30))
+        finally:
+            markers.close()
+
+    def _reset(self, partitions: list[PartitionKey]) -> None:
+        """Start over on purpose: no checkpoint, no committed offset marker survives."""
+        self._store.clear()
+        delete_committed_offsets(self.config.kafka, self.pipeline.name, partitions)
 
     # -- steps 2-4 --------------------------------------------------------
     def _run_generations(self, counts: dict[str, int], parallelism: int) -> None:
@@ -140,46 +157,45 @@ class PipelineRunner:
         partitions = [(t, p) for t in sorted(counts) for p in range(counts[t])]
         repeated: list[str] = []
         while True:
-            outcome = self._run_generation(counts, partitions, parallelism)
-            if outcome is None:
+            lost = self._run_generation(counts, partitions, parallelism)
+            if lost is None:
                 return
             self.stats.restarts += 1
             # The same failure before any task got going, three times in a row, is
             # not a crash to ride out (an import error in the pipeline, a bad setting).
-            repeated = [*repeated, outcome][-3:] if outcome.startswith(_STARTING) else []
+            repeated = [*repeated, lost.reason][-3:] if lost.starting else []
             if len(repeated) == 3 and len(set(repeated)) == 1:
-                raise LaminarError(f"the workers fail at start: {outcome[len(_STARTING) :]}")
+                raise LaminarError(f"the workers fail at start: {lost.reason}")
             policy = self.config.restart
             if self.stats.restarts > policy.max_restarts:
                 raise LaminarError(
-                    f"giving up after {policy.max_restarts} restarts; last failure: {outcome}"
+                    f"giving up after {policy.max_restarts} restarts; last failure: {lost.reason}"
                 )
             delay = policy.backoff_s(self.stats.restarts)
-            self._say(f"worker job lost ({outcome}); restart {self.stats.restarts} in {delay:.1f}s")
-            if self._stop.wait(delay):
-                self._say("stop requested during restart backoff")
-                # Still drain through one generation so the last output commits.
+            self._emit(WorkerLost(self.stats.generations, lost.reason, self.stats.restarts, delay))
+            # A stop asked for during the backoff still drains through one more
+            # generation, so that the last output commits.
+            self._stop.wait(delay)
 
     def _run_generation(
         self,
         counts: dict[str, int],
-        partitions: list[tuple[str, int]],
+        partitions: list[PartitionKey],
         parallelism: int,
-    ) -> str | None:
+    ) -> _Lost | None:
         """One worker generation; None when it drained, else why it was lost."""
         cfg, name = self.config, self.pipeline.name
         info = self._store.next_generation(parallelism)
         generation = info.generation
         self.stats.generations += 1
         control = ControlChannel(
-            cfg.bootstrap,
-            cfg.client_config,
-            self._control_topic,
-            name,
-            end_offset(cfg.bootstrap, cfg.client_config, self._control_topic),
-            reads=Ack,
+            cfg.kafka, self._control_topic, name, end_offset(cfg.kafka, self._control_topic), Ack
         )
-        injector = BarrierInjector(cfg.bootstrap, cfg.client_config, partitions)
+        barriers = set(self.pipeline.barrier_topics)
+        injector = BarrierInjector(
+            cfg.bootstrap, cfg.client_config, [k for k in partitions if k[0] in barriers]
+        )
+        markers = CommittedMarkers(cfg.kafka, name, partitions, self._store)
         coordinator = CheckpointCoordinator(
             name,
             generation,
@@ -190,12 +206,14 @@ class PipelineRunner:
             cfg.checkpoint_timeout_s,
             cfg.retained_checkpoints,
             self._store.highest_id() + 1,
+            lowest_marker=markers.lowest,
+            topology=self.pipeline.topology(),
         )
         coordinator.announce_generation()
         self._fence_removed_tasks(parallelism, info.max_parallelism)
-        start = end_offset(cfg.bootstrap, cfg.client_config, self._control_topic)
+        start = end_offset(cfg.kafka, self._control_topic)
         specs = [
-            TaskSpec(self.pipeline, cfg, generation, t, assigned, counts, start)
+            TaskSpec(self.pipeline, cfg, generation, t, assigned, counts, start, self._limits)
             for t, assigned in enumerate(assign_partitions(counts, parallelism))
         ]
         job = WorkerJob(self._sc, specs, f"{name}-g{generation}")
@@ -203,16 +221,18 @@ class PipelineRunner:
         job.start()
         try:
             coordinator.await_ready(job.lost, cfg.ready_timeout_s)
+            recovery_s = None
             if self._failed_at is not None:
-                self.stats.recovery_s.append(time.monotonic() - self._failed_at)
+                recovery_s = time.monotonic() - self._failed_at
+                self.stats.recovery_s.append(recovery_s)
                 self._failed_at = None
-            self._say(
-                f"generation {generation}: {parallelism} tasks running "
-                f"(started in {time.monotonic() - began:.1f}s)"
-            )
+            started = time.monotonic() - began
+            self._emit(GenerationStarted(generation, parallelism, started, recovery_s))
             return self._checkpoint_loop(coordinator, job)
+        except WorkerStartError as exc:
+            return _Lost(str(exc), starting=True)
         except LaminarError as exc:
-            return str(exc)
+            return _Lost(str(exc))
         finally:
             if not job.finished:
                 job.cancel()
@@ -220,28 +240,30 @@ class PipelineRunner:
                 self._failed_at = time.monotonic()
             control.close()
             injector.close()
+            markers.close()
 
-    def _checkpoint_loop(self, coordinator: CheckpointCoordinator, job: WorkerJob) -> str | None:
+    def _checkpoint_loop(self, coordinator: CheckpointCoordinator, job: WorkerJob) -> _Lost | None:
         cfg = self.config
         while True:
             stopping = self._stop.wait(cfg.checkpoint_interval_s)
             lost = job.lost()
             if lost:
                 self._failed_at = time.monotonic()
-                return lost
+                return _Lost(lost)
             flags = BarrierFlags.DRAIN if stopping else BarrierFlags.NONE
             result = coordinator.run_checkpoint(job.lost, flags)
             self._record(result)
             if result.committed and stopping:
                 if not job.join(cfg.checkpoint_timeout_s):
-                    return "tasks did not exit after the drain checkpoint"
+                    return _Lost("tasks did not exit after the drain checkpoint")
                 if job.error:
-                    return job.error
-                self._say(f"drained at checkpoint {result.checkpoint_id}; stopped")
+                    return _Lost(job.error)
+                self._emit(Drained(result.checkpoint_id))
                 return None
-            if not result.committed and job.lost():
+            lost = job.lost() if not result.committed else None
+            if lost:
                 self._failed_at = time.monotonic()
-                return job.lost()
+                return _Lost(lost)
 
     def _record(self, result: PendingCheckpoint) -> None:
         if result.committed:
@@ -249,22 +271,25 @@ class PipelineRunner:
             self.stats.last_checkpoint_id = result.checkpoint_id
             self.stats.checkpoint_s.append(result.duration_s)
             self.stats.alignment_ms.extend(a.alignment_ms for a in result.acks.values())
-            self._say(
-                f"checkpoint {result.checkpoint_id} committed in {result.duration_s * 1000:.0f} ms"
+            unaligned = tuple(sorted(a.task for a in result.acks.values() if a.unaligned))
+            self.stats.unaligned_acks += len(unaligned)
+            self._emit(
+                CheckpointCommitted(
+                    result.checkpoint_id, result.generation, result.duration_s, unaligned
+                )
             )
         else:
             self.stats.aborted += 1
-            self._say(f"checkpoint {result.checkpoint_id} aborted: {result.reason}")
+            self._emit(CheckpointAborted(result.checkpoint_id, result.generation, result.reason))
 
     def _fence_removed_tasks(self, parallelism: int, widest: int) -> None:
         """Abort what tasks beyond the current parallelism may have left open."""
         cfg = self.config
         for task in range(parallelism, widest):
             txn = KafkaTransaction(
-                cfg.bootstrap,
+                cfg.kafka,
                 transactional_id(self.pipeline.name, task),
-                cfg.client_config,
-                cfg.transaction_timeout_ms,
+                cfg.effective_transaction_timeout_ms,
             )
             txn.init(timeout_s=60)
             txn.close()

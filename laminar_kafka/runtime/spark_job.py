@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from laminar_kafka.runtime.task import TaskSummary, WorkerTask
-from laminar_kafka.runtime.task_spec import TaskSpec
+from laminar_kafka.runtime.task import WorkerTask
+from laminar_kafka.runtime.task_spec import TaskSpec, TaskSummary
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,12 @@ def worker_entry(specs: tuple[TaskSpec, ...]) -> Callable[[Iterable[Any]], Itera
         task = WorkerTask(specs[index])
         profile_dir = os.environ.get("LAMINAR_PROFILE_DIR")
         if not profile_dir:
-            yield task.run()
+            try:
+                yield task.run()
+            except Exception:
+                # Spark reports a failed barrier stage without the task's own error.
+                log.exception("task %d of generation %d failed", index, specs[index].generation)
+                raise
             return
         # Profiling a run: one cProfile dump per task, read with pstats.
         import cProfile

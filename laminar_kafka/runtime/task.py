@@ -1,10 +1,10 @@
-"""The long-running worker task: read, align, process, checkpoint, commit.
+"""The long-running worker task: read, align, process; checkpoint through its participant.
 
-One instance runs inside one Spark barrier task for the whole life of a worker
-generation. It owns its partitions (assigned, never rebalanced) and one
-transactional producer. It stops when a DRAIN checkpoint commits, and exits
-early when it learns it is stale: a newer generation announced, its producer
-fenced, or its Spark worker gone.
+One instance runs in one Spark barrier task for the life of a worker generation,
+owns its partitions (assigned, never rebalanced) and one transactional producer,
+and wires `TaskInputs`, `BarrierAligner`, `FlowRunner` and `CheckpointParticipant`.
+It stops when a DRAIN checkpoint commits, and exits early when it learns it is
+stale: a newer generation announced, its producer fenced, or its Spark worker gone.
 """
 
 from __future__ import annotations
@@ -12,129 +12,108 @@ from __future__ import annotations
 import logging
 import os
 import time
-from dataclasses import dataclass
 
-from confluent_kafka import TopicPartition
-
+from laminar_kafka import faults
 from laminar_kafka.barriers.aligner import AlignmentPhase, BarrierAligner
+from laminar_kafka.checkpoint.participant import (
+    AlignmentReport,
+    CheckpointParticipant,
+    CommittedCut,
+    TaskIdentity,
+)
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.codec import decode
 from laminar_kafka.control.headers import is_control
-from laminar_kafka.control.records import Ack, Announcement, Barrier, Phase, partition_key
+from laminar_kafka.control.records import Announcement, Barrier, Phase
+from laminar_kafka.control.transport import ControlChannel
 from laminar_kafka.errors import ControlRecordError, FencedError, LaminarError
-from laminar_kafka.runtime import faults
-from laminar_kafka.runtime.control_channel import ControlChannel
-from laminar_kafka.runtime.faults import FaultPoint
+from laminar_kafka.faults import FaultPoint
+from laminar_kafka.kafka.names import PartitionKey, transactional_id
+from laminar_kafka.runtime.inbox import AnnouncementInbox
+from laminar_kafka.runtime.inputs import TaskInputs
 from laminar_kafka.runtime.processing import FlowRunner
-from laminar_kafka.runtime.recovery import (
-    decode_partition_snapshot,
-    encode_task_snapshot,
-    marker,
-    plan_starts,
-)
-from laminar_kafka.runtime.task_spec import TaskSpec
-from laminar_kafka.sinks.kafka_transaction import KafkaTransaction, transactional_id
+from laminar_kafka.runtime.recovery import plan_starts
+from laminar_kafka.runtime.task_spec import TaskSpec, TaskSummary
+from laminar_kafka.sinks.kafka_transaction import KafkaTransaction
 from laminar_kafka.sources.kafka_reader import KafkaMessage, PartitionReader
-from laminar_kafka.state.keyed_state import KeyedState
+from laminar_kafka.state.task_state import TaskState
 
 log = logging.getLogger(__name__)
 
-PartitionKey = tuple[str, int]
 _STAGE_LIMIT = 100_000
 """Records staged while a checkpoint awaits its decision before reading pauses."""
-READY_CHECKPOINT = 0
-"""An Ack for checkpoint 0 means: recovered and reading."""
-
-
-@dataclass(frozen=True)
-class TaskSummary:
-    task: int
-    generation: int
-    records_in: int
-    records_out: int
-    dead_letters: int
-    checkpoints: int
 
 
 class WorkerTask:
-    """Wires a reader, an aligner, the flows, the state and a transaction together."""
+    """The read-process loop of one task of one worker generation."""
 
     def __init__(self, spec: TaskSpec) -> None:
         self.spec = spec
-        cfg = spec.config
-        name = spec.pipeline.name
-        self._client = {"bootstrap.servers": cfg.bootstrap, **cfg.client_config}
+        cfg, name = spec.config, spec.pipeline.name
+        self._identity = TaskIdentity(name, spec.task, spec.generation)
         self._store = CheckpointStore(cfg.checkpoint_dir, name)
+        txn_id, limits = transactional_id(name, spec.task), spec.max_record_bytes
+        batch_bytes = min(limits.values()) if limits else None
         self._txn = KafkaTransaction(
-            cfg.bootstrap,
-            transactional_id(name, spec.task),
-            cfg.client_config,
-            cfg.transaction_timeout_ms,
+            cfg.kafka, txn_id, cfg.effective_transaction_timeout_ms, batch_bytes
         )
-        self._reader = PartitionReader(cfg.bootstrap, name, cfg.client_config, cfg.batch_size)
+        self._inputs = TaskInputs(PartitionReader(cfg.kafka, name, cfg.batch_size))
         self._control = ControlChannel(
-            cfg.bootstrap,
-            cfg.client_config,
-            cfg.control_topic(name),
-            name,
-            spec.control_start_offset,
-            reads=Announcement,
+            cfg.kafka, cfg.control_topic(name), name, spec.control_start_offset, Announcement
         )
-        self._aligner = BarrierAligner(spec.partitions, cfg.alignment_timeout_s)
-        self._flows = FlowRunner(spec.pipeline, spec.partition_counts, cfg.dead_letters_to(name))
-        self._stateful = any(f.is_stateful for f in spec.pipeline.flows)
-        self._states: dict[PartitionKey, dict[int, KeyedState]] = {}
-        self._next_offset: dict[PartitionKey, int] = {}
-        self._held: set[PartitionKey] = set()
-        self._committed_offset: dict[PartitionKey, int] = {}
-        self._committed_state: bytes = b""
+        self._inbox = AnnouncementInbox(self._control, spec.generation, spec.task)
+        barriers = set(spec.pipeline.barrier_topics)
+        aligned = [k for k in spec.partitions if k[0] in barriers]
+        self._aligner = BarrierAligner(aligned, cfg.alignment_timeout_s)
+        dlq = cfg.dead_letters_to(name)
+        self._flows = FlowRunner(spec.pipeline, spec.partition_counts, dlq, limits)
+        self._state = TaskState(any(f.is_stateful for f in spec.pipeline.flows))
         self._max_ts: dict[PartitionKey, int] = {}
         self._since_commit = 0
-        self._checkpoints = 0
+        self._participant: CheckpointParticipant | None = None
         self._parent = os.getppid()
 
-    # -- life cycle -------------------------------------------------------
     def run(self) -> TaskSummary:
         faults.write_pid_file(self.spec.pipeline.name, self.spec.generation, self.spec.task)
         try:
-            self._recover()
-            self._send_ack(READY_CHECKPOINT, ok=True, positions=self._next_offset)
+            participant = self._recover()
+            participant.announce_ready(self._inputs.positions)
             self._txn.begin()
-            while not self._step():
+            while not self._step(participant):
                 pass
         finally:
             self._close()
-        c = self._flows.counts
-        return TaskSummary(
-            self.spec.task,
-            self.spec.generation,
-            c.records_in,
-            c.records_out,
-            c.dead_letters,
-            self._checkpoints,
-        )
+        c, done = self._flows.counts, self._participant.checkpoints if self._participant else 0
+        spec = self.spec
+        return TaskSummary(spec.task, spec.generation, *c.as_tuple(), done)
 
-    def _recover(self) -> None:
-        """Recovery steps 1-4 (see runtime/recovery.py)."""
+    def _recover(self) -> CheckpointParticipant:
+        """Recovery steps 1-5 (see runtime/recovery.py)."""
+        # A task of a failed attempt may still be starting when the next generation
+        # runs: its init_transactions would fence the new task's producer. Check first.
+        self._inbox.catch_up()
         self._txn.init(timeout_s=60)  # 1. fence older producers, abort their transaction
+        cfg = self.spec.config
         start_from = {f.source.topic: f.source.start_from for f in self.spec.pipeline.flows}
-        starts = plan_starts(  # 2-4.
-            self._reader, self._store, self.spec.partitions, start_from, self._client
+        starts = plan_starts(  # 2-5.
+            self._inputs.reader,
+            self._store,
+            self.spec.partitions,
+            start_from,
+            cfg.kafka,
+            from_latest_checkpoint=cfg.from_latest_checkpoint,
         )
-        for key, start in starts.items():
-            self._states[key] = start.states
-            self._next_offset[key] = start.offset
-        self._remember_committed()
-        self._reader.assign(dict(self._next_offset))
-        log.info(
-            "task %d gen %d resumes %s",
-            self.spec.task,
-            self.spec.generation,
-            {f"{t}[{p}]": (s.offset, s.checkpoint_id) for (t, p), s in starts.items()},
+        self._state.load({key: start.states for key, start in starts.items()})
+        self._inputs.start({key: start.offset for key, start in starts.items()})
+        log.info("task %d resumes %s", self.spec.task, {k: s.offset for k, s in starts.items()})
+        cut = CommittedCut(0, dict(self._inputs.positions), self._state.snapshot() or b"")
+        self._participant = CheckpointParticipant(
+            self._identity, self._txn, self._store, self._control, self._inputs.group_metadata, cut
         )
+        return self._participant
 
     def _close(self) -> None:
-        for close in (self._txn.close, self._reader.close, self._control.close):
+        for close in (self._txn.close, self._inputs.reader.close, self._control.close):
             try:
                 close()
             except Exception as exc:  # closing must not hide the error that got us here
@@ -144,18 +123,18 @@ class WorkerTask:
         if os.getppid() != self._parent:
             raise FencedError("the Spark worker that started this task is gone")
 
-    # -- the loop ---------------------------------------------------------
-    def _step(self) -> bool:
+    def _step(self, participant: CheckpointParticipant) -> bool:
         """One batch; True when the task is done (a DRAIN checkpoint committed)."""
         self._check_alive()
-        for announcement in self._control.receive(0):
-            self._on_announcement(announcement)
-        messages = self._reader.poll(0.05)
+        self._inbox.fetch(0)
+        while (announcement := self._inbox.pop()) is not None:
+            self._on_announcement(announcement, participant)
+        messages = self._inputs.poll(0.05)
         due = self._process(messages) if messages else False
         if not due and self._aligner.timed_out():
             due = True
         if due:
-            return self._checkpoint()
+            return self._checkpoint(participant)
         if self._since_commit and self._aligner.phase is AlignmentPhase.IDLE:
             faults.crash_here(
                 FaultPoint.MID_EPOCH, self._aligner.last_resolved_id + 1, self.spec.task
@@ -166,7 +145,7 @@ class WorkerTask:
     def _process(self, messages: list[KafkaMessage]) -> bool:
         """Run a batch; True when a barrier completed alignment (rest of batch dropped)."""
         pending: dict[PartitionKey, list[KafkaMessage]] = {}
-        held = self._held
+        held = self._inputs.held
         # A batch holds runs of one partition: look the bucket up once per run.
         topic: str | None = None
         partition = -1
@@ -185,15 +164,13 @@ class WorkerTask:
                 continue
             self._run(key, pending.pop(key, None))
             bucket = pending[key] = []  # records after the control record, if any
-            self._next_offset[key] = m.offset() + 1
+            self._inputs.advance(key, m.offset() + 1)
             if self._on_barrier(key, m):
                 for other, batch in pending.items():
                     self._run(other, batch)
                 # The rest of this batch is read again: rewind those partitions now,
                 # before anything else is read from them.
-                rest = {(r.topic(), r.partition()) for r in messages[index + 1 :]} - self._held
-                if rest:
-                    self._reader.continue_at({k: self._next_offset[k] for k in rest})
+                self._inputs.reread({(r.topic(), r.partition()) for r in messages[index + 1 :]})
                 return True
         for key, batch in pending.items():
             self._run(key, batch)
@@ -202,8 +179,8 @@ class WorkerTask:
     def _run(self, key: PartitionKey, batch: list[KafkaMessage] | None) -> None:
         if not batch:
             return
-        self._flows.run(key, batch, self._states[key], self._txn)
-        self._next_offset[key] = batch[-1].offset() + 1
+        self._flows.run(key, batch, self._state.of(key), self._txn)
+        self._inputs.advance(key, batch[-1].offset() + 1)
         self._max_ts[key] = max(self._max_ts.get(key, 0), batch[-1].timestamp()[1])
         self._since_commit += len(batch)
 
@@ -221,87 +198,49 @@ class WorkerTask:
             # A newer barrier overtook the decision this task awaits (the data
             # and control topics are not ordered with each other): hold the
             # partition at this barrier and read it again once that is resolved.
-            self._reader.pause(key)
-            self._held.add(key)
-            self._next_offset[key] = m.offset()
+            self._inputs.hold(key, at=m.offset())
             return False
         complete = self._aligner.on_barrier(key, barrier, m.offset())
         if not complete:
-            self._reader.pause(key)
-            self._held.add(key)
+            self._inputs.hold(key)
             faults.crash_here(FaultPoint.DURING_ALIGNMENT, barrier.checkpoint_id, self.spec.task)
         return complete
 
-    # -- checkpoint -------------------------------------------------------
-    def _checkpoint(self) -> bool:
+    def _checkpoint(self, participant: CheckpointParticipant) -> bool:
         """Take checkpoint N for this task; True when it was a committed DRAIN.
 
-        1. snapshot the state of every partition to the checkpoint store (fsync);
-        2. pre-commit: add the offset marker `chk=N` to the transaction, flush all
-           output and check every delivery;
-        3. send Ack(N) with positions and snapshot handles;
-        4. wait for the coordinator's decision on N, reading on meanwhile (the
+        1. pre-commit through the participant: snapshot, sink pre-commit, Ack(N);
+        2. wait for the coordinator's decision on N, reading on meanwhile (the
            output is staged for the next transaction, see `_await_decision`);
-        5. Commit: commit the transaction (a timeout is retried, never aborted);
-           Abort: abort it, restore the last committed state and positions;
-        6. seek every partition to its position, resume, begin the next transaction.
+        3. Commit: the participant commits, held partitions resume past their
+           barrier; Abort (or a failed pre-commit): roll back to the last
+           committed cut;
+        4. begin the next transaction.
         """
         barrier = self._aligner.barrier
         assert barrier is not None
         n = barrier.checkpoint_id
-        unaligned = self._aligner.phase is AlignmentPhase.UNALIGNED
-        waited_ms = int(self._aligner.waited_s() * 1000)
-        positions = dict(self._next_offset)
-        handles: dict[str, str] = {}
-        error: str | None = None
-        try:
-            snapshot = b""
-            if self._stateful:  # 1.
-                snapshot = encode_task_snapshot(self._states)
-                path = self._store.snapshot_path(n, self.spec.task, self.spec.generation)
-                self._store.write_snapshot(path, snapshot)
-                handles = {partition_key(*k): str(path) for k in self.spec.partitions}
-            faults.crash_here(FaultPoint.AFTER_SNAPSHOT, n, self.spec.task)
-            offsets = [  # 2.
-                TopicPartition(t, p, off, metadata=marker(n, self.spec.generation))
-                for (t, p), off in positions.items()
-            ]
-            self._txn.prepare(offsets, self._reader.group_metadata, timeout_s=30)
-        except FencedError:
-            raise
-        except LaminarError as exc:
-            error = str(exc)
-            log.error("task %d: checkpoint %d failed: %s", self.spec.task, n, exc)
-        self._send_ack(  # 3.
-            n,
-            ok=error is None,
-            positions=positions,
-            handles=handles,
-            error=error,
-            alignment_ms=waited_ms,
-            unaligned=unaligned,
+        report = AlignmentReport(
+            waited_ms=int(self._aligner.waited_s() * 1000),
+            unaligned=self._aligner.phase is AlignmentPhase.UNALIGNED,
+            local_watermark_ms=min(self._max_ts.values()) if self._max_ts else None,
         )
-        decision = self._await_decision(n, keep_reading=not barrier.is_drain)  # 4.
-        if decision.is_commit and error is None:  # 5.
-            faults.crash_here(FaultPoint.AFTER_DECISION_BEFORE_COMMIT, n, self.spec.task)
-            faults.crash_soon(FaultPoint.DURING_COMMIT, n, self.spec.task)
-            self._txn.commit(timeout_s=30)
-            self._committed_state = snapshot if self._stateful else b""
-            self._committed_offset = dict(positions)
-            self._checkpoints += 1
+        snapshot = self._state.snapshot()
+        ok = participant.pre_commit(n, self._inputs.positions, snapshot, report)  # 1.
+        # After a failed pre-commit the transaction takes no more output: wait only.
+        decision = self._await_decision(n, keep_reading=ok and not barrier.is_drain)  # 2.
+        committed = decision.is_commit and ok
+        if committed:  # 3.
+            participant.commit()
             self._since_commit = 0
-            drain = barrier.is_drain
+            self._aligner.finish()
+            if barrier.is_drain:
+                return True
+            self._inputs.release_held()
         else:
-            self._rollback()
-            drain = False
-        self._aligner.finish()
-        if drain:
-            return True
-        if decision.is_commit and error is None:  # 6.
-            self._continue()
-        else:
-            self._resume_all()
-        self._txn.begin()
+            self._roll_back(participant)
+            self._aligner.finish()
+        self._txn.begin()  # 4.
         return False
 
     def _await_decision(self, n: int, keep_reading: bool) -> Announcement:
@@ -312,116 +251,49 @@ class WorkerTask:
         it produces is staged for the next transaction (bounded: past
         `_STAGE_LIMIT` records it waits); an Abort drops it with the state.
         """
-        deadline = time.monotonic() + self.spec.config.checkpoint_timeout_s * 2
+        timeout_s = self.spec.config.checkpoint_timeout_s * 2
+        deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             self._check_alive()
             reading = keep_reading and self._txn.staged < _STAGE_LIMIT
-            for announcement in self._control.receive(0 if reading else 0.05):
-                self._check_generation(announcement)
-                if (
-                    announcement.epoch == self.spec.generation
-                    and announcement.checkpoint_id == n
-                    and (announcement.is_commit or announcement.is_abort)
-                ):
-                    decision: Announcement = announcement
-                    return decision
+            self._inbox.fetch(0 if reading else 0.05)
+            decision = self._inbox.take_decision(n)
+            if decision is not None:
+                return decision
             if reading:
-                messages = self._reader.poll(0.01)
+                messages = self._inputs.poll(0.01)
                 if messages:
                     self._process(messages)  # no barrier can complete: N is not resolved
                 self._txn.serve()
         raise LaminarError(
             f"task {self.spec.task}: no decision on checkpoint {n} within "
-            f"{self.spec.config.checkpoint_timeout_s * 2:.0f}s; the coordinator is gone"
+            f"{timeout_s:.0f}s; the coordinator is gone"
         )
 
-    def _check_generation(self, announcement: Announcement) -> None:
-        if announcement.epoch > self.spec.generation:
-            raise FencedError(
-                f"task {self.spec.task} of generation {self.spec.generation} is stale: "
-                f"generation {announcement.epoch} started"
-            )
-
-    def _on_announcement(self, announcement: Announcement) -> None:
-        self._check_generation(announcement)
-        if announcement.epoch != self.spec.generation:
-            return
+    def _on_announcement(
+        self, announcement: Announcement, participant: CheckpointParticipant
+    ) -> None:
         if announcement.phase is Phase.PREPARE:
             self._aligner.prepare(
                 Barrier(
                     announcement.pipeline,
                     announcement.checkpoint_id,
-                    announcement.epoch,
+                    announcement.generation,
                     announcement.flags,
                     int(time.time() * 1000),
                 )
             )
             return
-        if not announcement.is_abort:
-            return
-        if announcement.checkpoint_id > self._aligner.last_resolved_id:
+        if announcement.is_abort and announcement.checkpoint_id > self._aligner.last_resolved_id:
             # A checkpoint this task never acked was aborted (another task was
             # slow or died): roll back so that every task restarts from one cut.
-            self._txn.abort(timeout_s=30)
-            self._rollback_state()
+            self._roll_back(participant)
             self._aligner.cancel(announcement.checkpoint_id)
-            self._resume_all()
             self._txn.begin()
 
-    def _rollback(self) -> None:
-        self._txn.abort(timeout_s=30)
-        self._rollback_state()
-
-    def _rollback_state(self) -> None:
+    def _roll_back(self, participant: CheckpointParticipant) -> None:
         """Back to the last committed checkpoint (or the recovered start)."""
-        self._next_offset = dict(self._committed_offset)
-        if self._stateful:
-            for key in self.spec.partitions:
-                self._states[key] = decode_partition_snapshot(
-                    self._committed_state, key, "last committed state"
-                )
+        cut = participant.abort()
+        self._state.restore(cut.snapshot, self.spec.partitions)
+        self._inputs.rewind(cut.positions)
         self._since_commit = 0
-
-    def _remember_committed(self) -> None:
-        self._committed_offset = dict(self._next_offset)
-        self._committed_state = encode_task_snapshot(self._states) if self._stateful else b""
-
-    def _continue(self) -> None:
-        """After a commit: held partitions resume past their barrier, the rest read on."""
-        if self._held:
-            self._reader.continue_at({k: self._next_offset[k] for k in self._held})
-        self._held.clear()
-
-    def _resume_all(self) -> None:
-        # Re-assigning rather than seeking: a seek on a partition that has not
-        # started fetching yet fails with an erroneous-state error.
-        self._reader.reposition(self._next_offset)
-        self._held.clear()
-
-    def _send_ack(
-        self,
-        n: int,
-        ok: bool,
-        positions: dict[PartitionKey, int],
-        handles: dict[str, str] | None = None,
-        error: str | None = None,
-        alignment_ms: int = 0,
-        unaligned: bool = False,
-    ) -> None:
-        watermark = min(self._max_ts.values()) if self._max_ts else None
-        self._control.send(
-            Ack(
-                pipeline=self.spec.pipeline.name,
-                checkpoint_id=n,
-                epoch=self.spec.generation,
-                task=self.spec.task,
-                ok=ok,
-                error=error,
-                local_watermark_ms=watermark,
-                positions={partition_key(*k): v for k, v in positions.items()},
-                snapshot_handles=handles or {},
-                sink_handles={"kafka": self._txn.txn_id},
-                alignment_ms=alignment_ms,
-                unaligned=unaligned,
-            )
-        )

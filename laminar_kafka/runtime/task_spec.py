@@ -1,13 +1,13 @@
-"""Everything one worker task needs to know, computed on the driver and pickled to it."""
+"""What a worker task is given (computed on the driver, pickled to it) and returns."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from laminar_kafka.api.pipeline import Pipeline
+from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.runtime.config import RuntimeConfig
-
-PartitionKey = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,20 @@ class TaskSpec:
     partitions: tuple[PartitionKey, ...]
     partition_counts: dict[str, int]
     control_start_offset: int
+    max_record_bytes: Mapping[str, int] = field(default_factory=dict)
+    """Sink topic → the largest record it accepts; larger outputs are dead letters."""
+
+
+@dataclass(frozen=True)
+class TaskSummary:
+    """What a task did, returned to the driver when it exits after a drain."""
+
+    task: int
+    generation: int
+    records_in: int
+    records_out: int
+    dead_letters: int
+    checkpoints: int
 
 
 def assign_partitions(

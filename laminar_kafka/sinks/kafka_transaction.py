@@ -16,21 +16,20 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
+from laminar_kafka import faults
 from laminar_kafka.errors import FencedError, TransactionError
+from laminar_kafka.faults import FailurePoint
+from laminar_kafka.kafka.clients import KafkaConnection, transactional_producer_settings
 from laminar_kafka.sinks.transaction_state import TxnState, check_transition
 
 log = logging.getLogger(__name__)
 
 Header = tuple[str, str | bytes | None]
-
-
-def transactional_id(pipeline: str, task: int) -> str:
-    return f"laminar-{pipeline}-task-{task}"
 
 
 def _is_fenced(err: KafkaError) -> bool:
@@ -47,10 +46,10 @@ class KafkaTransaction:
 
     def __init__(
         self,
-        bootstrap: str,
+        kafka: KafkaConnection,
         txn_id: str,
-        client_config: Mapping[str, str],
         transaction_timeout_ms: int,
+        batch_bytes: int | None = None,
     ) -> None:
         self.txn_id = txn_id
         self.state = TxnState.NEW
@@ -58,25 +57,7 @@ class KafkaTransaction:
         self._fenced = False
         self.produced = 0
         self._staged: list[tuple[str, bytes | None, bytes | None, Sequence[Header] | None]] = []
-        config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap,
-            "transactional.id": txn_id,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 5,
-            "batch.num.messages": 10000,
-            "queue.buffering.max.messages": 500000,
-            "transaction.timeout.ms": transaction_timeout_ms,
-            "compression.type": "lz4",
-            # Warnings such as "concurrent transactions" while a new task fences an old
-            # one are expected during recovery; errors still surface.
-            "log_level": 3,
-        }
-        config.update(client_config)
-        config["transactional.id"] = txn_id
-        # Delivery reports for failed records only, through one producer-wide
-        # callback: a report per delivered record costs about 1 us of Python each.
-        config["delivery.report.only.error"] = True
+        config = transactional_producer_settings(kafka, txn_id, transaction_timeout_ms, batch_bytes)
         config["on_delivery"] = self._on_delivery
         self._producer = Producer(config)
 
@@ -199,12 +180,17 @@ class KafkaTransaction:
         offsets: Sequence[TopicPartition],
         group_metadata: Any,
         timeout_s: float,
+        checkpoint_id: int = 0,
     ) -> None:
         """Pre-commit: add the offset marker, flush every record, check delivery.
 
         After this returns, all output of the epoch is on the brokers and only
         the EndTxn of `commit` is left.
         """
+        if faults.should_fire(FailurePoint.PREPARE_FAILS, checkpoint_id):
+            # As if a record was refused: the transaction fails and must be aborted.
+            self._to("fail")
+            raise TransactionError(f"injected failure: prepare_fails at {checkpoint_id}")
         self._to("prepare")
         try:
             if offsets:

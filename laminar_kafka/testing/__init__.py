@@ -1,10 +1,25 @@
-"""Helpers for testing pipelines against a real Kafka broker.
+"""Helpers for testing pipelines, in memory or against a real Kafka broker.
 
+`run_pipeline()` and `PipelineTester` run a pipeline's flows in memory, with
+checkpoints and crashes, through the same code the workers run;
+`compare_outputs()` checks an output against the expected one as a multiset.
 `session_bootstrap()` gives a test session a broker (an existing one, a
 container, or a local one it starts); `TopicFactory` gives each test its own
 topics and deletes them afterwards.
 """
 
 from laminar_kafka.testing.broker import TopicFactory, docker_available, session_bootstrap
+from laminar_kafka.testing.memory import DeadLetterRecord, PipelineTester, Raw, run_pipeline
+from laminar_kafka.testing.oracle import OutputReport, compare_outputs
 
-__all__ = ["TopicFactory", "docker_available", "session_bootstrap"]
+__all__ = [
+    "DeadLetterRecord",
+    "OutputReport",
+    "PipelineTester",
+    "Raw",
+    "TopicFactory",
+    "compare_outputs",
+    "docker_available",
+    "run_pipeline",
+    "session_bootstrap",
+]

@@ -1,15 +1,17 @@
 """Numbered order events for exactly-once tests: produce them, read results back.
 
 Every event has a unique `id`; a stateless pipeline is exactly-once when the ids
-in its output equal the input ids as multisets, a keyed running total when the
-last total per customer equals the sum of its inputs.
+in its output equal the input ids as multisets, a keyed running total when its
+k-th update per customer reflects that customer's first k orders
+(`laminar_kafka.testing.chaos_checks`). `read_committed` reads a sink as a
+read_committed consumer does, and fails on a control record: a barrier that
+leaked into a sink is a bug, not something to skip.
 """
 
 from __future__ import annotations
 
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +21,26 @@ from laminar_kafka.control.headers import is_control
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.formats.avro import AvroFormat
 from laminar_kafka.operators.partitioning import LIBRDKAFKA_PARTITIONER
+from laminar_kafka.testing.chaos_checks import (
+    CustomerOrders,
+    ExactlyOnceReport,
+    compare_ids,
+    compare_totals,
+)
+
+__all__ = [
+    "CommittedRecord",
+    "CustomerOrders",
+    "ExactlyOnceReport",
+    "committed_end_offsets",
+    "compare_ids",
+    "compare_totals",
+    "expected_totals",
+    "order",
+    "produce_orders",
+    "read_committed",
+    "read_committed_records",
+]
 
 
 def order(i: int, customers: int = 10) -> dict[str, Any]:
@@ -72,14 +94,15 @@ def produce_orders(
     return count
 
 
-def expected_totals(ids: Iterable[int], customers: int = 10) -> dict[str, tuple[int, int]]:
-    """customer → (number of orders, sum of amounts) for the given order ids."""
-    totals: dict[str, tuple[int, int]] = {}
+def expected_totals(ids: Iterable[int], customers: int = 10) -> dict[str, CustomerOrders]:
+    """customer → its orders among `ids`, in the order given (the order they were produced)."""
+    ids_of: dict[str, list[int]] = {}
+    amounts_of: dict[str, list[int]] = {}
     for i in ids:
         o = order(i, customers)
-        n, s = totals.get(o["customer"], (0, 0))
-        totals[o["customer"]] = (n + 1, s + o["amount"])
-    return totals
+        ids_of.setdefault(o["customer"], []).append(i)
+        amounts_of.setdefault(o["customer"], []).append(o["amount"])
+    return {c: CustomerOrders(tuple(ids_of[c]), tuple(amounts_of[c])) for c in ids_of}
 
 
 def committed_end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
@@ -101,13 +124,41 @@ def committed_end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
         consumer.close()
 
 
-def read_committed(
-    bootstrap: str,
-    topic: str,
-    decode: Callable[[bytes | None], Any],
-    timeout_s: float = 60.0,
-) -> list[Any]:
-    """Every committed, non-control record of `topic` now, decoded, in partition order."""
+
+
+@dataclass(frozen=True)
+class CommittedRecord:
+    """A record a read_committed consumer found: where it sits, its key, value and headers."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+
+    def header(self, name: str) -> str | None:
+        """The value of the first header called `name`, as text; None when absent."""
+        for key, raw in self.headers:
+            if key == name:
+                return None if raw is None else raw.decode(errors="replace")
+        return None
+
+
+def _header_pairs(
+    headers: Mapping[str, str | bytes | None] | Sequence[tuple[str, str | bytes | None]] | None,
+) -> tuple[tuple[str, bytes | None], ...]:
+    pairs = headers.items() if isinstance(headers, Mapping) else headers or ()
+    return tuple((k, v.encode() if isinstance(v, str) else v) for k, v in pairs)
+
+
+def read_committed_records(
+    bootstrap: str, topic: str, timeout_s: float = 60.0
+) -> list[CommittedRecord]:
+    """Every committed record of `topic` now, in partition order.
+
+    Raises LaminarError on a control record (a barrier, an ack...): no sink or
+    dead-letter topic may ever hold one, so finding one is a bug to report.
+    """
     ends = committed_end_offsets(bootstrap, topic)
     consumer = Consumer(
         {
@@ -119,7 +170,7 @@ def read_committed(
         }
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in ends])
-    out: list[Any] = []
+    out: list[CommittedRecord] = []
     positions = dict.fromkeys(ends, 0)
     deadline = time.monotonic() + timeout_s
     try:
@@ -131,8 +182,21 @@ def read_committed(
                 if m.error() is not None or partition is None or offset is None:
                     continue
                 positions[partition] = offset + 1
-                if not is_control(m.headers()):
-                    out.append(decode(m.value()))
+                headers = m.headers()
+                if is_control(headers):
+                    raise LaminarError(
+                        f"a control record leaked into {topic} (partition {partition}, "
+                        f"offset {offset}, headers {headers}): a sink must never hold one"
+                    )
+                out.append(
+                    CommittedRecord(
+                        partition,
+                        offset,
+                        m.key(),
+                        m.value(),
+                        _header_pairs(headers),
+                    )
+                )
             # Markers of aborted/committed transactions occupy offsets but are
             # never delivered: the position is the consumer's, not the last record's.
             for tp in consumer.position([TopicPartition(topic, p) for p in ends]):
@@ -140,51 +204,15 @@ def read_committed(
                     positions[tp.partition] = max(positions[tp.partition], tp.offset)
     finally:
         consumer.close()
+    out.sort(key=lambda r: (r.partition, r.offset))
     return out
 
 
-@dataclass(frozen=True)
-class ExactlyOnceReport:
-    records: int
-    duplicates: int
-    losses: int
-
-    @property
-    def exact(self) -> bool:
-        return self.duplicates == 0 and self.losses == 0
-
-
-def compare_ids(expected: Iterable[int], seen: Iterable[int]) -> ExactlyOnceReport:
-    """Multiset comparison of input ids with the ids found in the output."""
-    want, got = Counter(expected), Counter(seen)
-    duplicates = sum((got - want).values())
-    losses = sum((want - got).values())
-    return ExactlyOnceReport(sum(want.values()), duplicates, losses)
-
-
-def compare_totals(
-    expected: dict[str, tuple[int, int]], outputs: Iterable[dict[str, Any]]
-) -> ExactlyOnceReport:
-    """Keyed running totals: each customer's emitted counts must be exactly 1..n, once each.
-
-    A duplicated input shows as a count seen twice (or a final count above n),
-    a lost one as a gap; the last total must also equal the expected sum.
-    """
-    counts: dict[str, Counter[int]] = {}
-    final: dict[str, dict[str, Any]] = {}
-    for out in outputs:
-        c = out["customer"]
-        counts.setdefault(c, Counter())[out["orders"]] += 1
-        if out["orders"] >= final.get(c, {"orders": -1})["orders"]:
-            final[c] = out
-    duplicates = losses = 0
-    for customer, (n, amount) in expected.items():
-        seen = counts.get(customer, Counter())
-        duplicates += sum(v - 1 for v in seen.values() if v > 1) + sum(
-            v for k, v in seen.items() if k > n
-        )
-        losses += sum(1 for k in range(1, n + 1) if k not in seen)
-        last = final.get(customer)
-        if last is not None and last["orders"] == n and last["amount"] != amount:
-            duplicates += 1  # same count, wrong sum: an input replaced by another
-    return ExactlyOnceReport(sum(n for n, _ in expected.values()), duplicates, losses)
+def read_committed(
+    bootstrap: str,
+    topic: str,
+    decode: Callable[[bytes | None], Any],
+    timeout_s: float = 60.0,
+) -> list[Any]:
+    """Every committed record of `topic` now, decoded, in partition order (control: an error)."""
+    return [decode(r.value) for r in read_committed_records(bootstrap, topic, timeout_s)]

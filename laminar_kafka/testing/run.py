@@ -10,7 +10,9 @@ from typing import Any
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.runtime.config import RuntimeConfig
-from laminar_kafka.runtime.runner import PipelineRunner, RunStats
+from laminar_kafka.runtime.events import RuntimeEvent
+from laminar_kafka.runtime.runner import PipelineRunner
+from laminar_kafka.runtime.stats import RunStats
 from laminar_kafka.testing.orders import read_committed
 
 
@@ -20,8 +22,8 @@ class BackgroundRun:
     def __init__(
         self, pipeline: Pipeline, config: RuntimeConfig, spark_context: Any = None
     ) -> None:
-        self.messages: list[str] = []
-        self.runner = PipelineRunner(pipeline, config, spark_context, listener=self.messages.append)
+        self.events: list[RuntimeEvent] = []
+        self.runner = PipelineRunner(pipeline, config, spark_context, listener=self.events.append)
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -41,7 +43,7 @@ class BackgroundRun:
                 raise LaminarError(f"pipeline ended while waiting for {what}")
             if time.monotonic() > deadline:
                 raise LaminarError(
-                    f"no {what} within {timeout_s:.0f}s; runtime said: {self.messages[-5:]}"
+                    f"no {what} within {timeout_s:.0f}s; runtime said: {self.events[-5:]}"
                 )
             time.sleep(0.2)
 
@@ -63,6 +65,10 @@ class BackgroundRun:
 
         self.wait_for(enough, timeout_s, f"{count} records in {topic}")
         return seen
+
+    def count(self, kind: type[RuntimeEvent]) -> int:
+        """How many events of this kind the run emitted so far."""
+        return sum(1 for e in list(self.events) if isinstance(e, kind))
 
     def stop(self, timeout_s: float = 120.0) -> RunStats:
         self.runner.stop()

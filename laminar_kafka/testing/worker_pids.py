@@ -13,7 +13,7 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-# Written by runtime.faults.write_pid_file; keep the two in step.
+# Written by laminar_kafka.faults.write_pid_file; keep the two in step.
 _NAME = re.compile(r"(?P<pipeline>.+)\.g(?P<generation>[0-9]+)\.t(?P<task>[0-9]+)\.pid")
 
 
@@ -43,6 +43,11 @@ def worker_pids(pid_dir: Path) -> list[WorkerPid]:
                 WorkerPid(match["pipeline"], int(match["generation"]), int(match["task"]), pid)
             )
     return sorted(found, key=lambda w: (w.generation, w.task))
+
+
+def worker_with_pid(pid_dir: Path, pid: int) -> WorkerPid | None:
+    """The worker task that ran as process `pid` (pids of dead workers stay on file)."""
+    return next((w for w in worker_pids(pid_dir) if w.pid == pid), None)
 
 
 def kill_newest_worker(pid_dir: Path, rng: random.Random) -> WorkerPid | None:

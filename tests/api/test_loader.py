@@ -126,12 +126,11 @@ def test_module_that_raises_on_import(tmp_path: Path, monkeypatch: pytest.Monkey
 _WORKER = """
 import pickle, sys
 from laminar_kafka.operators import BatchContext
-from laminar_kafka.state import KeyedState
 pipeline = pickle.loads(sys.stdin.buffer.read())
 (flow,) = pipeline.flows
 values = [{"id": 1, "customer": "c", "amount": 10}, {"id": 2, "customer": "c", "amount": 0}]
 offsets = [0, 1]
-ctx = BatchContext("orders", 0, 1, KeyedState())
+ctx = BatchContext("orders", 0, 1)
 for op in flow.operators:
     values, offsets = op.apply(values, offsets, ctx)
 print(pipeline.name, values, offsets)

@@ -18,12 +18,11 @@ from laminar_kafka.operators import (
     KeyByOp,
     MapOp,
 )
-from laminar_kafka.state import KeyedState
 
 
 def _run(flow: Flow, values: list[Any]) -> tuple[list[Any], BatchContext]:
     """Run a flow's operators over one batch of partition 0 of 1."""
-    ctx = BatchContext(flow.source.topic, 0, 1, KeyedState())
+    ctx = BatchContext(flow.source.topic, 0, 1)
     offsets = list(range(len(values)))
     for op in flow.operators:
         values, offsets = op.apply(values, offsets, ctx)
@@ -75,7 +74,7 @@ def test_keyed_aggregate_flow() -> None:
     assert flow.is_stateful
     out, ctx = _run(flow, [{"customer": "a", "amount": 1}, {"customer": "a", "amount": 2}])
     assert out == [{"key": "a", "value": 1}, {"key": "a", "value": 3}]
-    assert ctx.state.table == {"a": 3}
+    assert ctx.table("orders>totals/aggregate-1") == {"a": 3}
     assert flow.sink.key_of(out[1]) == "a"
 
 

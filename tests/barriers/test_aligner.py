@@ -27,8 +27,8 @@ class FakeClock:
         self.now += seconds
 
 
-def _barrier(n: int, flags: BarrierFlags = BarrierFlags.NONE, epoch: int = GEN) -> Barrier:
-    return Barrier("p", n, epoch, flags, 0)
+def _barrier(n: int, flags: BarrierFlags = BarrierFlags.NONE, generation: int = GEN) -> Barrier:
+    return Barrier("p", n, generation, flags, 0)
 
 
 @pytest.fixture
@@ -90,8 +90,8 @@ def test_unaligned_flag_snapshots_at_the_first_barrier(aligner: BarrierAligner) 
 def test_stale_barriers(aligner: BarrierAligner) -> None:
     fresh = _barrier(1)
     assert not aligner.is_stale(fresh, GEN)
-    assert aligner.is_stale(_barrier(1, epoch=GEN - 1), GEN)  # a zombie generation's
-    assert aligner.is_stale(_barrier(1, epoch=GEN + 1), GEN)
+    assert aligner.is_stale(_barrier(1, generation=GEN - 1), GEN)  # a zombie generation's
+    assert aligner.is_stale(_barrier(1, generation=GEN + 1), GEN)
 
     for key in (A, B, C):
         aligner.on_barrier(key, fresh, 0)
@@ -170,3 +170,13 @@ def test_barrier_after_a_forced_unaligned_snapshot_is_refused(aligner: BarrierAl
     aligner.on_barrier(A, _barrier(1, BarrierFlags.UNALIGNED), 0)
     with pytest.raises(LaminarError, match="arrived while unaligned"):
         aligner.on_barrier(B, _barrier(2, BarrierFlags.UNALIGNED), 0)
+
+
+def test_without_partitions_that_carry_barriers_a_checkpoint_is_due_at_once() -> None:
+    # Sources read with barriers=False: the announcement alone starts the checkpoint.
+    aligner = BarrierAligner([], timeout_s=60.0, clock=lambda: 0.0)
+    aligner.prepare(_barrier(3))
+    assert aligner.timed_out()
+    assert aligner.phase is AlignmentPhase.UNALIGNED
+    aligner.finish()
+    assert aligner.last_resolved_id == 3

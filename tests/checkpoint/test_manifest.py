@@ -27,6 +27,7 @@ def _manifest() -> Manifest:
         sink_handles={"task-0": "laminar-orders-task-0"},
         min_watermark_ms=1_700_000_000_000,
         unaligned_tasks=(1,),
+        topology={"orders>totals/aggregate-1": "count by field 'customer' (murmur2)"},
     )
 
 
@@ -45,6 +46,21 @@ def test_defaults_round_trip() -> None:
     back = Manifest.from_json(bare.to_json(), WHERE)
     assert back == bare
     assert back.unaligned_tasks == () and back.min_watermark_ms is None
+    assert back.topology == {}
+
+
+def test_topology_round_trips() -> None:
+    back = Manifest.from_json(_manifest().to_json(), WHERE)
+    assert back.topology == {"orders>totals/aggregate-1": "count by field 'customer' (murmur2)"}
+    assert _body()["topology"] == dict(back.topology)
+
+
+def test_a_manifest_written_before_topologies_reads_as_an_empty_one() -> None:
+    body = _body()
+    del body["topology"]
+    back = Manifest.from_json(json.dumps(body).encode(), WHERE)
+    assert back.topology == {}
+    assert back.positions == _manifest().positions
 
 
 def test_json_is_stable_and_carries_the_version() -> None:
@@ -56,9 +72,17 @@ def test_json_is_stable_and_carries_the_version() -> None:
 
 def test_read_only_maps_as_acks_hold_them_can_be_written() -> None:
     manifest = Manifest(
-        "p", 1, 1, 0, positions=MappingProxyType({"t:0": 1}), barrier_offsets=MappingProxyType({})
+        "p",
+        1,
+        1,
+        0,
+        positions=MappingProxyType({"t:0": 1}),
+        barrier_offsets=MappingProxyType({}),
+        topology=MappingProxyType({"step": "count by field 'k' (murmur2)"}),
     )
-    assert Manifest.from_json(manifest.to_json(), WHERE).positions == {"t:0": 1}
+    back = Manifest.from_json(manifest.to_json(), WHERE)
+    assert back.positions == {"t:0": 1}
+    assert back.topology == {"step": "count by field 'k' (murmur2)"}
 
 
 def _with(**changes: Any) -> bytes:
@@ -96,6 +120,9 @@ _DROP = object()
         (_with(snapshots={"orders:0": 5}), "snapshots must map strings to str"),
         (_with(min_watermark_ms="soon"), "min_watermark_ms is not an integer"),
         (_with(unaligned_tasks=["a"]), "unaligned_tasks must list task numbers"),
+        (_with(topology={"step": 1}), "topology must map strings to str"),
+        (_with(topology=[["step", "count"]]), "topology must map strings to str"),
+        (_with(topology=None), "topology must map strings to str"),
     ],
 )
 def test_corrupt_manifests_raise_checkpoint_error_naming_the_file(data: bytes, reason: str) -> None:

@@ -76,29 +76,3 @@ def test_contradictory_timeouts_are_config_errors(capsys: pytest.CaptureFixture[
     )
     assert code == 2
     assert "checkpoint timeout must exceed the alignment timeout" in capsys.readouterr().err
-
-
-def test_progress_shows_the_first_commit_of_each_generation_then_throttles(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    from laminar_kafka.cli.run_cmd import ProgressPrinter
-
-    show = ProgressPrinter(every_s=3600)
-    for line in [
-        "generation 1: 2 tasks running",
-        "checkpoint 1 committed in 5 ms",
-        "checkpoint 2 committed in 5 ms",
-        "checkpoint 3 aborted: timed out",
-        "generation 2: 2 tasks running",
-        "checkpoint 4 committed in 5 ms",
-        "checkpoint 5 committed in 5 ms",
-    ]:
-        show(line)
-    printed = capsys.readouterr().out.splitlines()
-    assert printed == [
-        "generation 1: 2 tasks running",
-        "checkpoint 1 committed in 5 ms",
-        "checkpoint 3 aborted: timed out",
-        "generation 2: 2 tasks running",
-        "checkpoint 4 committed in 5 ms (1 more since the last line)",
-    ]

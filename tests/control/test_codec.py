@@ -82,7 +82,7 @@ def test_oracle_matches_the_spec_test_vectors() -> None:
 def test_parsing_canonical_form_drops_docs_and_defaults() -> None:
     expected = (
         '{"name":"dev.laminar.control.Watermark","type":"record","fields":['
-        '{"name":"pipeline","type":"string"},{"name":"epoch","type":"long"},'
+        '{"name":"pipeline","type":"string"},{"name":"generation","type":"long"},'
         '{"name":"task","type":"int"},{"name":"watermark_ms","type":"long"}]}'
     )
     assert to_parsing_canonical_form(load_schema("watermark")) == expected
@@ -178,7 +178,7 @@ def test_trailing_bytes() -> None:
 
 
 def _announcement_body(phase_index: int, union_index: int) -> bytes:
-    # pipeline "p", checkpoint_id 1, epoch 1, phase, min_watermark_ms branch, reason null, flags 0
+    # "p", checkpoint_id 1, generation 1, phase, min_watermark_ms branch, reason null, flags 0
     return b"\x02p\x02\x02" + bytes([phase_index * 2, union_index * 2]) + b"\x00\x00"
 
 
@@ -206,7 +206,7 @@ def test_invalid_utf8() -> None:
 
 def test_reserved_barrier_flags_are_refused() -> None:
     frame = bytearray(encode(Barrier("p", 1, 1, BarrierFlags.NONE, 0)))
-    flags_at = 10 + 2 + 1 + 1  # after "p", checkpoint_id, epoch
+    flags_at = 10 + 2 + 1 + 1  # after "p", checkpoint_id, generation
     assert frame[flags_at] == 0
     frame[flags_at] = 16 * 2  # zigzag of 16
     _raises(bytes(frame), "decoded Barrier is invalid: Barrier.flags")

@@ -59,7 +59,7 @@ NONE = BarrierFlags.NONE
     ("record_type", "args", "kwargs", "fragment"),
     [
         (Barrier, ("p", -1, 0, NONE, 0), {}, r"Barrier\.checkpoint_id"),
-        (Barrier, ("p", 0, -1, NONE, 0), {}, r"Barrier\.epoch"),
+        (Barrier, ("p", 0, -1, NONE, 0), {}, r"Barrier\.generation"),
         (Barrier, ("p", 2**63, 0, NONE, 0), {}, r"Barrier\.checkpoint_id"),
         (Barrier, ("p", 0, 0, NONE, -(2**63) - 1), {}, r"Barrier\.timestamp_ms"),
         (Barrier, (b"p", 0, 0, NONE, 0), {}, r"Barrier\.pipeline"),
@@ -92,7 +92,7 @@ def test_invalid_values_are_refused(
 def test_records_are_frozen() -> None:
     barrier = Barrier("p", 1, 1, BarrierFlags.NONE, 0)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        barrier.epoch = 2  # type: ignore[misc]
+        barrier.generation = 2  # type: ignore[misc]
 
 
 def test_ack_maps_are_read_only_copies() -> None:

@@ -33,8 +33,8 @@ def test_control_schemas_are_documented_records(name: str) -> None:
     raw = json.loads(schema_path(name).read_text())
     assert raw["doc"]
     assert all(f.get("doc") for f in raw["fields"]), "every field has a doc"
-    epoch = [f for f in raw["fields"] if f["name"] == "epoch"]
-    assert epoch and "zombie" in epoch[0]["doc"] and "stale" in epoch[0]["doc"]
+    generation = [f for f in raw["fields"] if f["name"] == "generation"]
+    assert generation and "zombie" in generation[0]["doc"] and "stale" in generation[0]["doc"]
 
 
 def test_load_schema_is_cached() -> None:

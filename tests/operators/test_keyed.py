@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from laminar_kafka import Pipeline
 from laminar_kafka.operators import AggregateOp, BatchContext, KeyByOp, MapOp, Operator
 from laminar_kafka.operators.keyed import key_bytes
 from laminar_kafka.operators.partitioning import Partitioner, crc32_partition, murmur2_partition
@@ -15,12 +16,13 @@ PARTITIONS = 6
 CUSTOMERS = [f"customer-{i}" for i in range(30)]
 
 
+STEP = "orders>totals/aggregate-1"
+
+
 def _ctx(
-    partition: int = 0, num_partitions: int = 1, state: KeyedState | None = None
+    partition: int = 0, num_partitions: int = 1, tables: dict[str, KeyedState] | None = None
 ) -> BatchContext:
-    return BatchContext(
-        "orders", partition, num_partitions, KeyedState() if state is None else state
-    )
+    return BatchContext("orders", partition, num_partitions, {} if tables is None else tables)
 
 
 def test_key_bytes_is_how_a_producer_writes_the_key() -> None:
@@ -70,8 +72,8 @@ def test_key_by_on_one_partition_keeps_everything() -> None:
     assert len(out) == 30 and not ctx.dead_letters
 
 
-def _sum_op() -> AggregateOp:
-    return AggregateOp(initial=lambda: 0, add=lambda total, v: total + v["amount"])
+def _sum_op(step: str = STEP) -> AggregateOp:
+    return AggregateOp(initial=lambda: 0, add=lambda total, v: total + v["amount"], step=step)
 
 
 def test_aggregate_emits_the_running_state_after_every_record() -> None:
@@ -80,15 +82,45 @@ def test_aggregate_emits_the_running_state_after_every_record() -> None:
     out, kept = _sum_op().apply(pairs, [0, 1, 2], ctx)
     assert out == [{"key": "a", "value": 1}, {"key": "b", "value": 10}, {"key": "a", "value": 3}]
     assert kept == [0, 1, 2]
-    assert ctx.state.table == {"a": 3, "b": 10}
+    assert ctx.table(STEP) == {"a": 3, "b": 10}
+    assert list(ctx.tables) == [STEP]  # the step's table, created on first use
 
 
 def test_aggregate_state_carries_over_batches_and_snapshots() -> None:
-    state = KeyedState()
-    _sum_op().apply([("a", {"amount": 5})], [0], _ctx(state=state))
-    restored = KeyedState.restore(state.snapshot())
-    out, _ = _sum_op().apply([("a", {"amount": 1})], [1], _ctx(state=restored))
+    tables: dict[str, KeyedState] = {}
+    _sum_op().apply([("a", {"amount": 5})], [0], _ctx(tables=tables))
+    restored = {STEP: KeyedState.restore(tables[STEP].snapshot())}
+    out, _ = _sum_op().apply([("a", {"amount": 1})], [1], _ctx(tables=restored))
     assert out == [{"key": "a", "value": 6}]
+
+
+def test_two_aggregates_in_one_flow_keep_separate_tables() -> None:
+    p = Pipeline("p")
+    flow = (
+        p.source("orders")
+        .key_by("customer")
+        .count()
+        .key_by("key")
+        .aggregate(initial=lambda: 0, add=lambda total, c: total + c["value"])
+        .sink("totals")
+    )
+    values: list[Any] = [{"customer": c} for c in ["a", "b", "a", "a"]]
+    offsets = list(range(len(values)))
+    ctx = _ctx()
+    for op in flow.operators:
+        values, offsets = op.apply(values, offsets, ctx)
+    assert {k: s.table for k, s in ctx.tables.items()} == {
+        STEP: {"a": 3, "b": 1},  # the count
+        "orders>totals/aggregate-2": {"a": 1 + 2 + 3, "b": 1},  # the sum of the counts
+    }
+    assert values[-1] == {"key": "a", "value": 6}
+
+
+def test_a_step_reads_only_its_own_table() -> None:
+    tables = {STEP: KeyedState({"a": 100}), "other": KeyedState({"a": -5})}
+    out, _ = _sum_op().apply([("a", {"amount": 1})], [0], _ctx(tables=tables))
+    assert out == [{"key": "a", "value": 101}]
+    assert tables["other"].table == {"a": -5}
 
 
 def test_aggregate_failures_leave_the_state_untouched() -> None:
@@ -108,7 +140,7 @@ def test_aggregate_failures_leave_the_state_untouched() -> None:
     out, kept = op.apply(pairs, [0, 1, 2, 3, 4], ctx)
     assert out == [{"k": "a", "avg": 25}, {"k": "a", "avg": 20}]
     assert kept == [0, 4]
-    assert ctx.state.table == {"a": 5}
+    assert ctx.tables[""].table == {"a": 5}  # an op outside any pipeline has no name
     reasons = {d.offset: d.reason for d in ctx.dead_letters}
     assert reasons[1] == "aggregate raised KeyError: 'amount'"
     assert reasons[2] == "aggregate raised ZeroDivisionError: integer division or modulo by zero"
@@ -132,5 +164,5 @@ def test_map_key_by_aggregate_chain_matches_a_plain_count() -> None:
     expected: dict[str, int] = {}
     for v in values:
         expected[v["customer"]] = expected.get(v["customer"], 0) + v["amount"] * 2
-    assert ctx.state.table == expected
+    assert ctx.table(STEP) == expected
     assert len(out) == len(values) and offsets == list(range(len(values)))

@@ -7,15 +7,13 @@ from typing import Any
 
 from laminar_kafka.operators import BatchContext, FilterOp, FlatMapOp, MapOp
 from laminar_kafka.operators.base import DeadLetter, describe_error
-from laminar_kafka.state import KeyedState
 
 OFFSETS = [10, 11, 12, 13]
 
 
 def _ctx() -> BatchContext:
-    ctx = BatchContext("src", 2, 4, KeyedState())
-    ctx.raw_by_offset = {o: (f"k{o}".encode(), f"v{o}".encode()) for o in OFFSETS}
-    return ctx
+    raw = {o: (f"k{o}".encode(), f"v{o}".encode()) for o in OFFSETS}
+    return BatchContext("src", 2, 4, raw_by_offset=raw)
 
 
 def _counting(fn: Callable[[Any], Any]) -> tuple[Callable[[Any], Any], list[Any]]:
@@ -96,7 +94,7 @@ def test_flat_map_expands_with_repeated_offsets_and_dead_letters_failures() -> N
 
 
 def test_dead_letter_without_raw_bytes_still_names_the_record() -> None:
-    ctx = BatchContext("src", 0, 1, KeyedState())
+    ctx = BatchContext("src", 0, 1)
     MapOp(lambda v: v.upper()).apply([1], [99], ctx)
     assert ctx.dead_letters == [
         DeadLetter(

@@ -10,10 +10,11 @@ from collections.abc import Callable, Iterator
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+from laminar_kafka.checkpoint.markers import marker
 from laminar_kafka.errors import FencedError, TransactionError
-from laminar_kafka.runtime.recovery import marker
+from laminar_kafka.kafka.clients import KafkaConnection
+from laminar_kafka.kafka.names import transactional_id
 from laminar_kafka.sinks import KafkaTransaction, TxnState
-from laminar_kafka.sinks.kafka_transaction import transactional_id
 from laminar_kafka.testing import TopicFactory
 
 pytestmark = pytest.mark.integration
@@ -27,7 +28,7 @@ def new_txn(kafka_bootstrap: str) -> Iterator[Callable[[str], KafkaTransaction]]
     made: list[KafkaTransaction] = []
 
     def make(txn_id: str) -> KafkaTransaction:
-        txn = KafkaTransaction(kafka_bootstrap, txn_id, {}, TXN_TIMEOUT_MS)
+        txn = KafkaTransaction(KafkaConnection(kafka_bootstrap), txn_id, TXN_TIMEOUT_MS)
         made.append(txn)
         return txn
 

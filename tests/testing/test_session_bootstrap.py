@@ -22,31 +22,61 @@ def test_named_broker_is_used_and_left_alone(monkeypatch: pytest.MonkeyPatch) ->
     release()  # nothing was started, nothing to stop
 
 
+class _FakeEngine:
+    """A unix socket that answers one request with `reply` (None: reads it, stays silent)."""
+
+    def __init__(self, path: Path, reply: bytes | None) -> None:
+        self.request = b""
+        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._server.bind(str(path))
+        self._server.listen(1)
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._answer, args=(reply,), daemon=True)
+        self._thread.start()
+
+    def _answer(self, reply: bytes | None) -> None:
+        conn, _ = self._server.accept()
+        with conn:
+            self.request = conn.recv(1024)
+            if reply is not None:
+                conn.sendall(reply)
+            else:
+                self._done.wait(10)  # silent until the probe gave up
+
+    def close(self) -> None:
+        self._done.set()
+        self._thread.join(timeout=10)
+        self._server.close()
+
+
+def _probe(path: Path, reply: bytes | None) -> tuple[bool, bytes]:
+    engine = _FakeEngine(path, reply)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("DOCKER_HOST", f"unix://{path}")
+            answer = docker_available(timeout_s=0.5)
+    finally:
+        engine.close()
+    return answer, engine.request
+
+
 def test_docker_probe_answers_only_for_a_live_engine(tmp_path: Path) -> None:
-    assert docker_available() in (True, False)
     missing = tmp_path / "missing.sock"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("DOCKER_HOST", f"unix://{missing}")
         assert docker_available() is False
 
     # A socket that answers /_ping like an engine does.
-    path = tmp_path / "engine.sock"
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
-        server.bind(str(path))
-        server.listen(1)
+    pong = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK"
+    ok, request = _probe(tmp_path / "engine.sock", pong)
+    assert ok is True
+    assert request.startswith(b"GET /_ping HTTP/")
 
-        def answer() -> None:
-            conn, _ = server.accept()
-            with conn:
-                conn.recv(1024)
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK")
-
-        thread = threading.Thread(target=answer)
-        thread.start()
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("DOCKER_HOST", f"unix://{path}")
-            assert docker_available() is True
-        thread.join(timeout=10)
+    # Something listens, but it is no healthy engine: an error status, or silence.
+    failing, _ = _probe(tmp_path / "error.sock", b"HTTP/1.1 500 Internal Server Error\r\n\r\n")
+    assert failing is False
+    silent, request = _probe(tmp_path / "silent.sock", None)
+    assert silent is False and request.startswith(b"GET /_ping")
 
 
 def _answers(bootstrap: str) -> bool:

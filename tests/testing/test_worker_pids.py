@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from laminar_kafka.runtime import faults
+from laminar_kafka import faults
 from laminar_kafka.testing.worker_pids import kill_newest_worker, worker_pids
 
 

@@ -8,16 +8,20 @@ created with O_EXCL marks it spent), so the restarted pipeline runs through.
     LAMINAR_FAULT_MIN_CHECKPOINT=2      fire at checkpoint >= 2 (default 2)
     LAMINAR_FAULT_TASK=0                only in task 0 (default: any task)
     LAMINAR_FAULT_DIR=/tmp/x            where the once-marker lives (required)
+
+`LAMINAR_FAIL=prepare_fails` (same settings otherwise) makes a step raise
+instead of kill: the failure paths of the protocol run for real.
 """
 
 from __future__ import annotations
 
 import enum
 import os
-import random
 import signal
 import threading
 from pathlib import Path
+
+from laminar_kafka.errors import LaminarError
 
 
 class FaultPoint(enum.Enum):
@@ -38,14 +42,23 @@ class FaultPoint(enum.Enum):
         )
 
 
-def _armed() -> tuple[FaultPoint, int, int | None, Path] | None:
-    name = os.environ.get("LAMINAR_FAULT")
+class FailurePoint(enum.Enum):
+    """Steps made to raise (not to kill) by `LAMINAR_FAIL`."""
+
+    PREPARE_FAILS = "prepare_fails"
+
+
+def _armed() -> tuple[FaultPoint | FailurePoint, int, int | None, Path] | None:
+    name = os.environ.get("LAMINAR_FAULT") or os.environ.get("LAMINAR_FAIL")
     where = os.environ.get("LAMINAR_FAULT_DIR")
     if not name or not where:
         return None
     task = os.environ.get("LAMINAR_FAULT_TASK")
+    point: FaultPoint | FailurePoint = (
+        FaultPoint(name) if "LAMINAR_FAULT" in os.environ else FailurePoint(name)
+    )
     return (
-        FaultPoint(name),
+        point,
         int(os.environ.get("LAMINAR_FAULT_MIN_CHECKPOINT", "2")),
         int(task) if task else None,
         Path(where),
@@ -55,7 +68,7 @@ def _armed() -> tuple[FaultPoint, int, int | None, Path] | None:
 _ARMED = _armed()
 
 
-def _claim(point: FaultPoint) -> bool:
+def _claim(point: FaultPoint | FailurePoint) -> bool:
     assert _ARMED is not None
     marker = _ARMED[3] / f"fired-{point.value}"
     try:
@@ -67,7 +80,9 @@ def _claim(point: FaultPoint) -> bool:
     return True
 
 
-def should_fire(point: FaultPoint, checkpoint_id: int, task: int | None = None) -> bool:
+def should_fire(
+    point: FaultPoint | FailurePoint, checkpoint_id: int, task: int | None = None
+) -> bool:
     if _ARMED is None or _ARMED[0] is not point or checkpoint_id < _ARMED[1]:
         return False
     if _ARMED[2] is not None and task is not None and _ARMED[2] != task:
@@ -82,11 +97,48 @@ def crash_here(point: FaultPoint, checkpoint_id: int, task: int | None = None) -
 
 
 def crash_soon(point: FaultPoint, checkpoint_id: int, task: int | None = None) -> None:
-    """SIGKILL this process a few milliseconds from now, while the caller is mid-call."""
+    """SIGKILL this process inside the caller's next blocking call (the step the point names).
+
+    A killer thread is released now and then waits only for the GIL, which the
+    caller keeps through the few Python lines up to its next blocking call
+    (for DURING_COMMIT, the producer's commit RPC) and hands over there: the
+    kill lands while that call runs, with no delay added, so `passed` is not
+    reached unless the thread is starved for the whole call.
+    """
+    if not should_fire(point, checkpoint_id, task):
+        return
+    pid = os.getpid()
+    release = threading.Event()
+
+    def kill() -> None:
+        release.wait()
+        os.kill(pid, signal.SIGKILL)
+
+    threading.Thread(target=kill, name=f"fault-{point.value}", daemon=True).start()
+    release.set()
+
+
+def passed(point: FaultPoint, checkpoint_id: int, task: int | None = None) -> None:
+    """Mark that the step a `crash_soon` fault aimed at finished before the kill landed.
+
+    Writes `passed-<point>` in the fault dir when this process fired `point`:
+    a chaos round that finds it knows its kill missed the step and fails.
+    """
+    if _ARMED is None or _ARMED[0] is not point:
+        return
+    fired = _ARMED[3] / f"fired-{point.value}"
+    try:
+        if fired.read_text() != str(os.getpid()):
+            return
+    except OSError:
+        return
+    (_ARMED[3] / f"passed-{point.value}").write_text(f"{checkpoint_id} {task}")
+
+
+def fail_here(point: FailurePoint, checkpoint_id: int, task: int | None = None) -> None:
+    """Raise LaminarError if `point` is armed (LAMINAR_FAIL) for this checkpoint and task."""
     if should_fire(point, checkpoint_id, task):
-        timer = threading.Timer(random.uniform(0.0, 0.02), os.kill, (os.getpid(), signal.SIGKILL))
-        timer.daemon = True
-        timer.start()
+        raise LaminarError(f"injected failure: {point.value} at checkpoint {checkpoint_id}")
 
 
 def write_pid_file(pipeline: str, generation: int, task: int) -> None:

@@ -9,60 +9,19 @@ and skipped: a forged or corrupt record must not stop the pipeline.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
-from confluent_kafka.cimpl import NewTopic
+from confluent_kafka import KafkaError, TopicPartition
 
 from laminar_kafka.control.codec import decode, encode
 from laminar_kafka.control.headers import CONTROL_HEADER, control_headers
 from laminar_kafka.control.records import Ack, Announcement, ControlRecord
 from laminar_kafka.errors import ControlRecordError, LaminarError
-from laminar_kafka.sources.kafka_reader import watermark_offsets
+from laminar_kafka.kafka.clients import KafkaConnection, control_reader, idempotent_producer
+from laminar_kafka.kafka.names import control_group
 
 log = logging.getLogger(__name__)
-
-
-def ensure_topics(
-    bootstrap: str,
-    client_config: Mapping[str, str],
-    topics: Mapping[str, int],
-    timeout_s: float = 30.0,
-    config: Mapping[str, str] | None = None,
-) -> None:
-    """Create the topics that do not exist yet (name → partitions)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3, **client_config})
-    existing = admin.list_topics(timeout=timeout_s).topics
-    missing = [
-        NewTopic(name, num_partitions=n, replication_factor=-1, config=dict(config or {}))
-        for name, n in topics.items()
-        if name not in existing
-    ]
-    if not missing:
-        return
-    for name, future in admin.create_topics(missing, operation_timeout=timeout_s).items():
-        try:
-            future.result(timeout_s)
-        except Exception as exc:
-            err = exc.args[0] if exc.args else None
-            if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                continue
-            raise LaminarError(f"cannot create topic {name!r}: {exc}") from None
-
-
-def end_offset(
-    bootstrap: str, client_config: Mapping[str, str], topic: str, timeout_s: float = 30.0
-) -> int:
-    """The offset the next record written to partition 0 of `topic` will get."""
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "laminar-probe", **client_config}
-    )
-    try:
-        return watermark_offsets(consumer, topic, 0, timeout_s)[1]
-    finally:
-        consumer.close()
 
 
 class ControlChannel:
@@ -70,8 +29,7 @@ class ControlChannel:
 
     def __init__(
         self,
-        bootstrap: str,
-        client_config: Mapping[str, str],
+        kafka: KafkaConnection,
         topic: str,
         pipeline: str,
         start_offset: int,
@@ -81,27 +39,9 @@ class ControlChannel:
         self.pipeline = pipeline
         self._wanted = reads.kind.encode()
         self._reads = reads
-        self._producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 0,
-                "log_level": 3,
-                **client_config,
-            }
-        )
-        self._consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"laminar-{pipeline}-control",
-                "enable.auto.commit": False,
-                "enable.partition.eof": False,
-                "fetch.wait.max.ms": 10,
-                "log_level": 3,
-                **client_config,
-            }
-        )
+        self._producer = idempotent_producer(kafka)
+        self._consumer = control_reader(kafka, control_group(pipeline))
+        self._start_offset = start_offset
         self._consumer.assign([TopicPartition(topic, 0, start_offset)])
 
     def send(self, record: ControlRecord, timeout_s: float = 30.0) -> None:
@@ -144,6 +84,20 @@ class ControlChannel:
             if isinstance(record, self._reads) and record.pipeline == self.pipeline:
                 out.append(record)
         return out
+
+    def catch_up(self, timeout_s: float = 30.0) -> list[Any]:
+        """Every wanted record up to the topic's current end (not only what has arrived)."""
+        end = self._consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout_s)[1]
+        out: list[Any] = []
+        deadline = time.monotonic() + timeout_s
+        while True:
+            out.extend(self.receive(0.05))
+            position = self._consumer.position([TopicPartition(self.topic, 0)])[0].offset
+            # Before the first record is consumed the position is unknown (negative).
+            if max(position, self._start_offset) >= end:
+                return out
+            if time.monotonic() > deadline:
+                raise LaminarError(f"cannot read {self.topic} up to offset {end}")
 
     def _arrived(self, timeout_s: float) -> list[Any]:
         # consume(n, timeout) waits for n records or the whole timeout; a decision

@@ -1,0 +1,41 @@
+"""Checks of what a user passes when defining a pipeline: names, functions, keys, formats.
+
+Each raises ConfigError at definition time, not once per record when the pipeline runs.
+"""
+
+from __future__ import annotations
+
+import re
+
+from laminar_kafka.errors import ConfigError
+
+NAME = re.compile(r"[A-Za-z0-9._-]{1,200}")
+DERIVED_STEP = re.compile(r"[A-Za-z0-9._-]{1,200}>[A-Za-z0-9._-]{1,200}/aggregate-[1-9][0-9]{0,5}")
+def check_name(kind: str, name: str) -> str:
+    # fullmatch: `$` alone would let a trailing newline through. "." and ".." are no
+    # Kafka topic names, and as a pipeline name they would point the checkpoint
+    # directory at its root or the root's parent.
+    if not isinstance(name, str) or not NAME.fullmatch(name) or name in (".", ".."):
+        raise ConfigError(
+            f"{kind} name {name!r} must be 1-200 characters of letters, digits, '.', '_' or '-'"
+        )
+    return name
+
+
+def check_callable(what: str, fn: object) -> None:
+    # Caught here, not as a dead letter for every record once the pipeline runs.
+    if not callable(fn):
+        raise ConfigError(f"{what} must be a function, not {type(fn).__name__} {fn!r:.60}")
+
+
+def check_key(what: str, key: object) -> None:
+    if not (isinstance(key, str) or callable(key)):
+        raise ConfigError(f"{what} must be a field name or a function, not {key!r:.60}")
+
+
+def check_format(what: str, fmt: object) -> None:
+    methods = ("decode_one", "encode_one")
+    if isinstance(fmt, type) or not all(callable(getattr(fmt, m, None)) for m in methods):
+        raise ConfigError(
+            f"{what} must be a Format (JsonFormat(), AvroFormat(...)), not {fmt!r:.60}"
+        )

@@ -1,0 +1,74 @@
+"""Which checkpoint each partition's committed offset marker names, read on the driver.
+
+Retention must keep every checkpoint a marker names; `checkpoint inspection`
+shows them. Reading committed offsets does not join the group.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from laminar_kafka.checkpoint.markers import OffsetMarker, parse_marker
+from laminar_kafka.checkpoint.store import CheckpointStore
+from laminar_kafka.errors import LaminarError
+from laminar_kafka.kafka.clients import KafkaConnection
+from laminar_kafka.kafka.names import PartitionKey, consumer_group
+
+log = logging.getLogger(__name__)
+
+
+class CommittedMarkers:
+    """Reads the pipeline group's committed markers for a fixed set of partitions."""
+
+    def __init__(
+        self,
+        kafka: KafkaConnection,
+        pipeline: str,
+        partitions: Sequence[PartitionKey],
+        store: CheckpointStore | None = None,
+    ) -> None:
+        self._store = store
+        self._partitions = [TopicPartition(t, p) for t, p in partitions]
+        self._consumer = Consumer(
+            kafka.settings(
+                {},
+                # Not read_committed (librdkafka's default): that waits for the offsets
+                # of open transactions, such as those a killed application left until
+                # they are fenced. Only what is committed now counts here.
+                {
+                    "group.id": consumer_group(pipeline),
+                    "enable.auto.commit": False,
+                    "isolation.level": "read_uncommitted",
+                },
+            )
+        )
+
+    def read(self, timeout_s: float = 10.0) -> dict[PartitionKey, OffsetMarker | None]:
+        try:
+            found = self._consumer.committed(self._partitions, timeout=timeout_s)
+        except KafkaException as exc:
+            raise LaminarError(f"cannot read the committed offset markers: {exc}") from None
+        return {(tp.topic, tp.partition): parse_marker(tp.metadata) for tp in found}
+
+    def lowest(self) -> int | None:
+        """The lowest checkpoint id any partition's marker names; None if none has one.
+
+        Seeing one is noted in the store: from then on, markers that vanish were lost.
+
+        When the markers cannot be read now, 0: retention then deletes nothing.
+        """
+        try:
+            markers = self.read()
+        except LaminarError as exc:
+            log.warning("cannot read committed offset markers, keeping all checkpoints: %s", exc)
+            return 0
+        ids = [m.checkpoint_id for m in markers.values() if m is not None]
+        if ids and self._store is not None:
+            self._store.note_markers_seen()
+        return min(ids) if ids else None
+
+    def close(self) -> None:
+        self._consumer.close()

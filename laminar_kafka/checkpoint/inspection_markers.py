@@ -1,0 +1,135 @@
+"""Which checkpoint each partition's committed marker names, checked as a start would check it.
+
+Part of `checkpoint.inspection`: a marker naming a checkpoint the store no
+longer holds (or holds from another run) is the one thing that makes the next
+start of the pipeline fail for sure, so the report says so before a restart does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from laminar_kafka.checkpoint.committed_markers import CommittedMarkers
+from laminar_kafka.checkpoint.inspection_report import PartitionMarker
+from laminar_kafka.checkpoint.manifest import Manifest
+from laminar_kafka.checkpoint.markers import OffsetMarker
+from laminar_kafka.checkpoint.store import CheckpointStore
+from laminar_kafka.errors import LaminarError
+from laminar_kafka.kafka.clients import KafkaConnection
+from laminar_kafka.kafka.names import PartitionKey
+
+MarkerReader = Callable[[str, Sequence[PartitionKey]], Mapping[PartitionKey, OffsetMarker | None]]
+"""(pipeline, partitions) → each partition's committed marker; raises LaminarError if unreadable."""
+
+
+@dataclass(frozen=True)
+class MarkerFindings:
+    """The markers of one pipeline's partitions (None: not read) and what is wrong with them."""
+
+    markers: tuple[PartitionMarker, ...] | None
+    problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def kafka_marker_reader(kafka: KafkaConnection, timeout_s: float = 10.0) -> MarkerReader:
+    """Reads markers the way the runner does: the pipeline group's committed offsets."""
+
+    def read(
+        pipeline: str, partitions: Sequence[PartitionKey]
+    ) -> dict[PartitionKey, OffsetMarker | None]:
+        markers = CommittedMarkers(kafka, pipeline, partitions)
+        try:
+            return markers.read(timeout_s)
+        finally:
+            markers.close()
+
+    return read
+
+
+class AskOnce:
+    """A marker reader that stops asking once the broker did not answer: no wait per pipeline."""
+
+    def __init__(self, read: MarkerReader) -> None:
+        self._read = read
+        self._failure: LaminarError | None = None
+
+    def __call__(
+        self, pipeline: str, partitions: Sequence[PartitionKey]
+    ) -> Mapping[PartitionKey, OffsetMarker | None]:
+        if self._failure is not None:
+            raise self._failure
+        try:
+            return self._read(pipeline, partitions)
+        except LaminarError as exc:
+            self._failure = exc
+            raise
+
+
+def check_markers(
+    store: CheckpointStore,
+    manifests: Mapping[int, Manifest],
+    complete: Sequence[int],
+    read_markers: MarkerReader,
+    required: bool,
+) -> MarkerFindings:
+    """The markers of every partition a readable manifest names; a start would refuse a problem.
+
+    A broker that does not answer is a problem if `required`, else a note.
+    """
+    keys = sorted({k for m in manifests.values() for k in m.positions})
+    if not keys:
+        return MarkerFindings(
+            None, notes=("committed markers not read: no readable checkpoint names a partition",)
+        )
+    partitions = [(key.rpartition(":")[0], int(key.rpartition(":")[2])) for key in keys]
+    try:
+        found = read_markers(store.pipeline, partitions)
+    except LaminarError as exc:
+        line = (f"committed markers not read: {exc}",)
+        return MarkerFindings(None, line if required else (), () if required else line)
+    out: list[PartitionMarker] = []
+    problems: list[str] = []
+    for key, tp in zip(keys, partitions, strict=True):
+        marker = found.get(tp)
+        if marker is None:
+            out.append(PartitionMarker(key, None, None, None))
+            continue
+        n = marker.checkpoint_id
+        out.append(PartitionMarker(key, n, marker.generation, n in complete))
+        problem = _marker_problem(key, marker, manifests.get(n), n in complete, store)
+        if problem:
+            problems.append(problem)
+    if all(m.checkpoint_id is None for m in out) and store.markers_seen():
+        problems.append(
+            "Kafka holds no committed marker for any partition, but it did before (the "
+            "group's offsets expired or were deleted): the next run refuses to start "
+            "without --from-checkpoint latest or --reset"
+        )
+    return MarkerFindings(tuple(out), tuple(problems))
+
+
+def _marker_problem(
+    key: str,
+    marker: OffsetMarker,
+    manifest: Manifest | None,
+    complete: bool,
+    store: CheckpointStore,
+) -> str | None:
+    """Why a start would refuse this partition's marker, as recovery would; None if it would not."""
+    n = marker.checkpoint_id
+    names = f"{key}: its committed marker names checkpoint {n}"
+    if not complete:
+        where = "has no manifest" if store.checkpoint_dir(n).exists() else "is not in the store"
+        return (
+            f"{names}, which {where} (deleted, or the store belongs to another cluster): "
+            "the next start fails"
+        )
+    if manifest is None:
+        return f"{names}, whose manifest is unreadable: the next start fails"
+    if manifest.generation != marker.generation:
+        return (
+            f"{names} of generation {marker.generation}, but the manifest is of generation "
+            f"{manifest.generation} (the store comes from another run): the next start fails"
+        )
+    return None

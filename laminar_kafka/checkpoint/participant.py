@@ -1,0 +1,240 @@
+"""The task's half of the checkpoint protocol: pre-commit, then Commit or Abort.
+
+The coordinator (checkpoint/coordinator.py) decides; each task takes part
+through one `CheckpointParticipant`. It drives the task's sink only through
+`prepare`, `commit` and `abort`, writes the state snapshot, and sends the Ack.
+What it remembers is the last committed cut (positions and state bytes), the
+point every rollback returns to.
+
+    OPEN --pre_commit ok--> PREPARED --commit--> OPEN
+    OPEN --pre_commit failed--> FAILED
+    OPEN/PREPARED/FAILED --abort--> OPEN
+
+FAILED is the designed path of a failed pre-commit: the task acks ok=false,
+the coordinator aborts the checkpoint, and `abort` rolls back.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from confluent_kafka import TopicPartition
+
+from laminar_kafka import faults
+from laminar_kafka.checkpoint.markers import marker
+from laminar_kafka.checkpoint.store import CheckpointStore
+from laminar_kafka.control.records import Ack, ControlRecord, partition_key
+from laminar_kafka.errors import FencedError, LaminarError
+from laminar_kafka.faults import FaultPoint
+from laminar_kafka.kafka.names import PartitionKey
+
+log = logging.getLogger(__name__)
+
+READY_CHECKPOINT = 0
+"""An Ack for checkpoint 0 means: recovered and reading."""
+
+
+class ParticipantPhase(enum.Enum):
+    OPEN = "open"
+    PREPARED = "prepared"
+    FAILED = "failed"
+
+
+_TRANSITIONS: dict[str, tuple[frozenset[ParticipantPhase], ParticipantPhase]] = {
+    "prepared": (frozenset({ParticipantPhase.OPEN}), ParticipantPhase.PREPARED),
+    "failed": (frozenset({ParticipantPhase.OPEN}), ParticipantPhase.FAILED),
+    "commit": (frozenset({ParticipantPhase.PREPARED}), ParticipantPhase.OPEN),
+    "abort": (frozenset(ParticipantPhase), ParticipantPhase.OPEN),
+}
+
+
+class TwoPhaseSink(Protocol):
+    """What a participant needs of a sink (KafkaTransaction is one)."""
+
+    txn_id: str
+
+    def begin(self) -> None: ...
+    def prepare(
+        self,
+        offsets: list[TopicPartition],
+        group_metadata: Any,
+        timeout_s: float,
+        checkpoint_id: int = 0,
+    ) -> None: ...
+    def commit(self, timeout_s: float) -> None: ...
+    def abort(self, timeout_s: float) -> None: ...
+
+
+class ControlSender(Protocol):
+    def send(self, record: ControlRecord, timeout_s: float = 30.0) -> None: ...
+
+
+@dataclass(frozen=True)
+class TaskIdentity:
+    pipeline: str
+    task: int
+    generation: int
+
+
+@dataclass(frozen=True)
+class CommittedCut:
+    """Where a task's partitions stood at its last committed checkpoint, and their state."""
+
+    checkpoint_id: int
+    positions: Mapping[PartitionKey, int]
+    snapshot: bytes
+    """The task's encoded state (b"" for a stateless pipeline)."""
+
+
+@dataclass(frozen=True)
+class AlignmentReport:
+    """How the task reached the checkpoint, reported in its Ack."""
+
+    waited_ms: int = 0
+    unaligned: bool = False
+    local_watermark_ms: int | None = None
+
+
+@dataclass
+class _Prepared:
+    checkpoint_id: int
+    positions: dict[PartitionKey, int]
+    snapshot: bytes
+    handles: dict[str, str] = field(default_factory=dict)
+
+
+class CheckpointParticipant:
+    """Carries one task through pre-commit, Commit and Abort of each checkpoint."""
+
+    def __init__(
+        self,
+        identity: TaskIdentity,
+        sink: TwoPhaseSink,
+        store: CheckpointStore,
+        control: ControlSender,
+        group_metadata: Callable[[], Any],
+        start: CommittedCut,
+        commit_timeout_s: float = 30.0,
+    ) -> None:
+        self.identity = identity
+        self.phase = ParticipantPhase.OPEN
+        self.committed = start
+        self._sink = sink
+        self._store = store
+        self._control = control
+        self._group_metadata = group_metadata
+        self._timeout_s = commit_timeout_s
+        self._prepared: _Prepared | None = None
+        self.checkpoints = 0
+
+    def _move(self, action: str) -> None:
+        allowed, target = _TRANSITIONS[action]
+        if self.phase not in allowed:
+            raise LaminarError(f"a participant that is {self.phase.value} cannot {action}")
+        self.phase = target
+
+    def announce_ready(self, positions: Mapping[PartitionKey, int]) -> None:
+        """Tell the coordinator the task recovered and reads (Ack of checkpoint 0)."""
+        self._send_ack(READY_CHECKPOINT, ok=True, positions=positions)
+
+    def pre_commit(
+        self,
+        checkpoint_id: int,
+        positions: Mapping[PartitionKey, int],
+        snapshot: bytes | None,
+        report: AlignmentReport,
+    ) -> bool:
+        """Pre-commit checkpoint N; True when the Ack said ok.
+
+        1. write the state snapshot to the checkpoint store (fsync), if any;
+        2. pre-commit the sink: the offset marker `chk=N gen=G` joins the
+           transaction, all output is flushed and every delivery checked;
+        3. send Ack(N) with positions and snapshot handles (ok=false with the
+           error when 1 or 2 failed: the coordinator then aborts N).
+
+        A fenced sink is not a failed checkpoint: this task is stale and exits.
+        """
+        n, ident = checkpoint_id, self.identity
+        prepared = _Prepared(n, dict(positions), snapshot or b"")
+        error: str | None = None
+        try:
+            if snapshot is not None:  # 1.
+                path = self._store.snapshot_path(n, ident.task, ident.generation)
+                self._store.write_snapshot(path, snapshot)
+                prepared.handles = {partition_key(*k): str(path) for k in positions}
+            faults.crash_here(FaultPoint.AFTER_SNAPSHOT, n, ident.task)
+            offsets = [  # 2.
+                TopicPartition(t, p, off, metadata=marker(n, ident.generation))
+                for (t, p), off in prepared.positions.items()
+            ]
+            self._sink.prepare(offsets, self._group_metadata(), self._timeout_s, n)
+        except FencedError:
+            raise
+        except LaminarError as exc:
+            error = str(exc)
+            log.error("task %d: checkpoint %d failed: %s", ident.task, n, exc)
+        self._move("failed" if error else "prepared")
+        self._prepared = prepared
+        self._send_ack(  # 3.
+            n,
+            ok=error is None,
+            positions=prepared.positions,
+            handles=prepared.handles,
+            error=error,
+            report=report,
+        )
+        return error is None
+
+    def commit(self) -> CommittedCut:
+        """Commit(N) arrived: commit the sink (a timeout is retried, never aborted)."""
+        prepared = self._prepared
+        assert prepared is not None
+        n, task = prepared.checkpoint_id, self.identity.task
+        faults.crash_here(FaultPoint.AFTER_DECISION_BEFORE_COMMIT, n, task)
+        faults.crash_soon(FaultPoint.DURING_COMMIT, n, task)
+        self._sink.commit(timeout_s=self._timeout_s)
+        faults.passed(FaultPoint.DURING_COMMIT, n, task)
+        self._move("commit")
+        self.committed = CommittedCut(n, prepared.positions, prepared.snapshot)
+        self._prepared = None
+        self.checkpoints += 1
+        return self.committed
+
+    def abort(self) -> CommittedCut:
+        """Abort: roll the sink back; the last committed cut is where the task resumes."""
+        self._sink.abort(timeout_s=self._timeout_s)
+        self._move("abort")
+        self._prepared = None
+        return self.committed
+
+    def _send_ack(
+        self,
+        n: int,
+        ok: bool,
+        positions: Mapping[PartitionKey, int],
+        handles: Mapping[str, str] | None = None,
+        error: str | None = None,
+        report: AlignmentReport | None = None,
+    ) -> None:
+        report = report or AlignmentReport()
+        ident = self.identity
+        self._control.send(
+            Ack(
+                pipeline=ident.pipeline,
+                checkpoint_id=n,
+                generation=ident.generation,
+                task=ident.task,
+                ok=ok,
+                error=error,
+                local_watermark_ms=report.local_watermark_ms,
+                positions={partition_key(*k): v for k, v in positions.items()},
+                snapshot_handles=dict(handles or {}),
+                sink_handles={"kafka": self._sink.txn_id},
+                alignment_ms=report.waited_ms,
+                unaligned=report.unaligned,
+            )
+        )

@@ -1,0 +1,95 @@
+"""Each control record as the dict fastavro writes and reads, and back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from laminar_kafka.control.records import Ack, Announcement, Barrier, Phase, Watermark
+
+
+def barrier_to_avro(r: Barrier) -> dict[str, Any]:
+    return {
+        "pipeline": r.pipeline,
+        "checkpoint_id": r.checkpoint_id,
+        "generation": r.generation,
+        "flags": int(r.flags),
+        "timestamp_ms": r.timestamp_ms,
+    }
+
+
+def barrier_from_avro(d: dict[str, Any]) -> Barrier:
+    # flags stays a plain int here: Barrier rejects reserved bits, then converts.
+    return Barrier(
+        d["pipeline"], d["checkpoint_id"], d["generation"], d["flags"], d["timestamp_ms"]
+    )
+
+
+def watermark_to_avro(r: Watermark) -> dict[str, Any]:
+    return {
+        "pipeline": r.pipeline,
+        "generation": r.generation,
+        "task": r.task,
+        "watermark_ms": r.watermark_ms,
+    }
+
+
+def watermark_from_avro(d: dict[str, Any]) -> Watermark:
+    return Watermark(d["pipeline"], d["generation"], d["task"], d["watermark_ms"])
+
+
+def announcement_to_avro(r: Announcement) -> dict[str, Any]:
+    return {
+        "pipeline": r.pipeline,
+        "checkpoint_id": r.checkpoint_id,
+        "generation": r.generation,
+        "phase": r.phase.value,
+        "min_watermark_ms": r.min_watermark_ms,
+        "reason": r.reason,
+        "flags": int(r.flags),
+    }
+
+
+def announcement_from_avro(d: dict[str, Any]) -> Announcement:
+    return Announcement(
+        d["pipeline"],
+        d["checkpoint_id"],
+        d["generation"],
+        Phase(d["phase"]),
+        d["min_watermark_ms"],
+        d["reason"],
+        d["flags"],  # a plain int: the record rejects reserved bits, then converts
+    )
+
+
+def ack_to_avro(r: Ack) -> dict[str, Any]:
+    return {
+        "pipeline": r.pipeline,
+        "checkpoint_id": r.checkpoint_id,
+        "generation": r.generation,
+        "task": r.task,
+        "ok": r.ok,
+        "error": r.error,
+        "local_watermark_ms": r.local_watermark_ms,
+        "positions": r.positions,
+        "snapshot_handles": r.snapshot_handles,
+        "sink_handles": r.sink_handles,
+        "alignment_ms": r.alignment_ms,
+        "unaligned": r.unaligned,
+    }
+
+
+def ack_from_avro(d: dict[str, Any]) -> Ack:
+    return Ack(
+        d["pipeline"],
+        d["checkpoint_id"],
+        d["generation"],
+        d["task"],
+        d["ok"],
+        d["error"],
+        d["local_watermark_ms"],
+        d["positions"],
+        d["snapshot_handles"],
+        d["sink_handles"],
+        d["alignment_ms"],
+        d["unaligned"],
+    )

@@ -1,0 +1,121 @@
+"""The settings of every kind of Kafka client the framework uses, and the clients.
+
+The user's client settings (security, timeouts) are applied over the defaults of
+each kind; settings the protocol depends on (a transactional id, the isolation
+level of a reader) are applied last, so no user setting can break them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
+
+from laminar_kafka.kafka.names import PROBE_GROUP
+
+# Warnings such as "concurrent transactions" while a new task fences an old one
+# are expected during recovery; errors still surface.
+_QUIET = {"log_level": 3}
+
+
+@dataclass(frozen=True)
+class KafkaConnection:
+    """Where the cluster is and how to talk to it (security and other client settings)."""
+
+    bootstrap: str
+    client_config: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # A plain dict copy: read-only views cannot be pickled to the Spark tasks.
+        object.__setattr__(self, "client_config", dict(self.client_config))
+
+    def settings(
+        self, defaults: Mapping[str, Any], fixed: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Defaults, then the user's settings, then what must not be overridden."""
+        return {
+            "bootstrap.servers": self.bootstrap,
+            **_QUIET,
+            **defaults,
+            **self.client_config,
+            **(fixed or {}),
+        }
+
+
+def idempotent_producer(kafka: KafkaConnection) -> Producer:
+    """For control records and barriers: every record written once, in order, at once."""
+    return Producer(
+        kafka.settings({"linger.ms": 0}, {"enable.idempotence": True, "acks": "all"})
+    )
+
+
+def transactional_producer_settings(
+    kafka: KafkaConnection, txn_id: str, transaction_timeout_ms: int, batch_bytes: int | None = None
+) -> dict[str, Any]:
+    """A task's producer: one transaction per checkpoint, batched and compressed.
+
+    `batch_bytes` caps a produce batch: the broker refuses a whole batch larger
+    than a topic's `max.message.bytes`, however small its records.
+    """
+    return kafka.settings(
+        {
+            "linger.ms": 5,
+            "batch.size": min(batch_bytes or 1_000_000, 1_000_000),
+            "batch.num.messages": 10000,
+            "queue.buffering.max.messages": 500000,
+            "compression.type": "lz4",
+            "transaction.timeout.ms": transaction_timeout_ms,
+        },
+        {
+            "transactional.id": txn_id,
+            "enable.idempotence": True,
+            "acks": "all",
+            # Delivery reports for failed records only: a report per delivered
+            # record costs about 1 us of Python each.
+            "delivery.report.only.error": True,
+        },
+    )
+
+
+def source_reader_settings(kafka: KafkaConnection, group: str, batch_size: int) -> dict[str, Any]:
+    """A task's reader: assigned partitions, read_committed, nothing committed but markers."""
+    return kafka.settings(
+        {
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 50,
+            "queued.min.messages": max(batch_size * 4, 10000),
+            # Once a partition's prefetch queue is full, librdkafka waits this long
+            # before fetching it again (default 1 s). With a small queue the default
+            # starves the task: reading capped at about 35k records/s per task.
+            "fetch.queue.backoff.ms": 10,
+        },
+        {
+            "group.id": group,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": False,
+        },
+    )
+
+
+def control_reader(kafka: KafkaConnection, group: str) -> Consumer:
+    """Reads the control topic from an assigned offset; commits nothing."""
+    return Consumer(
+        kafka.settings(
+            {"fetch.wait.max.ms": 10},
+            {"group.id": group, "enable.auto.commit": False, "enable.partition.eof": False},
+        )
+    )
+
+
+def probe_consumer(kafka: KafkaConnection) -> Consumer:
+    """A consumer that only asks for offsets and metadata."""
+    return Consumer(kafka.settings({}, {"group.id": PROBE_GROUP, "enable.auto.commit": False}))
+
+
+def admin_client(kafka: KafkaConnection) -> AdminClient:
+    return AdminClient(kafka.settings({}))

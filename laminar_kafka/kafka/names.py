@@ -1,0 +1,38 @@
+"""The names laminar-kafka gives to what it keeps in Kafka, in one place.
+
+Every name derives from the pipeline's name, so two pipelines on one cluster
+never share a transactional id, a consumer group or a control topic.
+"""
+
+from __future__ import annotations
+
+PartitionKey = tuple[str, int]
+"""A source partition: (topic, partition)."""
+
+PROBE_GROUP = "laminar-probe"
+"""Group id of short-lived consumers that only read offsets; they never commit."""
+
+
+def transactional_id(pipeline: str, task: int) -> str:
+    """The transactional id of task `task`: reused across checkpoints and generations."""
+    return f"laminar-{pipeline}-task-{task}"
+
+
+def consumer_group(pipeline: str) -> str:
+    """Where the checkpoints' offset markers are committed (through the transactions)."""
+    return f"laminar-{pipeline}"
+
+
+def control_group(pipeline: str) -> str:
+    """Group id of the control-topic readers (assigned, never committed)."""
+    return f"laminar-{pipeline}-control"
+
+
+def control_topic(pipeline: str) -> str:
+    """The single-partition topic of Announcements and Acks."""
+    return f"_laminar.{pipeline}.control"
+
+
+def dead_letter_topic(pipeline: str, override: str | None = None) -> str:
+    """Where records the pipeline cannot process go, with the reason."""
+    return override or f"{pipeline}.dlq"

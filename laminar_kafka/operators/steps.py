@@ -1,0 +1,67 @@
+"""Stable names and signatures of stateful steps: what keys and what validates state.
+
+State is stored under a step's name, never under a position in the pipeline,
+so flows may be added, removed or reordered between runs without misrouting
+it. The signature says what the saved state means (kind, key, partitioner); a
+restart compares signatures to refuse state that would be misread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from laminar_kafka.operators.base import Operator
+from laminar_kafka.operators.keyed import AggregateOp, KeyByOp, StepKind
+
+
+def name_steps(operators: Iterable[Operator], label: str) -> tuple[Operator, ...]:
+    """The operators with each stateful step named: its `name`, else `<label>/aggregate-<k>`.
+
+    `k` counts the stateful steps of this flow only (1-based), so a derived name
+    depends on the flow's own topology, not on the flows around it.
+    """
+    named: list[Operator] = []
+    rank = 0
+    for op in operators:
+        if isinstance(op, AggregateOp):
+            rank += 1
+            op = replace(op, step=op.name or f"{label}/aggregate-{rank}")
+        named.append(op)
+    return tuple(named)
+
+
+def describe_steps(operators: Iterable[Operator], where: str) -> list[tuple[str, str]]:
+    """(name, description) of each stateful step, e.g. `count #1 of <where>`, for messages."""
+    steps = [op for op in operators if isinstance(op, AggregateOp)]
+    return [(op.step, f"{op.kind} #{k} of {where}") for k, op in enumerate(steps, 1)]
+
+
+def step_signatures(operators: Iterable[Operator]) -> dict[str, str]:
+    """Step name → signature of each stateful step, keyed by the key_by before it."""
+    found: dict[str, str] = {}
+    key_by: KeyByOp | None = None
+    for op in operators:
+        if isinstance(op, KeyByOp):
+            key_by = op
+        elif isinstance(op, AggregateOp):
+            found[op.step] = step_signature(op.kind, key_by)
+    return found
+
+
+def step_signature(kind: StepKind, key_by: KeyByOp | None) -> str:
+    """A step's kind, key and partitioner, e.g. `count by field 'customer' (murmur2)`.
+
+    Two runs may share a step's table only if this is equal in both; a key
+    function is known by its module and qualified name (its code is not compared).
+    """
+    if key_by is None:
+        return f"{kind} without key_by"
+    key = key_by.key
+    if callable(key):
+        name = getattr(key, "__qualname__", None) or type(key).__qualname__
+        module = getattr(key, "__module__", None) or type(key).__module__
+        described = f"function {module}.{name}"
+    else:
+        described = f"field {key!r}"
+    return f"{kind} by {described} ({key_by.partitioner})"

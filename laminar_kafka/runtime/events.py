@@ -1,0 +1,99 @@
+"""What a run tells its listeners: typed events, never sentences to parse.
+
+The runner emits them; the CLI prints them, the demo and the chaos rounds act
+on them, and `laminar-kafka run --events-file` writes them as JSON lines.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class RuntimeEvent:
+    """Base of every event; `at` is wall-clock seconds since the Unix epoch."""
+
+    name: ClassVar[str] = "event"
+    at: float = field(default_factory=time.time, kw_only=True)
+
+    def to_json(self) -> str:
+        body = {"event": self.name, **dataclasses.asdict(self)}
+        return json.dumps(body, sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class ParallelismCapped(RuntimeEvent):
+    name: ClassVar[str] = "parallelism_capped"
+    requested: int
+    used: int
+    partitions: int
+
+
+@dataclass(frozen=True)
+class GenerationStarted(RuntimeEvent):
+    """Every task of a worker generation recovered and reads."""
+
+    name: ClassVar[str] = "generation_started"
+    generation: int
+    tasks: int
+    start_s: float
+    recovery_s: float | None = None
+    """Seconds from the loss of the previous generation, after a failure."""
+
+
+@dataclass(frozen=True)
+class CheckpointCommitted(RuntimeEvent):
+    name: ClassVar[str] = "checkpoint_committed"
+    checkpoint_id: int
+    generation: int
+    duration_s: float
+    unaligned_tasks: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckpointAborted(RuntimeEvent):
+    name: ClassVar[str] = "checkpoint_aborted"
+    checkpoint_id: int
+    generation: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class WorkerLost(RuntimeEvent):
+    """The worker job of a generation failed; a restart follows after `backoff_s`."""
+
+    name: ClassVar[str] = "worker_lost"
+    generation: int
+    reason: str
+    restart: int
+    backoff_s: float
+
+
+@dataclass(frozen=True)
+class Drained(RuntimeEvent):
+    """The final DRAIN checkpoint committed; every task exited."""
+
+    name: ClassVar[str] = "drained"
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
+class Stopped(RuntimeEvent):
+    name: ClassVar[str] = "stopped"
+    committed: int
+    aborted: int
+    restarts: int
+
+
+Listener = Callable[[RuntimeEvent], None]
+
+
+def parse_event_line(line: str) -> dict[str, Any]:
+    """One line of an events file, as a dict with its "event" name."""
+    body: dict[str, Any] = json.loads(line)
+    return body

@@ -1,0 +1,57 @@
+"""The announcements a task has received and not yet acted on.
+
+They are acted on in arrival order, except the decision a task waits for,
+which is taken out of turn; whatever arrived with it (a PREPARE or an Abort
+of the next checkpoint) stays for the loop, never dropped. Any announcement
+of a newer generation means this task is stale: it raises FencedError.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from laminar_kafka.control.records import Announcement
+from laminar_kafka.control.transport import ControlChannel
+from laminar_kafka.errors import FencedError
+
+
+class AnnouncementInbox:
+    """Announcements of one pipeline for one task of generation `generation`."""
+
+    def __init__(self, control: ControlChannel, generation: int, task: int) -> None:
+        self._control = control
+        self._generation = generation
+        self._task = task
+        self._queue: deque[Announcement] = deque()
+
+    def _accept(self, announcements: list[Announcement]) -> None:
+        for announcement in announcements:
+            if announcement.generation > self._generation:
+                raise FencedError(
+                    f"task {self._task} of generation {self._generation} is stale: "
+                    f"generation {announcement.generation} started"
+                )
+            if announcement.generation == self._generation:
+                self._queue.append(announcement)
+
+    def fetch(self, timeout_s: float) -> None:
+        """Take in what arrived within `timeout_s`."""
+        self._accept(self._control.receive(timeout_s))
+
+    def catch_up(self) -> None:
+        """Take in everything up to the control topic's end (at start: am I stale?)."""
+        self._accept(self._control.catch_up())
+
+    def take_decision(self, checkpoint_id: int) -> Announcement | None:
+        """The Commit or Abort of `checkpoint_id`, if it arrived."""
+        for announcement in self._queue:
+            if announcement.checkpoint_id == checkpoint_id and (
+                announcement.is_commit or announcement.is_abort
+            ):
+                self._queue.remove(announcement)
+                return announcement
+        return None
+
+    def pop(self) -> Announcement | None:
+        """The oldest announcement not acted on yet."""
+        return self._queue.popleft() if self._queue else None

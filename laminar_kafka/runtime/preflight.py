@@ -1,0 +1,93 @@
+"""Checks of the cluster against a run's settings, before anything starts.
+
+The brokers cap every producer's transaction.timeout.ms at their own
+transaction.max.timeout.ms (15 minutes by default). A task's producer asking
+for more fails only once the tasks start, with a broker error that names
+neither the checkpoint settings nor the broker setting. So the timeout a run
+needs is compared first with the lowest cap of all brokers (any of them may
+coordinate a task's transactions), and refused with both ways out.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported, not in __all__
+    AdminClient,
+    ConfigResource,
+    ResourceType,
+)
+
+from laminar_kafka.errors import ConfigError
+from laminar_kafka.kafka.clients import admin_client
+from laminar_kafka.runtime.config import TRANSACTION_RESTART_MARGIN_S, RuntimeConfig
+
+log = logging.getLogger(__name__)
+
+MAX_TIMEOUT_SETTING = "transaction.max.timeout.ms"
+
+
+def broker_max_transaction_timeout_ms(admin: AdminClient, timeout_s: float = 30.0) -> int | None:
+    """The lowest transaction.max.timeout.ms of the brokers, or None if none can be read.
+
+    A broker whose configuration cannot be read (no DescribeConfigs permission,
+    say) is logged and left out.
+    """
+    brokers = admin.list_topics(timeout=timeout_s).brokers
+    resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(brokers)]
+    if not resources:
+        return None
+    found: list[int] = []
+    for resource, future in admin.describe_configs(resources, request_timeout=timeout_s).items():
+        try:
+            entry = future.result(timeout_s).get(MAX_TIMEOUT_SETTING)
+        except Exception as exc:  # KafkaException for ACLs and timeouts, among others
+            log.warning("cannot read %s of broker %s: %s", MAX_TIMEOUT_SETTING, resource.name, exc)
+            continue
+        if entry is not None and entry.value is not None:
+            found.append(int(entry.value))
+    return min(found) if found else None
+
+
+def check_transaction_timeout(
+    config: RuntimeConfig, admin: AdminClient | None = None, timeout_s: float = 30.0
+) -> None:
+    """Raise ConfigError if the run's transaction timeout exceeds what the brokers allow.
+
+    If the brokers' setting cannot be read, a warning is logged and the run
+    goes on: the producers will fail at start if the timeout is too long.
+    """
+    wanted = config.effective_transaction_timeout_ms
+    try:
+        allowed = broker_max_transaction_timeout_ms(
+            admin if admin is not None else admin_client(config.kafka), timeout_s
+        )
+    except Exception as exc:
+        allowed = None
+        log.warning("cannot read %s from the brokers: %s", MAX_TIMEOUT_SETTING, exc)
+    if allowed is None:
+        log.warning(
+            "transaction timeout %d ms not checked against the brokers' %s",
+            wanted,
+            MAX_TIMEOUT_SETTING,
+        )
+        return
+    if wanted > allowed:
+        raise ConfigError(_too_long(config, wanted, allowed))
+
+
+def _too_long(config: RuntimeConfig, wanted: int, allowed: int) -> str:
+    if config.transaction_timeout_ms is not None:
+        asked = f"the transaction timeout of {wanted} ms set for this run"
+        shorter = "set a shorter transaction timeout"
+    else:
+        asked = (
+            f"a transaction timeout of {wanted} ms (checkpoint interval "
+            f"{config.checkpoint_interval_s:g} s + 2 x checkpoint timeout "
+            f"{config.checkpoint_timeout_s:g} s + {TRANSACTION_RESTART_MARGIN_S:g} s for a restart)"
+        )
+        shorter = "use a shorter --checkpoint-interval or --checkpoint-timeout"
+    return (
+        f"this run needs {asked}, but the brokers allow at most {allowed} ms "
+        f"({MAX_TIMEOUT_SETTING}); {shorter}, or raise {MAX_TIMEOUT_SETTING} on every broker"
+    )

@@ -1,0 +1,38 @@
+"""What the flow runner writes its output and dead letters into.
+
+A structural type, so that the task's `KafkaTransaction` and the in-memory
+writer of `laminar_kafka.testing` both fit without a common base class: the
+flow runner only ever produces records, it never commits or aborts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+OutputHeader = tuple[str, str | bytes | None]
+
+
+class OutputWriter(Protocol):
+    """Accepts records for sink topics; when they become visible is the writer's business."""
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None,
+        headers: Sequence[OutputHeader] | None,
+        /,
+    ) -> None:
+        """One record (a dead letter, with its headers)."""
+        ...
+
+    def produce_batch(
+        self,
+        topic: str,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None,
+        /,
+    ) -> None:
+        """Many records of one topic; `keys[i]` is the key of `values[i]`, if keys are given."""
+        ...

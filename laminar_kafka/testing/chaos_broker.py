@@ -1,0 +1,97 @@
+"""The local broker that broker-bounce rounds may SIGKILL, and the bounce itself.
+
+A round never kills a broker it was not handed: by default the harness starts
+its own `LocalBroker` in a home of its own (under the run's work directory)
+and stops it at the end; `--broker-home` hands over the local broker of that
+home instead (started if it does not run, left running if it did). A bounce is
+a SIGKILL of the broker's process, a moment's wait, and a start on the same
+home, which brings the broker back on the same address (`LocalBroker` reuses
+the previous start's ports when they are free): clients that knew the old
+address reconnect to the new process.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from laminar_kafka.broker.local import LocalBroker
+from laminar_kafka.broker.processes import settle_child, signal_tree, wait_exit
+from laminar_kafka.errors import LaminarError
+
+POLL_S = 0.05
+"""How often the wait for the pipeline's reaction looks at its events."""
+
+BROKER_START_TIMEOUT_S = 180.0
+"""A broker's JVM start on a busy 2-core machine, data recovery after a SIGKILL included."""
+
+
+@dataclass(frozen=True)
+class Bounce:
+    """One SIGKILL and restart of the broker (wall-clock times, time.time())."""
+
+    pid: int
+    bootstrap: str
+    killed_at: float
+    back_at: float
+    """When the restarted broker answered metadata requests again."""
+
+    @property
+    def down_s(self) -> float:
+        return self.back_at - self.killed_at
+
+
+class BounceableBroker:
+    """A local broker in `home` that this harness may kill and start again."""
+
+    def __init__(self, home: Path) -> None:
+        self.broker = LocalBroker(home)
+        self._started_here = False
+
+    @property
+    def home(self) -> Path:
+        return self.broker.home
+
+    def start(self) -> str:
+        """Its bootstrap address, starting it if it does not run (then `close` stops it)."""
+        running = self.broker.status()
+        if running is not None:
+            return running.bootstrap
+        info = self.broker.start(timeout_s=BROKER_START_TIMEOUT_S)
+        self._started_here = True
+        return info.bootstrap
+
+    def bounce(self, reacted: Callable[[], bool], max_down_s: float) -> Bounce:
+        """SIGKILL the broker; start it again once `reacted()` or after `max_down_s`.
+
+        Fails unless it comes back on the address it had: a pipeline told that
+        address once could never find it otherwise.
+        """
+        info = self.broker.status()
+        if info is None:
+            raise LaminarError(f"the broker of {self.home} does not run: nothing to bounce")
+        killed_at = time.time()
+        signal_tree(info.pid, signal.SIGKILL)
+        if not wait_exit(info.pid, 30):
+            raise LaminarError(f"broker pid {info.pid} survived SIGKILL for 30s")
+        settle_child(info.pid)
+        deadline = time.monotonic() + max_down_s
+        while not reacted() and time.monotonic() < deadline:
+            time.sleep(POLL_S)  # the events file gives no notification
+        back = self.broker.start(timeout_s=BROKER_START_TIMEOUT_S)
+        back_at = time.time()
+        if back.bootstrap != info.bootstrap:
+            raise LaminarError(
+                f"the broker of {self.home} came back at {back.bootstrap}, not at "
+                f"{info.bootstrap} where it was killed: clients cannot find it"
+            )
+        return Bounce(info.pid, info.bootstrap, killed_at, back_at)
+
+    def close(self) -> None:
+        """Stop the broker if this harness started it; a broker it was handed stays up."""
+        if self._started_here:
+            self.broker.stop()
+            self._started_here = False

@@ -1,0 +1,174 @@
+"""Evidence that a chaos round's kill happened, hit work in flight, and was recovered from.
+
+A round that cannot show these proves nothing, so it fails instead:
+
+- the fault: a worker kill or pause names the task and generation it hit; an
+  application kill must end the application with SIGKILL (exit status -9); a
+  broker bounce names the broker process it killed;
+- work in flight: input the broker had appended before the kill that no
+  committed checkpoint covered yet. The pipeline's consumer group holds the
+  committed offsets (they are committed in the same transactions as the
+  output), so a delivered record at or past its partition's committed offset
+  is not reflected in committed output. Offsets are read after the kill and
+  only grow, so the count is a lower bound;
+- the recovery path: a worker kill or pause must be recovered in place (a
+  `worker_lost` event of the hit generation, then a later
+  `generation_started`), an application kill by a new application, a broker
+  bounce by the same application (its generation rode the outage out, or was
+  restarted in place).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, TopicPartition
+
+from laminar_kafka.kafka.names import PartitionKey, consumer_group
+from laminar_kafka.testing.chaos_app import Event
+from laminar_kafka.testing.chaos_producer import Delivered
+from laminar_kafka.testing.orders import read_committed_records
+
+
+class KillKind(enum.Enum):
+    """What a round's fault hit: SIGKILL of a worker, the application or the broker; SIGSTOP."""
+
+    WORKER = "worker"
+    APPLICATION = "app"
+    BROKER = "broker"
+    PAUSE = "pause"
+    """A worker task stopped (SIGSTOP) past the checkpoint timeout, then continued."""
+
+
+class RecoveryPath(enum.Enum):
+    IN_PLACE = "in-place"
+    """The same application started a new worker generation."""
+    NEW_APPLICATION = "new-app"
+    RODE_OUT = "rode-out"
+    """The same application and generation carried on (a broker bounce only)."""
+
+
+@dataclass(frozen=True)
+class Kill:
+    """What a round killed and when (wall clock, time.time())."""
+
+    kind: KillKind
+    target: str
+    """`g<generation>.t<task>` for a worker, `pid <n>` for the driver or the broker."""
+    at: float
+    generation: int | None = None
+    """The hit worker's generation; for a broker bounce, the generation running then."""
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """The pipeline's progress at a kill."""
+
+    produced: int
+    """Input records the broker had appended before the kill."""
+    reflected: int
+    """Of those, how many committed output already covered (below the committed offsets)."""
+    committed_output: int
+    """Output records a read_committed consumer saw right after the kill."""
+
+    @property
+    def records(self) -> int:
+        """Input produced but not yet reflected in committed output: what the kill put at risk."""
+        return self.produced - self.reflected
+
+
+def committed_offsets(
+    bootstrap: str, pipeline: str, partitions: Iterable[PartitionKey]
+) -> dict[PartitionKey, int]:
+    """The pipeline group's committed offset per partition (0 where none is committed yet)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": consumer_group(pipeline),
+            "enable.auto.commit": False,
+            # librdkafka's default (read_committed) makes the fetch wait for offsets
+            # of a transaction still open, such as the one a kill left behind.
+            "isolation.level": "read_uncommitted",
+        }
+    )
+    try:
+        found = consumer.committed([TopicPartition(t, p) for t, p in partitions], timeout=30)
+    finally:
+        consumer.close()
+    return {(tp.topic, tp.partition): max(tp.offset, 0) for tp in found}
+
+
+def count_in_flight(
+    delivered: Sequence[Delivered], committed: dict[PartitionKey, int], at: float
+) -> tuple[int, int]:
+    """(records delivered before `at`, how many of them lie below the committed offsets)."""
+    before = [d for d in delivered if d.at <= at]
+    reflected = sum(1 for d in before if d.offset < committed.get((d.topic, d.partition), 0))
+    return len(before), reflected
+
+
+def measure_in_flight(
+    bootstrap: str,
+    pipeline: str,
+    delivered: Sequence[Delivered],
+    at: float,
+    sinks: Iterable[str],
+) -> InFlight:
+    """Read, right after a kill at `at`, how much input it left uncommitted."""
+    partitions = {(d.topic, d.partition) for d in delivered}
+    produced, reflected = count_in_flight(
+        delivered, committed_offsets(bootstrap, pipeline, partitions), at
+    )
+    output = sum(len(read_committed_records(bootstrap, sink)) for sink in sinks)
+    return InFlight(produced, reflected, output)
+
+
+def recovered_in_place(events: Sequence[Event], generation: int) -> Event | None:
+    """The `generation_started` that followed a `worker_lost` of `generation`, if any."""
+    lost = next(
+        (
+            i
+            for i, e in enumerate(events)
+            if e.get("event") == "worker_lost" and e.get("generation") == generation
+        ),
+        None,
+    )
+    if lost is None:
+        return None
+    return next(
+        (
+            e
+            for e in events[lost + 1 :]
+            if e.get("event") == "generation_started" and e.get("generation", 0) > generation
+        ),
+        None,
+    )
+
+
+def first_commit_after(events: Sequence[Event], generation: int) -> Event | None:
+    """The first `checkpoint_committed` of a generation newer than `generation`."""
+    return next(
+        (
+            e
+            for e in events
+            if e.get("event") == "checkpoint_committed" and e.get("generation", 0) > generation
+        ),
+        None,
+    )
+
+
+def generation_at(events: Sequence[Event], at: float) -> int:
+    """The newest generation started before wall-clock time `at` (0 if none)."""
+    started = [
+        int(e.get("generation", 0))
+        for e in events
+        if e.get("event") == "generation_started" and float(e.get("at", 0.0)) <= at
+    ]
+    return max(started, default=0)
+
+
+def losses_since(events: Sequence[Event], at: float) -> list[Event]:
+    """The `worker_lost` events written after wall-clock time `at`."""
+    return [e for e in events if e.get("event") == "worker_lost" and float(e.get("at", 0.0)) > at]

@@ -1,0 +1,148 @@
+"""The input of a chaos round, produced on a thread while the pipeline runs.
+
+Records arrive in chunks with a pause between them, so that kills meet a
+pipeline with input in flight. Each delivery is recorded with its offset and
+wall-clock time: what was produced before a kill, and which of it a
+checkpoint covered, are then facts, not guesses. A failure of the producer
+fails the round with the producer's error (`join`, `check`); it never turns
+into a count of lost records.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from laminar_kafka.errors import LaminarError
+
+
+@dataclass(frozen=True)
+class InputRecord:
+    """One input record and the partition it must land in (where its key maps to)."""
+
+    topic: str
+    partition: int
+    key: bytes | None
+    value: bytes | None
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """A delivery report: where the broker appended a record, and when we heard of it."""
+
+    topic: str
+    partition: int
+    offset: int
+    at: float
+    """Wall-clock seconds (time.time()) when the report arrived, after the append."""
+
+
+class PacedProducer:
+    """Produces `records` in `chunks` chunks, `pause_s` apart, on a daemon thread."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        records: Sequence[InputRecord],
+        chunks: int = 20,
+        pause_s: float = 0.15,
+        config: dict[str, Any] | None = None,
+    ) -> None:
+        self._records = records
+        self._chunk = max(1, -(-len(records) // max(1, chunks)))
+        self._pause_s = pause_s
+        self._config = {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            **(config or {}),
+        }
+        self._delivered: list[Delivered] = []
+        self._progress = threading.Condition()
+        self._stop = threading.Event()
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="chaos-producer", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._produce_all()
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            with self._progress:
+                self._progress.notify_all()
+
+    def _produce_all(self) -> None:
+        producer = Producer(self._config)
+        failures: list[KafkaError] = []
+
+        def report(err: KafkaError | None, msg: Any) -> None:
+            if err is not None:
+                failures.append(err)
+                return
+            with self._progress:
+                self._delivered.append(
+                    Delivered(msg.topic(), msg.partition(), msg.offset(), time.time())
+                )
+                self._progress.notify_all()
+
+        for start in range(0, len(self._records), self._chunk):
+            for r in self._records[start : start + self._chunk]:
+                while True:
+                    try:
+                        producer.produce(r.topic, r.value, r.key, r.partition, on_delivery=report)
+                        break
+                    except BufferError:
+                        producer.poll(0.1)
+            left = producer.flush(60)
+            if failures:
+                raise LaminarError(f"producing the round's input failed: {failures[0].str()}")
+            if left:
+                raise LaminarError(f"{left} input records still undelivered after 60s")
+            if self._stop.wait(self._pause_s):  # pacing; cleanup() cuts it short
+                return
+
+    def delivered(self) -> list[Delivered]:
+        with self._progress:
+            return list(self._delivered)
+
+    def wait_delivered(self, count: int, timeout_s: float) -> None:
+        """Block until `count` records were delivered; the producer's error if it failed."""
+        with self._progress:
+            done = self._progress.wait_for(
+                lambda: len(self._delivered) >= count or not self._thread.is_alive(),
+                timeout_s,
+            )
+        self.check()
+        if not done or len(self.delivered()) < count:
+            raise LaminarError(f"{count} input records not delivered within {timeout_s:.0f}s")
+
+    def check(self) -> None:
+        """Raise the producer's error, if it had one."""
+        if self.error is not None:
+            cause = self.error
+            if isinstance(cause, LaminarError):
+                raise cause
+            kind = "Kafka error" if isinstance(cause, KafkaException) else type(cause).__name__
+            raise LaminarError(f"the round's producer failed ({kind}): {cause}") from cause
+
+    def join(self, timeout_s: float) -> int:
+        """Wait for the last delivery; the count delivered, or the producer's error."""
+        self._thread.join(timeout_s)
+        self.check()
+        if self._thread.is_alive():
+            raise LaminarError(f"the round's producer did not finish within {timeout_s:.0f}s")
+        return len(self.delivered())
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)

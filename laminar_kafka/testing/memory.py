@@ -1,0 +1,257 @@
+"""Run a pipeline in memory, without broker or Spark: unit tests of the user's pipeline.
+
+Records go through the same `FlowRunner` the worker tasks use; keyed state is
+snapshot and restored with the runtime's own snapshot functions. So a test here
+checks the user's functions, formats and state exactly as they will run, in
+milliseconds:
+
+    out = run_pipeline(pipeline, {"orders": [order(1), order(2)]})
+    out["customer-totals"]            # decoded values of the sink topic
+
+`PipelineTester` adds checkpoints and crashes, step by step. Its committed
+output after any sequence of sends, checkpoints and crashes must equal the
+output of one crash-free run: the exactly-once contract, testable per pipeline.
+`redeploy` restarts it with a new version of the pipeline, as a code change
+between two runs does: state follows its step names, or the change is refused.
+
+Records run one at a time by default (`batch_size=1`), so the output does not
+depend on how the input was chunked; committed output is listed source
+partition by source partition, in offset order within each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from laminar_kafka.api.pipeline import Flow, Pipeline
+from laminar_kafka.checkpoint.topology import check_topology
+from laminar_kafka.errors import ConfigError, PipelineError, RecordDecodeError
+from laminar_kafka.formats import Format
+from laminar_kafka.kafka.names import PartitionKey
+from laminar_kafka.operators.keyed import key_bytes
+from laminar_kafka.runtime.config import RuntimeConfig
+from laminar_kafka.runtime.processing import FlowRunner
+from laminar_kafka.state.snapshot import (
+    PartitionTables,
+    decode_partition_snapshot,
+    encode_task_snapshot,
+)
+from laminar_kafka.testing.memory_log import (
+    DeadLetterRecord,
+    MemoryMessage,
+    MemoryOutput,
+    ProducedRecord,
+    Raw,
+    partition_counts,
+    partition_for,
+)
+
+__all__ = ["DeadLetterRecord", "PipelineTester", "Raw", "run_pipeline"]
+
+
+class PipelineTester:
+    """Feeds a pipeline step by step, with checkpoints and crashes, all in memory.
+
+    `send` appends records to the source partitions and processes them;
+    `checkpoint` snapshots state and offsets and commits the output so far;
+    `crash` drops uncommitted output, restores the last snapshot and rewinds
+    the input to its offsets, to be replayed by the next `send` or `checkpoint`;
+    `redeploy` does the same with a new version of the pipeline.
+    """
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        partitions: int | Mapping[str, int] = 1,
+        *,
+        batch_size: int = 1,
+        dead_letter_topic: str | None = None,
+    ) -> None:
+        pipeline.validate()
+        if batch_size < 1:
+            raise ConfigError(f"batch size must be positive, not {batch_size}")
+        config = RuntimeConfig("memory", "memory", dead_letter_topic=dead_letter_topic)
+        self.dead_letter_topic = config.dead_letters_to(pipeline.name)
+        self._batch_size = batch_size
+        self._counts: dict[str, int] = {}
+        self._sinks: dict[str, Format] = {}
+        self._rank: dict[PartitionKey, int] = {}
+        self._log: dict[PartitionKey, list[MemoryMessage]] = {}
+        self._output = MemoryOutput()
+        self._clock_ms = 0
+        self._snapshot: bytes | None = None
+        self._snapshot_keys: frozenset[PartitionKey] = frozenset()
+        self._snapshot_topology: dict[str, str] = {}
+        self._checkpoint_offsets: dict[PartitionKey, int] = {}
+        self.checkpoints = 0
+        self._deploy(pipeline, partition_counts(pipeline, partitions))
+
+    def _deploy(self, pipeline: Pipeline, counts: Mapping[str, int]) -> None:
+        """Run `pipeline` from the last checkpoint; topics seen before keep their input."""
+        self.pipeline = pipeline
+        self._counts = {**counts, **self._counts}  # a topic keeps its partition count
+        self._keys: list[PartitionKey] = [
+            (t, p) for t in pipeline.source_topics for p in range(self._counts[t])
+        ]
+        for key in self._keys:
+            self._rank.setdefault(key, len(self._rank))
+            self._log.setdefault(key, [])
+            self._checkpoint_offsets.setdefault(key, 0)
+        # Sinks of earlier versions stay readable: their committed output is still there.
+        self._sinks.update({f.sink.topic: f.sink.value_format for f in reversed(pipeline.flows)})
+        self._restart()
+
+    def _restart(self) -> None:
+        """A new worker generation resuming from the last checkpoint (or from scratch)."""
+        self._runner = FlowRunner(self.pipeline, self._counts, self.dead_letter_topic)
+        self._positions = {k: self._checkpoint_offsets[k] for k in self._keys}
+        snapshot = self._snapshot
+        self._states: dict[PartitionKey, PartitionTables] = {
+            k: decode_partition_snapshot(snapshot, k, "memory")
+            if snapshot is not None and k in self._snapshot_keys
+            else {}
+            for k in self._keys
+        }
+
+    # -- input ------------------------------------------------------------
+    def send(
+        self,
+        topic: str,
+        values: Iterable[Any],
+        keys: Iterable[Any] | None = None,
+        timestamps: Iterable[int] | None = None,
+    ) -> None:
+        """Append records to `topic` (encoded with its source format; `Raw` as is), process them.
+
+        Without `keys`, a record goes to the partition its first `key_by` key maps
+        to (what a producer keyed by that field does), else to partition 0; with
+        `keys`, to the partition Kafka's producer picks for that key.
+        """
+        flows = [f for f in self.pipeline.flows if f.source.topic == topic]
+        if not flows:
+            raise ConfigError(f"pipeline {self.pipeline.name!r} does not read topic {topic!r}")
+        items = list(values)
+        key_list = list(keys) if keys is not None else [None] * len(items)
+        stamps = list(timestamps) if timestamps is not None else None
+        if len(key_list) != len(items) or (stamps is not None and len(stamps) != len(items)):
+            raise ConfigError(f"send to {topic}: keys and timestamps must match the values")
+        # Every value is encoded before any is appended: a bad one leaves the input as it was.
+        datas = [self._encode(flows[0], value, i) for i, value in enumerate(items)]
+        for i, (data, key) in enumerate(zip(datas, key_list, strict=True)):
+            raw_key = None if key is None else key_bytes(key)
+            partition = partition_for(flows, self._counts[topic], data, raw_key, keys is not None)
+            log = self._log[(topic, partition)]
+            ts = stamps[i] if stamps is not None else self._clock_ms
+            log.append(MemoryMessage(topic, partition, len(log), raw_key, data, ts))
+            self._clock_ms += 1
+        self._process()
+
+    @staticmethod
+    def _encode(flow: Flow, value: Any, index: int) -> bytes | None:
+        if isinstance(value, Raw):
+            return value.data
+        fmt = flow.source.value_format
+        try:
+            return fmt.encode_one(value)
+        except RecordDecodeError as exc:
+            raise PipelineError(
+                f"input #{index} for {flow.source.topic} cannot be encoded as {fmt.name}: {exc} "
+                "(wrap bytes in Raw(...) to send them as they are)"
+            ) from None
+
+    def _process(self) -> None:
+        """Run every partition from its position to the end of its input."""
+        for key in self._keys:
+            log, position = self._log[key], self._positions[key]
+            while position < len(log):
+                batch = log[position : position + self._batch_size]
+                self._output.source = key
+                self._runner.run(key, batch, self._states[key], self._output)
+                position += len(batch)
+                self._positions[key] = position
+
+    # -- checkpoints and crashes ------------------------------------------
+    def checkpoint(self) -> int:
+        """Process what is pending, snapshot state and offsets, commit; returns its number."""
+        self._process()
+        self._snapshot = encode_task_snapshot(self._states)
+        self._snapshot_keys = frozenset(self._states)
+        self._snapshot_topology = self.pipeline.topology()  # as the runner's manifest holds it
+        self._checkpoint_offsets.update(self._positions)
+        self._output.commit()
+        self.checkpoints += 1
+        return self.checkpoints
+
+    def crash(self) -> None:
+        """Lose everything since the last checkpoint: output, state and read positions."""
+        self._output.abort()
+        self._restart()
+
+    def redeploy(self, pipeline: Pipeline, partitions: int | Mapping[str, int] = 1) -> None:
+        """Crash, then restart from the last checkpoint with `pipeline`, a new version.
+
+        As a restart of the runner with changed code: the change is checked against
+        the checkpoint's topology (`CheckpointError` when a step with state is gone
+        or changed), each stateful step gets its state back by name, and input
+        resumes at the checkpoint's offsets (a new source topic from its start).
+        Topics keep their partition count; `partitions` sizes new ones.
+        """
+        pipeline.validate()
+        if pipeline.name != self.pipeline.name:
+            raise ConfigError(
+                f"redeploy needs the same pipeline name ({self.pipeline.name!r}, not "
+                f"{pipeline.name!r}): the name keys the checkpoints"
+            )
+        if not isinstance(partitions, int):
+            partitions = {t: n for t, n in partitions.items() if t not in self._counts}
+        counts = partition_counts(pipeline, partitions)
+        check_topology(self._snapshot_topology, pipeline.topology(), self.checkpoints)
+        self._output.abort()
+        self._deploy(pipeline, counts)
+
+    # -- output -----------------------------------------------------------
+    def _committed(self, topic: str) -> list[ProducedRecord]:
+        records = [r for r in self._output.committed if r.topic == topic]
+        return sorted(records, key=lambda r: self._rank[r.source])  # stable: offset order kept
+
+    def output(self, topic: str) -> list[Any]:
+        """The committed output of a sink topic, decoded (dead letters: `DeadLetterRecord`s)."""
+        if topic == self.dead_letter_topic:
+            return list(self.dead_letters())
+        fmt = self._sinks.get(topic)
+        if fmt is None:
+            raise ConfigError(f"pipeline {self.pipeline.name!r} does not write topic {topic!r}")
+        return [fmt.decode_one(r.value) for r in self._committed(topic)]
+
+    def dead_letters(self) -> list[DeadLetterRecord]:
+        """The committed records of the dead-letter topic."""
+        return [DeadLetterRecord.from_record(r) for r in self._committed(self.dead_letter_topic)]
+
+    def outputs(self) -> dict[str, list[Any]]:
+        """Every sink topic's committed output, and the dead letters if there are any."""
+        out = {topic: self.output(topic) for topic in self.pipeline.sink_topics}
+        letters = self.dead_letters()
+        if letters:
+            out[self.dead_letter_topic] = letters
+        return out
+
+
+def run_pipeline(
+    pipeline: Pipeline,
+    inputs: Mapping[str, Iterable[Any]],
+    partitions: int | Mapping[str, int] = 1,
+    *,
+    keys: Mapping[str, Iterable[Any]] | None = None,
+    batch_size: int = 1,
+) -> dict[str, list[Any]]:
+    """Run `inputs` (values per source topic) through the pipeline in one crash-free run.
+
+    Returns the decoded output per sink topic, plus `<pipeline>.dlq` with
+    `DeadLetterRecord`s if any record went there.
+    """
+    tester = PipelineTester(pipeline, partitions, batch_size=batch_size)
+    for topic, values in inputs.items():
+        tester.send(topic, values, None if keys is None else keys.get(topic))
+    tester.checkpoint()
+    return tester.outputs()

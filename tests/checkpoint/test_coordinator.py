@@ -1,0 +1,154 @@
+"""The coordinator's decisions, against a fake injector and control topic and a real store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from laminar_kafka.checkpoint.coordinator import CheckpointCoordinator, CheckpointPhase
+from laminar_kafka.checkpoint.store import CheckpointStore
+from laminar_kafka.control.records import Announcement, ControlRecord, Phase
+from laminar_kafka.errors import WorkerStartError
+from tests.checkpoint.fakes import FakeControl, FakeInjector, ack
+
+TASKS = 2
+
+
+def _alive() -> str | None:
+    return None
+
+
+def _coordinator(
+    tmp_path: Path,
+    control: FakeControl,
+    injector: FakeInjector | None = None,
+    first_id: int = 1,
+    lowest_marker: int | None = None,
+    timeout_s: float = 5.0,
+) -> CheckpointCoordinator:
+    store = CheckpointStore(str(tmp_path), "p")
+    return CheckpointCoordinator(
+        "p",
+        1,
+        TASKS,
+        store,
+        injector or FakeInjector(),
+        control,
+        timeout_s,
+        2,
+        first_id,
+        lowest_marker=lambda: lowest_marker,
+    )
+
+
+def _acks_on_prepare(ok: bool = True, generation: int = 1) -> FakeControl:
+    def respond(record: ControlRecord) -> list[object]:
+        if isinstance(record, Announcement) and record.phase is Phase.PREPARE:
+            n = record.checkpoint_id
+            return [ack(n, t, generation=generation, ok=ok or t == 0) for t in range(TASKS)]
+        return []
+
+    return FakeControl(on_send=respond)
+
+
+def _phases(control: FakeControl) -> list[tuple[int, Phase]]:
+    return [(r.checkpoint_id, r.phase) for r in control.sent if isinstance(r, Announcement)]
+
+
+def test_commit_writes_the_manifest_before_announcing_commit(tmp_path: Path) -> None:
+    store = CheckpointStore(str(tmp_path), "p")
+    seen_at_commit: list[bool] = []
+    control = _acks_on_prepare()
+    respond = control.on_send
+    assert respond is not None
+
+    def check_order(record: ControlRecord) -> list[object]:
+        if isinstance(record, Announcement) and record.phase is Phase.COMMIT:
+            seen_at_commit.append(store.read_manifest(record.checkpoint_id) is not None)
+        return respond(record)
+
+    control.on_send = check_order
+    result = _coordinator(tmp_path, control).run_checkpoint(_alive)
+
+    assert result.phase is CheckpointPhase.COMMITTED
+    assert _phases(control) == [(1, Phase.PREPARE), (1, Phase.COMMIT)]
+    assert seen_at_commit == [True]
+    manifest = store.read_manifest(1)
+    assert manifest is not None
+    assert manifest.positions == {"orders:0": 10, "orders:1": 10}
+    assert manifest.barrier_offsets == {"orders:0": 100, "orders:1": 101}
+
+
+def test_a_failed_ack_aborts_and_writes_no_manifest(tmp_path: Path) -> None:
+    control = _acks_on_prepare(ok=False)
+    result = _coordinator(tmp_path, control).run_checkpoint(_alive)
+    assert result.phase is CheckpointPhase.ABORTED
+    assert "task 1 failed: disk full" in result.reason
+    assert _phases(control) == [(1, Phase.PREPARE), (1, Phase.ABORT)]
+    assert CheckpointStore(str(tmp_path), "p").complete_ids() == []
+
+
+def test_acks_of_another_generation_or_checkpoint_do_not_count(tmp_path: Path) -> None:
+    control = _acks_on_prepare(generation=0)  # a zombie generation's acks
+    control.arriving.append([ack(7, 0), ack(7, 1)])  # late acks of another checkpoint
+    result = _coordinator(tmp_path, control, timeout_s=0.3).run_checkpoint(_alive)
+    assert result.phase is CheckpointPhase.ABORTED
+    assert "timed out" in result.reason and "[0, 1]" in result.reason
+
+
+def test_a_lost_job_aborts(tmp_path: Path) -> None:
+    control = FakeControl()
+    result = _coordinator(tmp_path, control).run_checkpoint(lambda: "a worker task process died")
+    assert result.phase is CheckpointPhase.ABORTED
+    assert result.reason == "worker job lost: a worker task process died"
+
+
+def test_a_failed_injection_aborts_without_prepare(tmp_path: Path) -> None:
+    control = FakeControl()
+    coordinator = _coordinator(tmp_path, control, injector=FakeInjector(fail=True))
+    result = coordinator.run_checkpoint(_alive)
+    assert result.phase is CheckpointPhase.ABORTED and "broker unreachable" in result.reason
+    assert _phases(control) == [(1, Phase.ABORT)]
+
+
+def test_commit_announces_the_minimum_watermark(tmp_path: Path) -> None:
+    def respond(record: ControlRecord) -> list[object]:
+        if isinstance(record, Announcement) and record.phase is Phase.PREPARE:
+            return [ack(1, 0, watermark=500), ack(1, 1, watermark=300)]
+        return []
+
+    control = FakeControl(on_send=respond)
+    _coordinator(tmp_path, control).run_checkpoint(_alive)
+    commit = control.sent[-1]
+    assert isinstance(commit, Announcement) and commit.min_watermark_ms == 300
+
+
+def test_retention_keeps_what_a_committed_marker_still_names(tmp_path: Path) -> None:
+    control = _acks_on_prepare()
+    coordinator = _coordinator(tmp_path, control, lowest_marker=1)
+    for _ in range(5):
+        coordinator.run_checkpoint(_alive)
+    # Retain 2 by count would keep 4 and 5; a partition's marker still names 1.
+    assert CheckpointStore(str(tmp_path), "p").complete_ids() == [1, 2, 3, 4, 5]
+
+
+def test_retention_by_count_when_markers_are_current(tmp_path: Path) -> None:
+    control = _acks_on_prepare()
+    coordinator = _coordinator(tmp_path, control, lowest_marker=None)
+    for _ in range(5):
+        coordinator.run_checkpoint(_alive)
+    assert CheckpointStore(str(tmp_path), "p").complete_ids() == [4, 5]
+
+
+def test_ready_waits_for_every_task_of_this_generation(tmp_path: Path) -> None:
+    control = FakeControl(arriving=[[ack(0, 0, generation=0)], [ack(0, 0), ack(0, 1)]])
+    acks = _coordinator(tmp_path, control).await_ready(_alive, timeout_s=5)
+    assert [(a.task, a.generation) for a in acks] == [(0, 1), (1, 1)]
+
+
+def test_a_job_lost_while_starting_is_a_start_failure(tmp_path: Path) -> None:
+    with pytest.raises(WorkerStartError, match="ImportError: no module named pipelines"):
+        _coordinator(tmp_path, FakeControl()).await_ready(
+            lambda: "ImportError: no module named pipelines", timeout_s=5
+        )

@@ -1,0 +1,59 @@
+"""`laminar-kafka chaos PIPELINE --input FILE:FUNCTION`: any pipeline, checked end to end."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
+
+LETTERS = '''\
+from laminar_kafka import JsonFormat, Pipeline
+
+pipeline = Pipeline("letters")
+(
+    pipeline.source("letters", value_format=JsonFormat())
+    .key_by("letter")
+    .aggregate(
+        initial=lambda: 0,
+        add=lambda total, record: total + record["n"],
+        emit=lambda letter, total: {"letter": letter, "total": total},
+    )
+    .sink("letter-totals", value_format=JsonFormat())
+)
+
+
+def make_input(records):
+    return [("letters", {"letter": "abcdefg"[i % 7], "n": i}) for i in range(records)]
+'''
+
+SUMMARY = re.compile(
+    r"rounds=1 records=600 duplicates=(\d+) losses=(\d+) wrong=(\d+) max_recovery_s=[0-9.]+"
+)
+
+
+def test_chaos_command_with_an_input_function(kafka_bootstrap: str, tmp_path: Path) -> None:
+    source = tmp_path / "letters.py"
+    source.write_text(LETTERS)
+    command = [
+        *(sys.executable, "-m", "laminar_kafka", "chaos", str(source)),
+        *("--input", f"{source}:make_input", "--rounds", "1", "--kill", "worker"),
+        *("--records", "600", "--checkpoint-interval", "0.5", "--bootstrap", kafka_bootstrap),
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAMINAR_FAULT")}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=400, env=env)
+    lines = done.stdout.strip().splitlines()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"seed \d+", lines[0]), lines[0]
+    assert lines[1].startswith("round 1/1: random:worker"), lines
+    assert "recovery=in-place" in lines[1] and "kill=worker:g" in lines[1], lines[1]
+    in_flight = re.search(r"in_flight=(\d+)", lines[1])
+    assert in_flight is not None and int(in_flight[1]) > 0, lines[1]
+    summary = SUMMARY.fullmatch(lines[-1])
+    assert summary is not None, lines[-1]
+    assert summary.groups() == ("0", "0", "0"), lines[-1]

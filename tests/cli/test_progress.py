@@ -1,0 +1,69 @@
+"""What `laminar-kafka run` prints of the runtime's events, and its events file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from laminar_kafka.cli.progress import ProgressPrinter, describe
+from laminar_kafka.runtime.events import (
+    CheckpointAborted,
+    CheckpointCommitted,
+    GenerationStarted,
+    RuntimeEvent,
+    WorkerLost,
+    parse_event_line,
+)
+
+EVENTS: list[RuntimeEvent] = [
+    GenerationStarted(1, 2, 3.0),
+    CheckpointCommitted(1, 1, 0.005),
+    CheckpointCommitted(2, 1, 0.005),
+    CheckpointAborted(3, 1, "timed out"),
+    WorkerLost(1, "a worker task process died", 1, 0.5),
+    GenerationStarted(2, 2, 2.5, recovery_s=4.0),
+    CheckpointCommitted(4, 2, 0.005, (1,)),
+    CheckpointCommitted(5, 2, 0.005),
+]
+
+
+def test_progress_shows_the_first_commit_of_each_generation_then_throttles(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    show = ProgressPrinter(every_s=3600)
+    for event in EVENTS:
+        show(event)
+    assert capsys.readouterr().out.splitlines() == [
+        "generation 1: 2 tasks running (started in 3.0s)",
+        "checkpoint 1 committed in 5 ms",
+        "checkpoint 3 aborted: timed out",
+        "worker job lost (a worker task process died); restart 1 in 0.5s",
+        "generation 2: 2 tasks running (started in 2.5s, 4.0s after the failure)",
+        "checkpoint 4 committed in 5 ms (unaligned in tasks [1]) (1 more since the last line)",
+    ]
+
+
+def test_the_events_file_has_every_event_unthrottled(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    show = ProgressPrinter(every_s=3600, events_file=str(path))
+    for event in EVENTS:
+        show(event)
+    show.close()
+    lines = [parse_event_line(line) for line in path.read_text().splitlines()]
+    assert [e["event"] for e in lines] == [
+        "generation_started",
+        "checkpoint_committed",
+        "checkpoint_committed",
+        "checkpoint_aborted",
+        "worker_lost",
+        "generation_started",
+        "checkpoint_committed",
+        "checkpoint_committed",
+    ]
+    assert lines[4]["reason"] == "a worker task process died" and lines[4]["generation"] == 1
+    assert lines[6]["unaligned_tasks"] == [1]
+
+
+def test_every_event_reads_as_a_sentence() -> None:
+    assert all(not describe(e).startswith("{") for e in EVENTS)

@@ -1,0 +1,93 @@
+"""Starting when Kafka lost the offset markers: refuse, resume on request, or start over."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from laminar_kafka import JsonFormat
+from laminar_kafka.checkpoint.store import CheckpointStore
+from laminar_kafka.errors import CheckpointError
+from laminar_kafka.kafka.admin import delete_committed_offsets
+from laminar_kafka.kafka.clients import KafkaConnection
+from laminar_kafka.runtime.runner import PipelineRunner
+from laminar_kafka.testing import TopicFactory
+from laminar_kafka.testing.orders import (
+    compare_totals,
+    expected_totals,
+    order,
+    produce_orders,
+    read_committed,
+)
+from laminar_kafka.testing.run import BackgroundRun
+from tests.runtime.test_pipeline_runs import config, totals
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+decode_json = JsonFormat().decode_one
+
+
+def test_lost_markers_refuse_then_resume_from_the_latest_checkpoint(
+    kafka_bootstrap: str, topic_factory: TopicFactory, spark_context: Any, tmp_path: Path
+) -> None:
+    source = topic_factory.create("orders", partitions=4)
+    sink = source + "-out"
+    name = "lm-" + source[-8:]
+    cfg = config(kafka_bootstrap, tmp_path)
+    produce_orders(kafka_bootstrap, source, range(1000))
+    first = BackgroundRun(totals(name, source, sink), cfg, spark_context)
+    first.wait_for_output(kafka_bootstrap, sink, decode_json, 1000)
+    first.stop()
+    partitions = [(source, p) for p in range(4)]
+    delete_committed_offsets(KafkaConnection(kafka_bootstrap), name, partitions)
+
+    # Without markers a fresh start would replay all 1000 orders into the totals.
+    with pytest.raises(CheckpointError, match="--from-checkpoint latest") as refused:
+        PipelineRunner(totals(name, source, sink), cfg, spark_context).run()
+    assert "expired" in str(refused.value) and "--reset" in str(refused.value)
+
+    produce_orders(kafka_bootstrap, source, range(1000, 1500))
+    resumed_cfg = replace(cfg, from_latest_checkpoint=True)
+    second = BackgroundRun(totals(name, source, sink), resumed_cfg, spark_context)
+    second.wait_for_output(kafka_bootstrap, sink, decode_json, 1500)
+    second.stop()
+
+    report = compare_totals(
+        expected_totals(range(1500)), read_committed(kafka_bootstrap, sink, decode_json)
+    )
+    assert (report.duplicates, report.losses) == (0, 0)
+
+
+def test_reset_starts_over_on_purpose(
+    kafka_bootstrap: str, topic_factory: TopicFactory, spark_context: Any, tmp_path: Path
+) -> None:
+    source = topic_factory.create("orders", partitions=2)
+    sink = source + "-out"
+    name = "rz-" + source[-8:]
+    cfg = config(kafka_bootstrap, tmp_path)
+    produce_orders(kafka_bootstrap, source, range(300))
+    first = BackgroundRun(totals(name, source, sink), cfg, spark_context)
+    first.wait_for_output(kafka_bootstrap, sink, decode_json, 300)
+    first.stop()
+    store = CheckpointStore(cfg.checkpoint_dir, name)
+    assert store.complete_ids()
+
+    again = BackgroundRun(totals(name, source, sink), replace(cfg, reset=True), spark_context)
+    again.wait_for_output(kafka_bootstrap, sink, decode_json, 600)
+    again.stop()
+
+    outputs: list[dict[str, Any]] = read_committed(kafka_bootstrap, sink, decode_json)
+    # The second run counted every order again from an empty state: each customer's
+    # counts 1..n appear twice, once per run.
+    assert len(outputs) == 600
+    counts: dict[str, list[int]] = {}
+    for o in outputs:
+        counts.setdefault(o["customer"], []).append(o["orders"])
+    per_customer = Counter(order(i)["customer"] for i in range(300))
+    for customer, n in per_customer.items():
+        assert sorted(counts[customer]) == sorted([*range(1, n + 1), *range(1, n + 1)])
+    assert store.read_generation().generation == 1  # the generation record was dropped too

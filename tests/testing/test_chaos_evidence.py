@@ -1,0 +1,113 @@
+"""What a chaos round accepts as evidence: events of a recovery, input in flight, the line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from laminar_kafka.testing.chaos_app import first, read_events
+from laminar_kafka.testing.chaos_checks import ExactlyOnceReport
+from laminar_kafka.testing.chaos_evidence import (
+    InFlight,
+    Kill,
+    KillKind,
+    RecoveryPath,
+    count_in_flight,
+    first_commit_after,
+    recovered_in_place,
+)
+from laminar_kafka.testing.chaos_producer import Delivered
+from laminar_kafka.testing.chaos_round import RoundResult
+from laminar_kafka.testing.worker_pids import worker_with_pid
+
+
+def ev(name: str, **fields: Any) -> dict[str, Any]:
+    return {"event": name, **fields}
+
+
+def test_in_place_recovery_needs_a_lost_generation_then_a_newer_one() -> None:
+    started2 = ev("generation_started", generation=2)
+    events = [
+        ev("generation_started", generation=1),
+        ev("checkpoint_committed", generation=1, checkpoint_id=1),
+        ev("worker_lost", generation=1, restart=1),
+        started2,
+    ]
+    assert recovered_in_place(events, 1) is started2
+    # The loss of another generation, no loss at all, or no start after it: no recovery.
+    assert recovered_in_place(events, 2) is None
+    assert recovered_in_place([events[0], events[3]], 1) is None
+    assert recovered_in_place(events[:3], 1) is None
+    # A start seen before the loss does not count as its recovery.
+    assert recovered_in_place([events[0], started2, events[2]], 1) is None
+
+
+def test_first_commit_after_the_recovery() -> None:
+    after = ev("checkpoint_committed", generation=2, checkpoint_id=5)
+    events = [ev("checkpoint_committed", generation=1, checkpoint_id=4), after]
+    assert first_commit_after(events, 1) is after
+    assert first_commit_after(events, 0) is events[0]
+    assert first_commit_after(events, 2) is None
+
+
+def test_in_flight_counts_what_no_committed_offset_covers_before_the_kill() -> None:
+    delivered = [
+        Delivered("in", 0, 10, at=100.0),  # below the committed offset: reflected
+        Delivered("in", 0, 11, at=100.5),  # the committed offset itself: in flight
+        Delivered("in", 1, 3, at=101.0),  # nothing committed in partition 1: in flight
+        Delivered("in", 0, 12, at=102.0),  # after the kill: not counted at all
+    ]
+    produced, reflected = count_in_flight(delivered, {("in", 0): 11}, at=101.0)
+    assert (produced, reflected) == (3, 1)
+    assert InFlight(produced, reflected, committed_output=7).records == 2
+
+
+def test_events_file_lines_are_read_complete_only(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text(
+        json.dumps(ev("generation_started", generation=1)) + "\n" + '{"event": "checkp'
+    )
+    events = read_events(path)
+    assert events == [ev("generation_started", generation=1)]
+    assert read_events(tmp_path / "not-yet.jsonl") == []
+    match = first("generation_started", generation=lambda g: g >= 1)
+    assert match(events) == ev("generation_started", generation=1)
+    assert first("generation_started", generation=lambda g: g >= 2)(events) is None
+    assert first("generation_started", after=1)(events) is None
+    assert first("worker_lost")(events) is None
+
+
+def test_round_line_shows_the_kill_in_flight_work_and_recovery_path() -> None:
+    result = RoundResult(
+        label="after_snapshot",
+        seed=42,
+        inputs=800,
+        kill=Kill(KillKind.WORKER, "g1.t0", at=1.0, generation=1),
+        in_flight=InFlight(produced=300, reflected=120, committed_output=120),
+        recovery=RecoveryPath.IN_PLACE,
+        recovery_s=3.25,
+        restarts_seen=1,
+        exit_codes=(0,),
+        report=ExactlyOnceReport(800, 0, 1, 0, "13"),
+    )
+    line = result.line()
+    for part in (
+        "kill=worker:g1.t0",
+        "in_flight=180",
+        "committed_out=120",
+        "recovery=in-place",
+        "recovery_s=3.2",
+        "losses=1",
+        "e.g. 13",
+    ):
+        assert part in line, line
+
+
+def test_a_fired_pid_names_the_worker_it_ran(tmp_path: Path) -> None:
+    (tmp_path / "p.g1.t0.pid").write_text("101")
+    (tmp_path / "p.g1.t1.pid").write_text("102")
+    (tmp_path / "p.g2.t1.pid").write_text("202")
+    worker = worker_with_pid(tmp_path, 102)
+    assert worker is not None and (worker.generation, worker.task) == (1, 1)
+    assert worker_with_pid(tmp_path, 999) is None
