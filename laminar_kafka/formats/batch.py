@@ -159,7 +159,7 @@ def _avro_batch(fmt: AvroFormat, datas: Sequence[bytes | None]) -> list[Any] | N
     if batch.schema is None:
         return None
     marker = _marker(joined)
-    framed = _zigzag_varint(len(records)) + marker + marker.join(records) + b"\x00"
+    framed = b"".join((_zigzag_varint(len(records)), marker, marker.join(records), b"\x00"))
     stream = io.BytesIO(framed)
     try:
         items = schemaless_reader(stream, batch.schema, None)

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from laminar_kafka.errors import FencedError
 from laminar_kafka.runtime.task import WorkerTask
 from laminar_kafka.runtime.task_spec import TaskSpec, TaskSummary
 
@@ -35,11 +36,16 @@ def worker_entry(specs: tuple[TaskSpec, ...]) -> Callable[[Iterable[Any]], Itera
         task = WorkerTask(specs[index])
         profile_dir = os.environ.get("LAMINAR_PROFILE_DIR")
         if not profile_dir:
+            generation = specs[index].generation
             try:
                 yield task.run()
-            except Exception:
+            except FencedError as exc:  # a stale task stopping, as designed
+                log.info("task %d of generation %d stops: %s", index, generation, exc)
+                raise
+            except Exception as exc:
                 # Spark reports a failed barrier stage without the task's own error.
-                log.exception("task %d of generation %d failed", index, specs[index].generation)
+                log.error("task %d of generation %d failed: %s", index, generation, exc)
+                log.debug("task %d failed", index, exc_info=True)
                 raise
             return
         # Profiling a run: one cProfile dump per task, read with pstats.

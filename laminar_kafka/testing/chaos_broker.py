@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import signal
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from laminar_kafka.broker.local import LocalBroker
 from laminar_kafka.broker.processes import settle_child, signal_tree, wait_exit
@@ -62,6 +65,7 @@ class BounceableBroker:
             return running.bootstrap
         info = self.broker.start(timeout_s=BROKER_START_TIMEOUT_S)
         self._started_here = True
+        await_group_coordinator(info.bootstrap, BROKER_START_TIMEOUT_S)
         return info.bootstrap
 
     def bounce(self, reacted: Callable[[], bool], max_down_s: float) -> Bounce:
@@ -95,3 +99,34 @@ class BounceableBroker:
         if self._started_here:
             self.broker.stop()
             self._started_here = False
+
+
+def await_group_coordinator(bootstrap: str, timeout_s: float) -> None:
+    """Wait until a fresh broker answers committed-offset requests.
+
+    A broker's first start creates its offsets topic on the first such request
+    and answers "not coordinator" until it is loaded; a round's pipeline should
+    meet a broker as a user's would, one that has served consumer groups.
+    """
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"laminar-chaos-probe-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+        }
+    )
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            try:
+                consumer.committed([TopicPartition("laminar-chaos-probe", 0)], timeout=5)
+                return
+            except KafkaException as exc:
+                if time.monotonic() > deadline:
+                    raise LaminarError(
+                        f"the broker at {bootstrap} serves no consumer groups after "
+                        f"{timeout_s:.0f}s: {exc}"
+                    ) from exc
+                time.sleep(0.2)  # retry pacing for a remote call that has no notification
+    finally:
+        consumer.close()

@@ -21,15 +21,19 @@ A round that cannot show these proves nothing, so it fails instead:
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
 from laminar_kafka.testing.chaos_app import Event
 from laminar_kafka.testing.chaos_producer import Delivered
 from laminar_kafka.testing.orders import read_committed_records
+
+COMMITTED_TIMEOUT_S = 60.0
+"""How long reading the pipeline's committed offsets may take, retries included."""
 
 
 class KillKind(enum.Enum):
@@ -93,8 +97,18 @@ def committed_offsets(
             "isolation.level": "read_uncommitted",
         }
     )
+    deadline = time.monotonic() + COMMITTED_TIMEOUT_S
     try:
-        found = consumer.committed([TopicPartition(t, p) for t, p in partitions], timeout=30)
+        while True:
+            try:
+                found = consumer.committed([TopicPartition(t, p) for t, p in partitions], 30)
+                break
+            except KafkaException:
+                # A broker just restarted answers "not coordinator" while it loads
+                # the offsets topic: ask again, for a bounded time.
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)  # retry pacing for a remote call that has no notification
     finally:
         consumer.close()
     return {(tp.topic, tp.partition): max(tp.offset, 0) for tp in found}

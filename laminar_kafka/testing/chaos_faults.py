@@ -164,7 +164,9 @@ class WorkerPause:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(victim.pid, signal.SIGCONT)
         resumed = time.time()
-        gone_at = _await_replaced(app, victim, generation, START_TIMEOUT_S + 2 * self.timeout_s)
+        gone_at = _await_replaced(
+            app, victim, generation, resumed, START_TIMEOUT_S + 2 * self.timeout_s
+        )
         stale_exit_s = max(0.0, gone_at - resumed)
         return Recovery(
             app,
@@ -193,19 +195,36 @@ def _stalled(generation: int, since: float) -> Matcher:
     return match
 
 
-def _await_replaced(app: ChaosApp, victim: WorkerPid, generation: int, timeout_s: float) -> float:
+def _await_replaced(
+    app: ChaosApp, victim: WorkerPid, generation: int, resumed: float, timeout_s: float
+) -> float:
     """Wait until `generation` was replaced and the paused process is gone; when it went.
 
-    Both are polled: neither an events file nor a foreign process gives a notification.
+    A checkpoint of the paused generation committed after SIGCONT fails the round
+    at once: every task acked it, the woken one too, so what it wrote after
+    waking became visible. Both conditions are polled: neither an events file
+    nor a foreign process gives a notification.
     """
     deadline = time.monotonic() + timeout_s
     gone_at: float | None = None
+    carried_on = first(
+        "checkpoint_committed",
+        generation=lambda g: g == generation,
+        at=lambda t: float(t) > resumed,
+    )
     while True:
         if gone_at is None and not alive(victim.pid):
             gone_at = time.time()
-        replaced = recovered_in_place(app.events(), generation)
+        events = app.events()
+        replaced = recovered_in_place(events, generation)
         if gone_at is not None and replaced is not None:
             return gone_at
+        if replaced is None and (commit := carried_on(events)) is not None:
+            raise LaminarError(
+                f"generation {generation} committed checkpoint {commit.get('checkpoint_id')} "
+                f"{float(commit['at']) - resumed:.1f}s after worker {victim.label} woke up: "
+                "the paused task was not fenced, its generation carried on with it"
+            )
         if app.proc.poll() is not None:
             raise LaminarError(
                 f"the application died (exit {app.proc.returncode}) after worker "

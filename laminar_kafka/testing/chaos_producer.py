@@ -144,5 +144,7 @@ class PacedProducer:
         return len(self.delivered())
 
     def close(self) -> None:
+        """Cut the pacing short and let the thread end (a no-op if it never started)."""
         self._stop.set()
-        self._thread.join(10)
+        if self._thread.ident is not None:
+            self._thread.join(10)

@@ -226,11 +226,10 @@ class ChaosRound:
             lost = sum(1 for a in self.apps for e in a.events() if e.get("event") == "worker_lost")
             codes = tuple(a.proc.returncode for a in self.apps)
             recovery_s = float(commit["at"]) - done.at
-        finally:
-            self.producer.close()
-            for a in self.apps:
-                a.cleanup()
-            self.topics.cleanup()
+        except BaseException:
+            self._cleanup(failing=True)
+            raise
+        self._cleanup(failing=False)
         return RoundResult(
             label,
             self.seed,
@@ -245,6 +244,22 @@ class ChaosRound:
             recovery.fault_s,
             recovery.stale_exit_s,
         )
+
+    def _cleanup(self, failing: bool) -> None:
+        """Stop the producer and the applications, delete the topics.
+
+        When the round already failed, a cleanup error is only reported: the
+        round's own error says what went wrong, not a topic that could not go.
+        """
+        self.producer.close()
+        for a in self.apps:
+            a.cleanup()
+        try:
+            self.topics.cleanup()
+        except LaminarError as exc:
+            if not failing:
+                raise
+            self.s.say(f"cleanup after the failed round: {exc}")
 
     def _await_output(self, app: ChaosApp) -> None:
         """Wait, commit after commit, until the sinks hold every expected output."""

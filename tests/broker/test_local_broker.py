@@ -1,8 +1,10 @@
-"""The local broker: a real JVM broker started, used transactionally, and stopped."""
+"""The local broker: a real JVM broker started, used transactionally, stopped, bounced."""
 
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +14,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from laminar_kafka.broker import LocalBroker
 from laminar_kafka.broker.jars import ensure_jars, render_pom, require_java, require_tool
+from laminar_kafka.broker.processes import wait_exit
 from laminar_kafka.cli.main import main
 from laminar_kafka.errors import BrokerError
 from laminar_kafka.testing import TopicFactory
@@ -187,3 +190,50 @@ def test_fetch_fills_a_fresh_cache_once(tmp_path: Path, monkeypatch: pytest.Monk
     assert {n for n in names if n.startswith("slf4j-api-")} == {"slf4j-api-2.0.17.jar"}
     assert not list(lib.parent.glob(".fetch-*"))  # the staging directory is gone
     assert ensure_jars("4.1.1") == lib  # cached: no second fetch
+
+
+def _kill_hard(broker: LocalBroker) -> int:
+    """SIGKILL the running broker of `broker`'s home, as a crash would; its pid."""
+    info = broker.status()
+    assert info is not None
+    os.kill(info.pid, signal.SIGKILL)
+    assert wait_exit(info.pid, 30), f"broker pid {info.pid} survived SIGKILL"
+    assert broker.status() is None
+    return info.pid
+
+
+def test_a_broker_killed_hard_comes_back_on_its_address(broker: LocalBroker) -> None:
+    first = broker.start()
+    with TopicFactory(first.bootstrap) as topics:
+        topic = topics.create("bounce")
+        # A client connected at the kill, as a pipeline's would be: its connections
+        # leave the broker's port in TIME_WAIT, which must not count as taken.
+        producer = Producer({"bootstrap.servers": first.bootstrap, "acks": "all"})
+        producer.produce(topic, b"before")
+        assert producer.flush(30) == 0
+        killed = _kill_hard(broker)
+
+        again = broker.start()
+        assert again.pid != killed
+        assert again.bootstrap == first.bootstrap
+        # The same client, never told of the restart, reaches the new process.
+        producer.produce(topic, b"after")
+        assert producer.flush(60) == 0
+        assert _read_committed_until(first.bootstrap, topic, b"after") == [b"before", b"after"]
+
+
+def test_a_taken_port_leads_to_fresh_ports(broker: LocalBroker) -> None:
+    first = broker.start()
+    assert broker.stop() is True
+    port = int(first.bootstrap.rpartition(":")[2])
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as squatter:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        again = broker.start()
+        assert again.bootstrap != first.bootstrap
+        assert again.bootstrap.startswith("127.0.0.1:")
+        with TopicFactory(again.bootstrap) as topics:
+            topics.create("fresh")  # it answers there
+    # The fresh ports are the ones remembered: the next start reuses them.
+    broker.stop()
+    assert broker.start().bootstrap == again.bootstrap

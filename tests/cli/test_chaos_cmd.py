@@ -10,9 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from laminar_kafka.cli.chaos_cmd import _plan
+from laminar_kafka.cli.main import main
+from laminar_kafka.faults import FaultPoint
+from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings, FaultKind, KillKind, parse_faults
+
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
-LETTERS = '''\
+LETTERS = """\
 from laminar_kafka import JsonFormat, Pipeline
 
 pipeline = Pipeline("letters")
@@ -30,7 +35,7 @@ pipeline = Pipeline("letters")
 
 def make_input(records):
     return [("letters", {"letter": "abcdefg"[i % 7], "n": i}) for i in range(records)]
-'''
+"""
 
 SUMMARY = re.compile(
     r"rounds=1 records=600 duplicates=(\d+) losses=(\d+) wrong=(\d+) max_recovery_s=[0-9.]+"
@@ -57,3 +62,31 @@ def test_chaos_command_with_an_input_function(kafka_bootstrap: str, tmp_path: Pa
     summary = SUMMARY.fullmatch(lines[-1])
     assert summary is not None, lines[-1]
     assert summary.groups() == ("0", "0", "0"), lines[-1]
+
+
+KEYED = str(Path(__file__).resolve().parents[2] / "pipelines" / "customer_totals.py")
+
+
+def test_faults_become_rounds_of_each_kind(tmp_path: Path) -> None:
+    run = ChaosRun(KEYED, ChaosSettings("127.0.0.1:1", work_dir=tmp_path), seed=5)
+    plan = _plan(run, parse_faults("all"), [FaultPoint.MID_EPOCH], 2, "worker")
+    assert plan == [
+        (FaultKind.KILL, FaultPoint.MID_EPOCH, None),
+        (FaultKind.KILL, None, KillKind.WORKER),
+        (FaultKind.KILL, None, KillKind.WORKER),
+        (FaultKind.BROKER_BOUNCE, None, None),
+        (FaultKind.BROKER_BOUNCE, None, None),
+        (FaultKind.PAUSE, None, None),
+        (FaultKind.PAUSE, None, None),
+    ]
+    assert _plan(run, [FaultKind.PAUSE], [], 1, "any") == [(FaultKind.PAUSE, None, None)]
+
+
+def test_bad_fault_options_are_refused_before_any_round(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["chaos", KEYED, "--bootstrap", "127.0.0.1:1"]
+    assert main([*base, "--faults", "pause", "--points", "mid_epoch"]) == 2
+    assert "add kill to --faults" in capsys.readouterr().err
+    assert main([*base, "--faults", "kill,freeze"]) == 2
+    assert "unknown faults ['freeze']" in capsys.readouterr().err

@@ -15,6 +15,8 @@ from laminar_kafka.testing.chaos_evidence import (
     RecoveryPath,
     count_in_flight,
     first_commit_after,
+    generation_at,
+    losses_since,
     recovered_in_place,
 )
 from laminar_kafka.testing.chaos_producer import Delivered
@@ -65,9 +67,7 @@ def test_in_flight_counts_what_no_committed_offset_covers_before_the_kill() -> N
 
 def test_events_file_lines_are_read_complete_only(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
-    path.write_text(
-        json.dumps(ev("generation_started", generation=1)) + "\n" + '{"event": "checkp'
-    )
+    path.write_text(json.dumps(ev("generation_started", generation=1)) + "\n" + '{"event": "checkp')
     events = read_events(path)
     assert events == [ev("generation_started", generation=1)]
     assert read_events(tmp_path / "not-yet.jsonl") == []
@@ -111,3 +111,44 @@ def test_a_fired_pid_names_the_worker_it_ran(tmp_path: Path) -> None:
     worker = worker_with_pid(tmp_path, 102)
     assert worker is not None and (worker.generation, worker.task) == (1, 1)
     assert worker_with_pid(tmp_path, 999) is None
+
+
+def test_the_generation_at_a_fault_and_the_losses_after_it() -> None:
+    events = [
+        ev("generation_started", generation=1, at=10.0),
+        ev("worker_lost", generation=1, at=20.0),
+        ev("generation_started", generation=2, at=25.0),
+        ev("worker_lost", generation=2, at=40.0),
+    ]
+    assert generation_at(events, 5.0) == 0
+    assert generation_at(events, 24.9) == 1
+    assert generation_at(events, 30.0) == 2
+    assert losses_since(events, 20.0) == [events[3]]
+    assert losses_since(events, 19.0) == [events[1], events[3]]
+    assert losses_since(events, 40.0) == []
+
+
+def test_round_line_shows_how_long_a_fault_lasted_and_when_the_stale_task_went() -> None:
+    def result(kind: KillKind, path: RecoveryPath, **extra: Any) -> RoundResult:
+        return RoundResult(
+            label=kind.value,
+            seed=1,
+            inputs=800,
+            kill=Kill(kind, "g1.t1", at=1.0, generation=1),
+            in_flight=InFlight(produced=300, reflected=120, committed_output=120),
+            recovery=path,
+            recovery_s=9.0,
+            restarts_seen=1,
+            exit_codes=(0,),
+            report=ExactlyOnceReport(800, 0, 0, 0),
+            **extra,
+        )
+
+    pause = result(KillKind.PAUSE, RecoveryPath.IN_PLACE, fault_s=7.5, stale_exit_s=0.4).line()
+    for part in ("kill=pause:g1.t1", "recovery=in-place", "fault_s=7.5", "stale_exit_s=0.4"):
+        assert part in pause, pause
+    bounce = result(KillKind.BROKER, RecoveryPath.RODE_OUT, fault_s=12.0).line()
+    assert "recovery=rode-out" in bounce and "fault_s=12.0" in bounce, bounce
+    assert "stale_exit_s" not in bounce, bounce
+    kill = result(KillKind.WORKER, RecoveryPath.IN_PLACE).line()
+    assert "fault_s" not in kill and "stale_exit_s" not in kill, kill

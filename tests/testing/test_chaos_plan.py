@@ -1,10 +1,21 @@
-"""The plan of chaos rounds: a fresh seed per run, replayable, and both kinds of kill."""
+"""The plan of chaos rounds: a fresh seed per run, replayable, both kinds of kill, faults."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings, KillKind, draw_seed
+import pytest
+
+from laminar_kafka.errors import ConfigError
+from laminar_kafka.testing.chaos import (
+    ChaosRun,
+    ChaosSettings,
+    FaultKind,
+    KillKind,
+    draw_seed,
+    parse_faults,
+)
+from laminar_kafka.testing.chaos_faults import WorkerPause
 
 KEYED = str(Path(__file__).resolve().parents[2] / "pipelines" / "customer_totals.py")
 
@@ -36,3 +47,38 @@ def test_a_seed_replays_each_round_draws(tmp_path: Path) -> None:
     assert [a.rng(i).random() for i in range(4)] == [b.rng(i).random() for i in range(4)]
     assert a.rng(1).random() != a.rng(2).random()
     assert chaos_run(tmp_path, 99).random_kinds(3, KillKind.WORKER) == [KillKind.WORKER] * 3
+
+
+def test_fault_kinds_are_parsed_in_a_fixed_order() -> None:
+    assert parse_faults("kill") == [FaultKind.KILL]
+    assert parse_faults("pause, kill") == [FaultKind.KILL, FaultKind.PAUSE]
+    assert parse_faults("all") == [FaultKind.KILL, FaultKind.BROKER_BOUNCE, FaultKind.PAUSE]
+    assert parse_faults("broker-bounce,broker-bounce") == [FaultKind.BROKER_BOUNCE]
+    with pytest.raises(ConfigError, match=r"unknown faults.*'sigstop'"):
+        parse_faults("kill,sigstop")
+    with pytest.raises(ConfigError, match="unknown faults"):
+        parse_faults(" , ")
+
+
+def test_a_pause_outlasts_the_checkpoint_timeout(tmp_path: Path) -> None:
+    run = chaos_run(tmp_path, 7)
+    pauses = {WorkerPause(run.rng(i), 5.0).min_pause_s for i in range(20)}
+    assert len(pauses) > 1  # drawn per round
+    assert all(6.0 <= p <= 8.0 for p in pauses)
+    assert WorkerPause(run.rng(3), 5.0).min_pause_s == WorkerPause(run.rng(3), 5.0).min_pause_s
+
+
+def test_bounce_rounds_get_a_broker_of_their_own_unless_handed_one(tmp_path: Path) -> None:
+    own = chaos_run(tmp_path).bounce_broker()
+    assert own.home == (tmp_path / "broker").resolve()
+    assert own.broker.status() is None  # nothing starts before a bounce round needs it
+    handed = ChaosRun(
+        KEYED, ChaosSettings("127.0.0.1:1", work_dir=tmp_path, broker_home=tmp_path / "mine")
+    )
+    assert handed.bounce_broker().home == (tmp_path / "mine").resolve()
+
+
+def test_alignment_timeout_stays_below_a_short_checkpoint_timeout() -> None:
+    assert ChaosSettings("x").alignment_s == 5.0
+    assert ChaosSettings("x", checkpoint_timeout_s=5.0).alignment_s == 1.25
+    assert ChaosSettings("x", alignment_timeout_s=0.5).alignment_s == 0.5

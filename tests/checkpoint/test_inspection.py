@@ -1,0 +1,381 @@
+"""Inspection of a checkpoint store: checkpoints, state sizes, topology, committed markers."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+import types
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from laminar_kafka.checkpoint import CheckpointStore, Manifest
+from laminar_kafka.checkpoint.inspection import MarkerReader, inspect_store
+from laminar_kafka.checkpoint.inspection_report import (
+    ABANDONED,
+    PENDING,
+    PipelineReport,
+    StepSize,
+    TopologyStep,
+)
+from laminar_kafka.checkpoint.markers import OffsetMarker
+from laminar_kafka.errors import CheckpointError, LaminarError
+from laminar_kafka.kafka.names import PartitionKey
+from laminar_kafka.state.keyed_state import KeyedState
+from laminar_kafka.state.snapshot import encode_task_snapshot
+
+PIPELINE = "totals"
+TOTALS = "orders>totals/aggregate-1"
+COUNTS = "orders>counts/aggregate-1"
+SIGNATURE = "aggregate by field 'customer' (murmur2)"
+TASKS = {0: (0, 1), 1: (2,)}  # task → the partitions of topic `orders` it holds
+CREATED = 1_700_000_000_000
+
+
+def tables(partition: int) -> dict[str, KeyedState]:
+    """Partition p's tables: TOTALS with p + 1 keys, COUNTS with one."""
+    return {
+        TOTALS: KeyedState({f"c{k}": k * 10 for k in range(partition + 1)}),
+        COUNTS: KeyedState({"all": partition}),
+    }
+
+
+def write_checkpoint(store: CheckpointStore, n: int, generation: int = 2) -> Manifest:
+    """Checkpoint n as a run writes it: one state file per task, then the manifest."""
+    snapshots = {}
+    for task, partitions in TASKS.items():
+        path = store.snapshot_path(n, task, generation)
+        store.write_snapshot(
+            path, encode_task_snapshot({("orders", p): tables(p) for p in partitions})
+        )
+        snapshots.update({f"orders:{p}": str(path) for p in partitions})
+    manifest = Manifest(
+        pipeline=store.pipeline,
+        checkpoint_id=n,
+        generation=generation,
+        created_ms=CREATED + n * 1000,
+        positions={f"orders:{p}": 100 * n + p for p in range(3)},
+        barrier_offsets={f"orders:{p}": 100 * n + p - 1 for p in range(3)},
+        snapshots=snapshots,
+        min_watermark_ms=CREATED if n == 5 else None,
+        unaligned_tasks=(1,) if n == 4 else (),
+        topology={TOTALS: SIGNATURE, COUNTS: "count by field 'customer' (murmur2)"},
+    )
+    store.write_manifest(manifest)
+    return manifest
+
+
+def build_store(root: Path, pipeline: str = PIPELINE) -> CheckpointStore:
+    """Generation 2 (widest 3 tasks); checkpoints 3-5 complete, 2 abandoned, 6 in flight."""
+    store = CheckpointStore(str(root), pipeline)
+    store.next_generation(3)
+    store.next_generation(2)
+    for n in (3, 4, 5):
+        write_checkpoint(store, n)
+    store.write_snapshot(store.snapshot_path(2, 0, 1), b"never acknowledged")
+    store.write_snapshot(store.snapshot_path(6, 0, 2), b"acknowledged by one task so far")
+    return store
+
+
+class FakeMarkers:
+    """A marker reader with fixed answers that records what it was asked."""
+
+    def __init__(
+        self,
+        markers: Mapping[PartitionKey, OffsetMarker | None] | None = None,
+        unreachable: bool = False,
+    ) -> None:
+        self.markers = dict(markers or {})
+        self.unreachable = unreachable
+        self.asked: list[tuple[str, list[PartitionKey]]] = []
+
+    def __call__(
+        self, pipeline: str, partitions: Sequence[PartitionKey]
+    ) -> dict[PartitionKey, OffsetMarker | None]:
+        self.asked.append((pipeline, list(partitions)))
+        if self.unreachable:
+            raise LaminarError("cannot read the committed offset markers: timed out")
+        return {tp: self.markers.get(tp) for tp in partitions}
+
+
+def only(
+    root: Path, pipeline: str | None = None, read_markers: MarkerReader | None = None
+) -> PipelineReport:
+    """The report of the one pipeline under `root`."""
+    report = inspect_store(str(root), pipeline, read_markers)
+    assert len(report.pipelines) == 1
+    return report.pipelines[0]
+
+
+# -- the store ------------------------------------------------------------------------
+
+
+def test_checkpoints_generation_and_incomplete_directories(tmp_path: Path) -> None:
+    build_store(tmp_path)
+    report = only(tmp_path)
+
+    assert (report.pipeline, report.generation, report.max_parallelism) == (PIPELINE, 2, 3)
+    assert [c.checkpoint_id for c in report.checkpoints] == [3, 4, 5]
+    fourth = report.checkpoints[1]
+    assert (fourth.created_ms, fourth.generation, fourth.partitions) == (CREATED + 4000, 2, 3)
+    assert fourth.unaligned_tasks == (1,) and fourth.min_watermark_ms is None
+    assert report.checkpoints[2].min_watermark_ms == CREATED
+    assert [(c.checkpoint_id, c.status) for c in report.incomplete] == [
+        (2, ABANDONED),
+        (6, PENDING),
+    ]
+    assert report.problems == () and report.markers is None
+
+
+def test_state_size_per_task_file_and_step_of_the_newest_checkpoint(tmp_path: Path) -> None:
+    store = build_store(tmp_path)
+    newest = only(tmp_path).newest
+
+    assert newest is not None and newest.checkpoint_id == 5
+    by_task = {f.task: f for f in newest.state_files}
+    assert list(by_task) == [0, 1]
+    task0 = by_task[0]
+    assert Path(task0.file) == store.snapshot_path(5, 0, 2)
+    assert task0.generation == 2 and task0.partitions == ("orders:0", "orders:1")
+    assert task0.bytes == store.snapshot_path(5, 0, 2).stat().st_size
+    totals_bytes = sum(len(tables(p)[TOTALS].snapshot()) for p in (0, 1))
+    counts_bytes = sum(len(tables(p)[COUNTS].snapshot()) for p in (0, 1))
+    assert task0.steps == (
+        StepSize(COUNTS, partitions=2, keys=2, bytes=counts_bytes),
+        StepSize(TOTALS, partitions=2, keys=1 + 2, bytes=totals_bytes),
+    )
+    assert [(s.step, s.keys) for s in by_task[1].steps] == [(COUNTS, 1), (TOTALS, 3)]
+    assert TopologyStep(TOTALS, SIGNATURE) in newest.topology
+
+
+def test_a_corrupt_manifest_is_a_problem_and_the_newest_readable_one_is_shown(
+    tmp_path: Path,
+) -> None:
+    store = build_store(tmp_path)
+    (store.checkpoint_dir(5) / "MANIFEST.json").write_bytes(b'{"version": 1, "pipel')
+    report = only(tmp_path)
+
+    assert [c.checkpoint_id for c in report.checkpoints] == [3, 4]
+    assert report.newest is not None and report.newest.checkpoint_id == 4
+    assert len(report.problems) == 1
+    assert report.problems[0].startswith("checkpoint 5 cannot be used:")
+    assert "MANIFEST.json" in report.problems[0]
+
+
+def test_a_manifest_of_another_pipeline_is_a_problem(tmp_path: Path) -> None:
+    store = build_store(tmp_path)
+    other = CheckpointStore(str(tmp_path / "elsewhere"), "other")
+    write_checkpoint(other, 5)
+    moved = other.checkpoint_dir(5) / "MANIFEST.json"
+    (store.checkpoint_dir(5) / "MANIFEST.json").write_bytes(moved.read_bytes())
+
+    problems = only(tmp_path, pipeline=PIPELINE).problems
+    assert problems == (
+        "checkpoint 5 cannot be used: its manifest is checkpoint 5 of pipeline 'other'",
+    )
+
+
+def test_a_missing_state_file_is_a_problem_naming_its_partitions(tmp_path: Path) -> None:
+    store = build_store(tmp_path)
+    missing = store.snapshot_path(5, 1, 2)
+    missing.unlink()
+    report = only(tmp_path)
+
+    assert report.problems == (
+        f"checkpoint 5: state file {missing} is missing: the state of orders:2 cannot be "
+        "restored from it",
+    )
+    assert report.newest is not None
+    assert [f.task for f in report.newest.state_files] == [0]
+
+
+def test_an_unreadable_state_file_or_table_is_a_problem(tmp_path: Path) -> None:
+    store = build_store(tmp_path)
+    store.snapshot_path(5, 0, 2).write_bytes(b"\x80\x05 torn")
+    damaged = {("orders", 2): {TOTALS: KeyedState({"a": 1})}}
+    body = pickle.loads(encode_task_snapshot(damaged))
+    body["orders:2"][TOTALS] = body["orders:2"][TOTALS][:-3]
+    store.snapshot_path(5, 1, 2).write_bytes(pickle.dumps(body))
+    report = only(tmp_path)
+
+    assert len(report.problems) == 2, report.problems
+    assert "task-0-g2.state is unreadable" in report.problems[0]
+    assert f"the table of {TOTALS} (orders:2) is unreadable" in report.problems[1]
+    assert report.newest is not None
+    assert [f.task for f in report.newest.state_files] == [1]
+
+
+def test_values_of_the_pipelines_own_classes_are_not_counted_but_not_a_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = build_store(tmp_path)
+    module = types.ModuleType("pipeline_only_module")
+
+    class Total:
+        pass
+
+    Total.__module__, Total.__qualname__ = module.__name__, "Total"
+    module.Total = Total  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    data = encode_task_snapshot({("orders", 2): {TOTALS: KeyedState({"a": Total()})}})
+    monkeypatch.delitem(sys.modules, module.__name__)
+    store.snapshot_path(5, 1, 2).write_bytes(data)
+    report = only(tmp_path)
+
+    assert report.problems == ()
+    assert report.newest is not None
+    task1 = next(f for f in report.newest.state_files if f.task == 1)
+    assert [(s.step, s.keys) for s in task1.steps] == [(TOTALS, None)]
+    assert any(f"keys of {TOTALS}" in note for note in report.notes), report.notes
+
+
+def test_an_unreadable_generation_record_is_a_problem(tmp_path: Path) -> None:
+    store = build_store(tmp_path)
+    (store.home / "generation.json").write_text("{")
+    report = only(tmp_path)
+    assert report.generation is None and len(report.problems) == 1
+    assert "generation.json" in report.problems[0]
+
+
+# -- committed markers ----------------------------------------------------------------
+
+
+def test_markers_name_checkpoints_and_a_deleted_one_is_a_problem(tmp_path: Path) -> None:
+    build_store(tmp_path)
+    reader = FakeMarkers(
+        {
+            ("orders", 0): OffsetMarker(5, 2),
+            ("orders", 1): OffsetMarker(4, 2),
+            ("orders", 2): OffsetMarker(1, 2),
+        }
+    )
+    report = only(tmp_path, read_markers=reader)
+
+    assert reader.asked == [(PIPELINE, [("orders", 0), ("orders", 1), ("orders", 2)])]
+    assert report.markers is not None
+    assert [(m.partition, m.checkpoint_id, m.in_store) for m in report.markers] == [
+        ("orders:0", 5, True),
+        ("orders:1", 4, True),
+        ("orders:2", 1, False),
+    ]
+    assert report.problems == (
+        "orders:2: its committed marker names checkpoint 1, which is not in the store "
+        "(deleted, or the store belongs to another cluster): the next start fails",
+    )
+
+
+def test_a_marker_naming_an_incomplete_or_foreign_checkpoint_is_a_problem(
+    tmp_path: Path,
+) -> None:
+    build_store(tmp_path)
+    reader = FakeMarkers(
+        {("orders", 0): OffsetMarker(6, 2), ("orders", 1): OffsetMarker(5, 7), ("orders", 2): None}
+    )
+    report = only(tmp_path, read_markers=reader)
+
+    assert report.markers is not None
+    assert [(m.checkpoint_id, m.generation, m.in_store) for m in report.markers] == [
+        (6, 2, False),
+        (5, 7, True),
+        (None, None, None),
+    ]
+    assert len(report.problems) == 2
+    assert "checkpoint 6, which has no manifest" in report.problems[0]
+    assert "of generation 7, but the manifest is of generation 2" in report.problems[1]
+
+
+def test_a_checkpoint_committed_while_inspecting_is_found(tmp_path: Path) -> None:
+    store = build_store(tmp_path)
+
+    def commit_then_read(
+        pipeline: str, partitions: Sequence[PartitionKey]
+    ) -> dict[PartitionKey, OffsetMarker | None]:
+        write_checkpoint(store, 7)  # after the store was listed, before the markers are read
+        return {tp: OffsetMarker(7, 2) for tp in partitions}
+
+    report = only(tmp_path, read_markers=commit_then_read)
+    assert report.problems == ()
+    assert report.markers is not None
+    assert {(m.checkpoint_id, m.in_store) for m in report.markers} == {(7, True)}
+
+
+def test_every_marker_lost_after_markers_were_seen_is_a_problem(tmp_path: Path) -> None:
+    store = build_store(tmp_path)
+    assert only(tmp_path, read_markers=FakeMarkers()).problems == ()
+    store.note_markers_seen()
+    problems = only(tmp_path, read_markers=FakeMarkers()).problems
+    assert len(problems) == 1 and "--from-checkpoint latest" in problems[0]
+
+
+def test_an_unreachable_broker_is_a_note_unless_it_was_named(tmp_path: Path) -> None:
+    build_store(tmp_path)
+    build_store(tmp_path, "second")
+    reader = FakeMarkers(unreachable=True)
+
+    report = inspect_store(str(tmp_path), read_markers=reader)
+    assert len(reader.asked) == 1, "a broker that did not answer is not asked again"
+    assert report.problems == ()
+    for pipeline in report.pipelines:
+        assert pipeline.markers is None
+        assert any("committed markers not read: " in note for note in pipeline.notes)
+
+    named = inspect_store(str(tmp_path), read_markers=reader, markers_required=True)
+    assert len(named.problems) == 2
+    assert named.problems[0].startswith("second: committed markers not read: cannot read")
+
+
+# -- finding pipelines -----------------------------------------------------------------
+
+
+def test_every_pipeline_under_the_root_or_the_one_asked_for(tmp_path: Path) -> None:
+    build_store(tmp_path)
+    build_store(tmp_path, "second")
+    (tmp_path / "not-a-pipeline").mkdir()
+
+    assert [p.pipeline for p in inspect_store(str(tmp_path)).pipelines] == ["second", PIPELINE]
+    assert [p.pipeline for p in inspect_store(f"file://{tmp_path}", "second").pipelines] == [
+        "second"
+    ]
+    with pytest.raises(CheckpointError, match="pipelines there: second, totals"):
+        inspect_store(str(tmp_path), "nope")
+
+
+def test_a_pipelines_own_directory_is_inspected_as_that_pipeline(tmp_path: Path) -> None:
+    build_store(tmp_path)
+    report = inspect_store(str(tmp_path / PIPELINE))
+    assert report.root == str(tmp_path)
+    assert [p.pipeline for p in report.pipelines] == [PIPELINE]
+
+
+def test_nothing_to_inspect_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError, match="does not exist"):
+        inspect_store(str(tmp_path / "missing"))
+    with pytest.raises(CheckpointError, match="no pipeline checkpoints"):
+        inspect_store(str(tmp_path))
+
+
+def test_the_json_report_has_stable_keys(tmp_path: Path) -> None:
+    build_store(tmp_path)
+    body = json.loads(inspect_store(str(tmp_path)).to_json())
+    assert sorted(body) == ["bootstrap", "ok", "pipelines", "root"]
+    pipeline = body["pipelines"][0]
+    assert sorted(pipeline) == [
+        "checkpoints",
+        "generation",
+        "home",
+        "incomplete",
+        "markers",
+        "max_parallelism",
+        "newest",
+        "notes",
+        "pipeline",
+        "problems",
+    ]
+    assert pipeline["newest"]["state_files"][0]["steps"][0] == {
+        "step": COUNTS,
+        "partitions": 2,
+        "keys": 2,
+        "bytes": sum(len(tables(p)[COUNTS].snapshot()) for p in (0, 1)),
+    }

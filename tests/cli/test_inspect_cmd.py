@@ -1,0 +1,179 @@
+"""`laminar-kafka inspect`: tables for a person, JSON for a script, exit 1 on an ERROR line."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from laminar_kafka.checkpoint.inspection import MarkerReader
+from laminar_kafka.checkpoint.markers import OffsetMarker
+from laminar_kafka.cli import inspect_cmd
+from laminar_kafka.cli.main import main
+from laminar_kafka.errors import LaminarError
+from laminar_kafka.kafka.clients import KafkaConnection
+from laminar_kafka.kafka.names import PartitionKey
+from tests.checkpoint.test_inspection import COUNTS, PIPELINE, TOTALS, build_store
+
+BOOTSTRAP = "broker-1:9092"
+
+
+class Brokers:
+    """Stands in for Kafka: the markers it answers with, and the connections asked for."""
+
+    def __init__(
+        self, markers: Mapping[PartitionKey, OffsetMarker] | None, *, answers: bool = True
+    ):
+        self.markers = dict(markers or {})
+        self.answers = answers
+        self.connections: list[tuple[str, float]] = []
+
+    def reader(self, kafka: KafkaConnection, timeout_s: float = 10.0) -> MarkerReader:
+        self.connections.append((kafka.bootstrap, timeout_s))
+
+        def read(
+            pipeline: str, partitions: Sequence[PartitionKey]
+        ) -> dict[PartitionKey, OffsetMarker | None]:
+            if not self.answers:
+                raise LaminarError(f"no answer from {kafka.bootstrap}")
+            return {tp: self.markers.get(tp) for tp in partitions}
+
+        return read
+
+
+def use(monkeypatch: pytest.MonkeyPatch, brokers: Brokers) -> Brokers:
+    monkeypatch.setattr(inspect_cmd, "kafka_marker_reader", brokers.reader)
+    monkeypatch.setenv("LAMINAR_KAFKA_BOOTSTRAP", BOOTSTRAP)
+    return brokers
+
+
+AT_5 = {("orders", p): OffsetMarker(5, 2) for p in range(3)}
+
+
+def test_text_report_is_a_few_aligned_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    build_store(tmp_path)
+    brokers = use(monkeypatch, Brokers(AT_5))
+
+    assert main(["inspect", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+
+    assert brokers.connections == [(BOOTSTRAP, inspect_cmd.GUESSED_MARKER_TIMEOUT_S)]
+    assert out[0] == f"checkpoint store {tmp_path}"
+    assert f"pipeline {PIPELINE}: generation 2, max parallelism 3" in out
+    assert out[-1] == "no problems"
+    checkpoints = out.index("  complete checkpoints (3)")
+    assert re.fullmatch(
+        r" {4}id {2}created \(UTC\) +gen {2}partitions {2}unaligned {2}min watermark",
+        out[checkpoints + 1],
+    )
+    assert out[checkpoints + 3].split() == ["4", "2023-11-14", "22:13:24.000", "2", "3", "1", "-"]
+    assert out[out.index("  incomplete checkpoints (2)") + 3].split()[:3] == ["6", "newer", "than"]
+    state = out.index("  state of checkpoint 5")
+    header, first, second = out[state + 1 : state + 4]
+    assert header.split() == [
+        "task",
+        "gen",
+        "file",
+        "size",
+        "step",
+        "partitions",
+        "keys",
+        "step",
+        "size",
+    ]
+    assert first.split()[:3] == ["0", "2", "task-0-g2.state"]
+    assert first.split()[5:8] == [COUNTS, "2", "2"]
+    assert second.split()[:3] == [TOTALS, "2", "3"]
+    assert first.index(COUNTS) == second.index(TOTALS) == header.index("step"), "columns align"
+    markers = out.index(f"  committed markers ({BOOTSTRAP})")
+    assert [line.split() for line in out[markers + 1 : markers + 5]] == [
+        ["partition", "checkpoint", "gen", "in", "store"],
+        ["orders:0", "5", "2", "yes"],
+        ["orders:1", "5", "2", "yes"],
+        ["orders:2", "5", "2", "yes"],
+    ]
+
+
+def test_a_marker_naming_a_deleted_checkpoint_is_an_error_line_and_exit_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    build_store(tmp_path)
+    use(monkeypatch, Brokers({**AT_5, ("orders", 1): OffsetMarker(1, 2)}))
+
+    assert main(["inspect", str(tmp_path), "--pipeline", PIPELINE]) == 1
+    out = capsys.readouterr().out.splitlines()
+
+    assert "    orders:1   1           2    NO" in out
+    errors = [line for line in out if line.startswith("  ERROR: ")]
+    assert errors == [
+        "  ERROR: orders:1: its committed marker names checkpoint 1, which is not in the store "
+        "(deleted, or the store belongs to another cluster): the next start fails"
+    ]
+    assert out[-1] == "1 problem found"
+
+
+def test_json_report_for_scripts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = build_store(tmp_path)
+    store.snapshot_path(5, 1, 2).unlink()
+    use(monkeypatch, Brokers(AT_5))
+
+    assert main(["inspect", str(tmp_path), "--json"]) == 1
+    body = json.loads(capsys.readouterr().out)
+
+    assert body["ok"] is False and body["bootstrap"] == BOOTSTRAP
+    assert body["root"] == str(tmp_path)
+    (pipeline,) = body["pipelines"]
+    assert [c["checkpoint_id"] for c in pipeline["checkpoints"]] == [3, 4, 5]
+    assert pipeline["incomplete"] == [
+        {"checkpoint_id": 2, "status": "abandoned"},
+        {"checkpoint_id": 6, "status": "pending"},
+    ]
+    assert [f["task"] for f in pipeline["newest"]["state_files"]] == [0]
+    assert pipeline["markers"][0] == {
+        "partition": "orders:0",
+        "checkpoint_id": 5,
+        "generation": 2,
+        "in_store": True,
+    }
+    assert (
+        len(pipeline["problems"]) == 1 and "task-1-g2.state is missing" in pipeline["problems"][0]
+    )
+
+
+def test_a_named_broker_that_does_not_answer_is_an_error_a_guessed_one_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    build_store(tmp_path)
+    brokers = use(monkeypatch, Brokers(None, answers=False))
+
+    assert main(["inspect", str(tmp_path), "--bootstrap", "elsewhere:9092"]) == 1
+    assert brokers.connections == [("elsewhere:9092", inspect_cmd.MARKER_TIMEOUT_S)]
+    out = capsys.readouterr().out
+    assert "  ERROR: committed markers not read: no answer from elsewhere:9092" in out
+
+    assert main(["inspect", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"  note: committed markers not read: no answer from {BOOTSTRAP}" in out
+    assert "committed markers (" not in out
+
+
+def test_nothing_to_inspect_says_so_without_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    build_store(tmp_path)
+    use(monkeypatch, Brokers(AT_5))
+
+    assert main(["inspect", str(tmp_path / "nowhere")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"error: checkpoint directory {tmp_path / 'nowhere'} does not exist\n"
+
+    assert main(["inspect", str(tmp_path), "--pipeline", "other", "--json"]) == 2
+    assert "no checkpoints of pipeline 'other'" in capsys.readouterr().err
