@@ -10,37 +10,27 @@ refuses a record without a key.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError
 
 from laminar_kafka.control.codec import encode
 from laminar_kafka.control.headers import CONTROL_KEY, control_headers
 from laminar_kafka.control.records import Barrier
-from laminar_kafka.errors import LaminarError
+from laminar_kafka.errors import ConfigError, LaminarError
+from laminar_kafka.kafka.clients import KafkaConnection, idempotent_producer
+from laminar_kafka.kafka.names import PartitionKey
 
-PartitionKey = tuple[str, int]
+# Refusals that no retry will change: the run must stop and say what to do.
+_REFUSED = (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED)
 
 
 class BarrierInjector:
     """Injects barriers and reports where each one landed."""
 
-    def __init__(
-        self,
-        bootstrap: str,
-        client_config: Mapping[str, str],
-        partitions: Sequence[PartitionKey],
-    ) -> None:
-        config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 0,
-            "log_level": 3,
-        }
-        config.update(client_config)
-        self._producer = Producer(config)
+    def __init__(self, kafka: KafkaConnection, partitions: Sequence[PartitionKey]) -> None:
+        self._producer = idempotent_producer(kafka)
         self.partitions = tuple(partitions)
 
     def inject(self, barrier: Barrier, timeout_s: float) -> dict[PartitionKey, int]:
@@ -49,10 +39,13 @@ class BarrierInjector:
         headers = control_headers(barrier)
         offsets: dict[PartitionKey, int] = {}
         errors: list[str] = []
+        refused: list[str] = []
 
         def delivered(err: KafkaError | None, msg: Any) -> None:
             if err is not None:
                 errors.append(f"{msg.topic()}[{msg.partition()}]: {err.str()}")
+                if err.code() in _REFUSED:
+                    refused.append(msg.topic())
             else:
                 offsets[(msg.topic(), msg.partition())] = msg.offset()
 
@@ -66,6 +59,12 @@ class BarrierInjector:
                 on_delivery=delivered,
             )
         remaining = self._producer.flush(timeout_s)
+        if refused:
+            raise ConfigError(
+                f"the pipeline may not write barriers into {sorted(set(refused))} "
+                "(authorization failed): grant it WRITE on those topics, or read them with "
+                "source(..., barriers=False)"
+            )
         if errors or remaining:
             raise LaminarError(
                 f"barrier {barrier.checkpoint_id} not written everywhere: "

@@ -37,7 +37,7 @@ from laminar_kafka.control.records import (
     Phase,
     partition_key,
 )
-from laminar_kafka.errors import LaminarError, WorkerStartError
+from laminar_kafka.errors import ConfigError, LaminarError, WorkerStartError
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.kafka.names import PartitionKey
 
@@ -171,6 +171,8 @@ class CheckpointCoordinator:
         )
         try:
             pending.barrier_offsets = dict(self._injector.inject(barrier, self._timeout_s))
+        except ConfigError:
+            raise  # refused for good (authorization): no checkpoint can succeed
         except LaminarError as exc:
             return self._abort(pending, str(exc))
         pending.move(CheckpointPhase.AWAITING_ACKS)

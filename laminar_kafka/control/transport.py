@@ -15,7 +15,7 @@ from typing import Any
 from confluent_kafka import KafkaError, TopicPartition
 
 from laminar_kafka.control.codec import decode, encode
-from laminar_kafka.control.headers import CONTROL_HEADER, control_headers
+from laminar_kafka.control.headers import CONTROL_HEADER, CONTROL_KEY, control_headers
 from laminar_kafka.control.records import Ack, Announcement, ControlRecord
 from laminar_kafka.errors import ControlRecordError, LaminarError
 from laminar_kafka.kafka.clients import KafkaConnection, control_reader, idempotent_producer
@@ -55,6 +55,7 @@ class ControlChannel:
         self._producer.produce(
             self.topic,
             encode(record),
+            CONTROL_KEY,
             partition=0,
             headers=control_headers(record),
             on_delivery=delivered,

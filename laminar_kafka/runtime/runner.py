@@ -29,7 +29,7 @@ from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.checkpoint.topology import check_topology
 from laminar_kafka.control.records import Ack, BarrierFlags
 from laminar_kafka.control.transport import ControlChannel
-from laminar_kafka.errors import LaminarError, WorkerStartError
+from laminar_kafka.errors import ConfigError, LaminarError, WorkerStartError
 from laminar_kafka.kafka.admin import (
     delete_committed_offsets,
     end_offset,
@@ -49,6 +49,7 @@ from laminar_kafka.runtime.events import (
     RuntimeEvent,
     WorkerLost,
 )
+from laminar_kafka.runtime.preflight import check_transaction_timeout
 from laminar_kafka.runtime.recovery import check_markers_kept
 from laminar_kafka.runtime.spark_job import WorkerJob
 from laminar_kafka.runtime.stats import RunStats
@@ -114,6 +115,7 @@ class PipelineRunner:
 
     def run(self) -> RunStats:
         ship_pipeline_code(self.pipeline)
+        check_transaction_timeout(self.config)  # before anything is touched
         self._store.lock()
         try:
             latest = None if self.config.reset else self._store.latest_complete()
@@ -192,9 +194,7 @@ class PipelineRunner:
             cfg.kafka, self._control_topic, name, end_offset(cfg.kafka, self._control_topic), Ack
         )
         barriers = set(self.pipeline.barrier_topics)
-        injector = BarrierInjector(
-            cfg.bootstrap, cfg.client_config, [k for k in partitions if k[0] in barriers]
-        )
+        injector = BarrierInjector(cfg.kafka, [k for k in partitions if k[0] in barriers])
         markers = CommittedMarkers(cfg.kafka, name, partitions, self._store)
         coordinator = CheckpointCoordinator(
             name,
@@ -231,6 +231,8 @@ class PipelineRunner:
             return self._checkpoint_loop(coordinator, job)
         except WorkerStartError as exc:
             return _Lost(str(exc), starting=True)
+        except ConfigError:
+            raise  # no restart can fix a setting or a permission
         except LaminarError as exc:
             return _Lost(str(exc))
         finally:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from laminar_kafka.checkpoint.coordinator import CheckpointCoordinator, CheckpointPhase
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import Announcement, ControlRecord, Phase
-from laminar_kafka.errors import WorkerStartError
+from laminar_kafka.errors import ConfigError, WorkerStartError
 from tests.checkpoint.fakes import FakeControl, FakeInjector, ack
 
 TASKS = 2
@@ -152,3 +154,12 @@ def test_a_job_lost_while_starting_is_a_start_failure(tmp_path: Path) -> None:
         _coordinator(tmp_path, FakeControl()).await_ready(
             lambda: "ImportError: no module named pipelines", timeout_s=5
         )
+
+
+def test_a_refused_injection_stops_the_run(tmp_path: Path) -> None:
+    class Refused(FakeInjector):
+        def inject(self, barrier: Any, timeout_s: float) -> Mapping[tuple[str, int], int]:
+            raise ConfigError("the pipeline may not write barriers into ['orders']")
+
+    with pytest.raises(ConfigError, match="may not write barriers"):
+        _coordinator(tmp_path, FakeControl(), injector=Refused()).run_checkpoint(_alive)
