@@ -116,6 +116,9 @@ def ports_free(ports: tuple[int, ...]) -> bool:
         for port in ports:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             socks.append(sock)
+            # As the broker binds: a killed broker's connections linger in TIME_WAIT,
+            # which does not keep it from listening on its port again.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(("127.0.0.1", port))
         return True
     except OSError:

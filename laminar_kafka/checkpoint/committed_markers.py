@@ -7,9 +7,10 @@ shows them. Reading committed offsets does not join the group.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from laminar_kafka.checkpoint.markers import OffsetMarker, parse_marker
 from laminar_kafka.checkpoint.store import CheckpointStore
@@ -18,6 +19,12 @@ from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
 
 log = logging.getLogger(__name__)
+
+_COORDINATOR_MOVING = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+)
 
 
 class CommittedMarkers:
@@ -47,11 +54,19 @@ class CommittedMarkers:
         )
 
     def read(self, timeout_s: float = 10.0) -> dict[PartitionKey, OffsetMarker | None]:
-        try:
-            found = self._consumer.committed(self._partitions, timeout=timeout_s)
-        except KafkaException as exc:
-            raise LaminarError(f"cannot read the committed offset markers: {exc}") from None
-        return {(tp.topic, tp.partition): parse_marker(tp.metadata) for tp in found}
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                found = self._consumer.committed(self._partitions, timeout=timeout_s)
+                return {(tp.topic, tp.partition): parse_marker(tp.metadata) for tp in found}
+            except KafkaException as exc:
+                # A broker that just started may not have elected the group's
+                # coordinator yet (NOT_COORDINATOR): that passes, so ask again.
+                err = exc.args[0] if exc.args else None
+                transient = isinstance(err, KafkaError) and err.code() in _COORDINATOR_MOVING
+                if not transient or time.monotonic() > deadline:
+                    raise LaminarError(f"cannot read the committed offset markers: {exc}") from None
+            time.sleep(0.2)
 
     def lowest(self) -> int | None:
         """The lowest checkpoint id any partition's marker names; None if none has one.

@@ -91,6 +91,8 @@ class PendingCheckpoint:
     acks: dict[int, Ack] = field(default_factory=dict)
     reason: str = ""
     duration_s: float = 0.0
+    missing_tasks: tuple[int, ...] = ()
+    """Tasks that did not acknowledge in time: stalled or cut off, not merely failed."""
 
     def move(self, target: CheckpointPhase) -> None:
         if target not in _TRANSITIONS[self.phase]:
@@ -191,6 +193,7 @@ class CheckpointCoordinator:
                 return f"worker job lost: {reason}"
             if time.monotonic() > deadline:
                 missing = sorted(set(range(self.tasks)) - pending.acks.keys())
+                pending.missing_tasks = tuple(missing)
                 return f"timed out after {self._timeout_s:.0f}s waiting for tasks {missing}"
             for ack in self._control.receive(0.05):
                 if ack.generation != self.generation or ack.checkpoint_id != pending.checkpoint_id:

@@ -105,8 +105,6 @@ def _plan(
     run: ChaosRun, faults: list[FaultKind], points: list[FaultPoint], rounds: int, kill: str
 ) -> list[tuple[FaultKind, FaultPoint | None, KillKind | None]]:
     """The rounds: named points, random kills, then bounces and pauses, `rounds` of each."""
-    if points and FaultKind.KILL not in faults:
-        raise ConfigError("--points are kill rounds: add kill to --faults")
     plan: list[tuple[FaultKind, FaultPoint | None, KillKind | None]] = []
     for fault in faults:
         if fault is FaultKind.KILL:
@@ -121,6 +119,8 @@ def _plan(
 def chaos(args: argparse.Namespace) -> int:
     faults = parse_faults(args.faults)
     points = _points(args.points)
+    if points and FaultKind.KILL not in faults:
+        raise ConfigError("--points are kill rounds: add kill to --faults")
     settings = ChaosSettings(
         bootstrap=resolve_bootstrap(args.bootstrap),
         records=args.records,

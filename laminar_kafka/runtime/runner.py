@@ -2,14 +2,15 @@
 
 The runner only wires parts that live elsewhere. A run, in order:
 
-1. lock the checkpoint store (one application per pipeline) and create the
-   control, dead-letter and sink topics that are missing;
+1. check the transaction timeout against the brokers, lock the checkpoint store
+   (one application per pipeline), check the topology and the offset markers,
+   create the control, dead-letter and sink topics that are missing;
 2. start a worker generation: a new generation number (durable), an announcement
    that makes older tasks stale, fencing of the transactional ids of tasks that
    a smaller parallelism removed, then the Spark barrier job;
 3. wait until every task recovered, then run a checkpoint every interval;
-4. on stop: one last checkpoint with the DRAIN flag, after which tasks exit;
-   on a lost worker job: restart from step 2 under the restart policy.
+4. on stop: one last checkpoint with the DRAIN flag, after which tasks exit; on
+   a lost worker job or a task that did not ack in time: restart from step 2.
 """
 
 from __future__ import annotations
@@ -26,12 +27,10 @@ from laminar_kafka.barriers.injector import BarrierInjector
 from laminar_kafka.checkpoint.committed_markers import CommittedMarkers
 from laminar_kafka.checkpoint.coordinator import CheckpointCoordinator, PendingCheckpoint
 from laminar_kafka.checkpoint.store import CheckpointStore
-from laminar_kafka.checkpoint.topology import check_topology
 from laminar_kafka.control.records import Ack, BarrierFlags
 from laminar_kafka.control.transport import ControlChannel
 from laminar_kafka.errors import ConfigError, LaminarError, WorkerStartError
 from laminar_kafka.kafka.admin import (
-    delete_committed_offsets,
     end_offset,
     ensure_topics,
     record_limits,
@@ -50,8 +49,8 @@ from laminar_kafka.runtime.events import (
     WorkerLost,
 )
 from laminar_kafka.runtime.preflight import check_transaction_timeout
-from laminar_kafka.runtime.recovery import check_markers_kept
 from laminar_kafka.runtime.spark_job import WorkerJob
+from laminar_kafka.runtime.start_checks import check_where_to_start
 from laminar_kafka.runtime.stats import RunStats
 from laminar_kafka.runtime.task_spec import TaskSpec, assign_partitions
 from laminar_kafka.sinks.kafka_transaction import KafkaTransaction
@@ -87,7 +86,7 @@ class PipelineRunner:
         self._store = CheckpointStore(config.checkpoint_dir, pipeline.name)
         self._control_topic = config.control_topic(pipeline.name)
         self._failed_at: float | None = None
-        self._limits: dict[str, int] = {}
+        self._limits: dict[str, int] = {}  # sink topic → largest record it accepts
 
     def stop(self) -> None:
         """Ask for a graceful stop: a final DRAIN checkpoint, then the tasks exit."""
@@ -118,15 +117,9 @@ class PipelineRunner:
         check_transaction_timeout(self.config)  # before anything is touched
         self._store.lock()
         try:
-            latest = None if self.config.reset else self._store.latest_complete()
-            if latest is not None:
-                check_topology(latest.topology, self.pipeline.topology(), latest.checkpoint_id)
             counts = self._prepare_topics()
             partitions = [(t, p) for t in sorted(counts) for p in range(counts[t])]
-            if self.config.reset:
-                self._reset(partitions)
-            elif not self.config.from_latest_checkpoint:
-                self._check_markers(partitions)
+            check_where_to_start(self._store, self.pipeline, self.config, partitions)
             total = sum(counts.values())
             parallelism = min(self.config.parallelism, total)
             if parallelism < self.config.parallelism:
@@ -135,18 +128,6 @@ class PipelineRunner:
         finally:
             self._store.unlock()
         return self.stats
-
-    def _check_markers(self, partitions: list[PartitionKey]) -> None:
-        markers = CommittedMarkers(self.config.kafka, self.pipeline.name, partitions)
-        try:
-            check_markers_kept(self._store, markers.read(timeout_s=30))
-        finally:
-            markers.close()
-
-    def _reset(self, partitions: list[PartitionKey]) -> None:
-        """Start over on purpose: no checkpoint, no committed offset marker survives."""
-        self._store.clear()
-        delete_committed_offsets(self.config.kafka, self.pipeline.name, partitions)
 
     # -- steps 2-4 --------------------------------------------------------
     def _run_generations(self, counts: dict[str, int], parallelism: int) -> None:
@@ -266,6 +247,11 @@ class PipelineRunner:
             if lost:
                 self._failed_at = time.monotonic()
                 return _Lost(lost)
+            if result.missing_tasks:
+                # A task that cannot ack is stalled (paused, hung in a client call) or
+                # cut off: a new generation fences it; it must not wake and carry on.
+                self._failed_at = time.monotonic()
+                return _Lost(f"checkpoint {result.checkpoint_id}: {result.reason}")
 
     def _record(self, result: PendingCheckpoint) -> None:
         if result.committed:

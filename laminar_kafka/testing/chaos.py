@@ -149,7 +149,8 @@ class ChaosRun:
         injected: Fault
         if fault is FaultKind.BROKER_BOUNCE:
             s = dataclasses.replace(s, bootstrap=self.bounce_broker().start())
-            label, injected = "broker-bounce", BrokerBounce(self.bounce_broker(), rng)
+            injected = BrokerBounce(self.bounce_broker(), rng, s.checkpoint_timeout_s)
+            label = "broker-bounce"
         elif fault is FaultKind.PAUSE:
             label, injected = "pause", WorkerPause(rng, s.checkpoint_timeout_s)
         elif point is not None:

@@ -68,6 +68,11 @@ def parse_faults(spec: str) -> list[FaultKind]:
 BROKER_MAX_DOWN_S = 3.0
 """How long a bounced broker stays down if the pipeline reports no trouble before."""
 
+STUCK_CHECKPOINTS = 3
+"""Checkpoints in a row that time out once the broker is back (and the checkpoint
+timeout has passed since) before a round calls the tasks stuck: a task that answers
+at all acks within the timeout, and a replaced generation shows as a worker_lost."""
+
 
 def _trouble_since(at: float) -> Matcher:
     """The pipeline's first report of trouble after `at`: an aborted checkpoint, a lost job."""
@@ -89,8 +94,10 @@ def _trouble_since(at: float) -> Matcher:
 class BrokerBounce:
     """SIGKILL the round's broker once a drawn share of the input is in; start it again."""
 
-    def __init__(self, broker: BounceableBroker, rng: random.Random) -> None:
-        self.broker, self.rng = broker, rng
+    def __init__(
+        self, broker: BounceableBroker, rng: random.Random, checkpoint_timeout_s: float
+    ) -> None:
+        self.broker, self.rng, self.timeout_s = broker, rng, checkpoint_timeout_s
         self.bounce: Bounce | None = None
 
     def inject(self, round_: ChaosRound, app: ChaosApp) -> Kill:
@@ -100,24 +107,42 @@ class BrokerBounce:
         self.bounce = self.broker.bounce(
             lambda: reacted(app.events()) is not None, BROKER_MAX_DOWN_S
         )
-        return Kill(
-            KillKind.BROKER, f"broker pid {self.bounce.pid}", self.bounce.killed_at, generation
-        )
+        return Kill(KillKind.BROKER, f"pid {self.bounce.pid}", self.bounce.killed_at, generation)
 
     def recover(
         self, round_: ChaosRound, app: ChaosApp, kill: Kill, env: dict[str, str]
     ) -> Recovery:
         """The same application commits again: in the same generation, or a newer one."""
-        assert self.bounce is not None
+        bounce = self.bounce
+        assert bounce is not None
         commit = first("checkpoint_committed", at=lambda t: float(t) > kill.at)
+
+        def committed_unless_stuck(events: list[Event]) -> Event | None:
+            found = commit(events)
+            timed_out = [
+                e
+                for e in events
+                if e.get("event") == "checkpoint_aborted"
+                and float(e.get("at", 0.0)) > bounce.back_at + self.timeout_s
+                and "timed out" in str(e.get("reason"))
+            ]
+            stuck = len(timed_out) >= STUCK_CHECKPOINTS and not losses_since(events, kill.at)
+            if found is None and stuck:
+                raise LaminarError(
+                    f"{len(timed_out)} checkpoints timed out after the broker came back, "
+                    f"the last: {timed_out[-1].get('reason')}; the tasks are stuck and "
+                    f"generation {kill.generation} was not replaced"
+                )
+            return found
+
         app.wait_event(
-            f"a checkpoint committed after the broker came back ({kill.target} was killed)",
-            commit,
+            f"a checkpoint committed after the broker (killed: {kill.target}) came back",
+            committed_unless_stuck,
             START_TIMEOUT_S,
         )
         restarted = losses_since(app.events(), kill.at)
         path = RecoveryPath.IN_PLACE if restarted else RecoveryPath.RODE_OUT
-        return Recovery(app, path, commit, fault_s=self.bounce.down_s)
+        return Recovery(app, path, commit, fault_s=bounce.down_s)
 
 
 class WorkerPause:

@@ -101,7 +101,7 @@ def test_broker_bounce_is_ridden_out_or_recovered_in_place(
     assert_common(result, f"seed {run.seed}")
     assert result.label == "broker-bounce", message
     assert result.kill.kind is KillKind.BROKER, message
-    assert re.fullmatch(r"broker pid \d+", result.kill.target), message
+    assert re.fullmatch(r"pid \d+", result.kill.target), message
     assert result.kill.generation == 1, message  # the generation running at the kill
     assert result.recovery in (RecoveryPath.RODE_OUT, RecoveryPath.IN_PLACE), message
     if result.recovery is RecoveryPath.IN_PLACE:

@@ -78,7 +78,10 @@ def test_bounce_rounds_get_a_broker_of_their_own_unless_handed_one(tmp_path: Pat
     assert handed.bounce_broker().home == (tmp_path / "mine").resolve()
 
 
-def test_alignment_timeout_stays_below_a_short_checkpoint_timeout() -> None:
-    assert ChaosSettings("x").alignment_s == 5.0
-    assert ChaosSettings("x", checkpoint_timeout_s=5.0).alignment_s == 1.25
-    assert ChaosSettings("x", alignment_timeout_s=0.5).alignment_s == 0.5
+def test_alignment_timeout_stays_below_a_short_checkpoint_timeout(tmp_path: Path) -> None:
+    def alignment_s(**given: float) -> float:
+        return ChaosSettings("x", work_dir=tmp_path, **given).alignment_s
+
+    assert alignment_s() == 5.0
+    assert alignment_s(checkpoint_timeout_s=5.0) == 1.25
+    assert alignment_s(alignment_timeout_s=0.5) == 0.5
