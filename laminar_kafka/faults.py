@@ -21,8 +21,6 @@ import signal
 import threading
 from pathlib import Path
 
-from laminar_kafka.errors import LaminarError
-
 
 class FaultPoint(enum.Enum):
     MID_EPOCH = "mid_epoch"
@@ -133,12 +131,6 @@ def passed(point: FaultPoint, checkpoint_id: int, task: int | None = None) -> No
     except OSError:
         return
     (_ARMED[3] / f"passed-{point.value}").write_text(f"{checkpoint_id} {task}")
-
-
-def fail_here(point: FailurePoint, checkpoint_id: int, task: int | None = None) -> None:
-    """Raise LaminarError if `point` is armed (LAMINAR_FAIL) for this checkpoint and task."""
-    if should_fire(point, checkpoint_id, task):
-        raise LaminarError(f"injected failure: {point.value} at checkpoint {checkpoint_id}")
 
 
 def write_pid_file(pipeline: str, generation: int, task: int) -> None:

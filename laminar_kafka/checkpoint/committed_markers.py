@@ -10,12 +10,12 @@ import logging
 import time
 from collections.abc import Sequence
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from laminar_kafka.checkpoint.markers import OffsetMarker, parse_marker
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import LaminarError
-from laminar_kafka.kafka.clients import KafkaConnection
+from laminar_kafka.kafka.clients import KafkaConnection, committed_offsets_reader
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
 
 log = logging.getLogger(__name__)
@@ -39,19 +39,7 @@ class CommittedMarkers:
     ) -> None:
         self._store = store
         self._partitions = [TopicPartition(t, p) for t, p in partitions]
-        self._consumer = Consumer(
-            kafka.settings(
-                {},
-                # Not read_committed (librdkafka's default): that waits for the offsets
-                # of open transactions, such as those a killed application left until
-                # they are fenced. Only what is committed now counts here.
-                {
-                    "group.id": consumer_group(pipeline),
-                    "enable.auto.commit": False,
-                    "isolation.level": "read_uncommitted",
-                },
-            )
-        )
+        self._consumer = committed_offsets_reader(kafka, consumer_group(pipeline))
 
     def read(self, timeout_s: float = 10.0) -> dict[PartitionKey, OffsetMarker | None]:
         deadline = time.monotonic() + timeout_s

@@ -112,6 +112,21 @@ def control_reader(kafka: KafkaConnection, group: str) -> Consumer:
     )
 
 
+def committed_offsets_reader(kafka: KafkaConnection, group: str) -> Consumer:
+    """Reads a group's committed offsets without joining it.
+
+    Not read_committed (librdkafka's default): that waits for the offsets of open
+    transactions, such as those a killed application left until they are fenced.
+    Only what is committed now counts.
+    """
+    return Consumer(
+        kafka.settings(
+            {},
+            {"group.id": group, "enable.auto.commit": False, "isolation.level": "read_uncommitted"},
+        )
+    )
+
+
 def probe_consumer(kafka: KafkaConnection) -> Consumer:
     """A consumer that only asks for offsets and metadata."""
     return Consumer(kafka.settings({}, {"group.id": PROBE_GROUP, "enable.auto.commit": False}))
