@@ -20,6 +20,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from laminar_kafka.control.headers import is_control
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.formats.avro import AvroFormat
+from laminar_kafka.kafka.admin import watermark_offsets
 from laminar_kafka.operators.partitioning import LIBRDKAFKA_PARTITIONER
 from laminar_kafka.testing.chaos_checks import (
     CustomerOrders,
@@ -116,10 +117,9 @@ def committed_end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     )
     try:
         meta = consumer.list_topics(topic, timeout=30).topics[topic]
-        return {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
-            for p in meta.partitions
-        }
+        # watermark_offsets retries what a topic created a moment ago answers at
+        # first (unknown partition, not leader yet).
+        return {p: watermark_offsets(consumer, topic, p)[1] for p in meta.partitions}
     finally:
         consumer.close()
 
