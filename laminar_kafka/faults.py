@@ -30,6 +30,21 @@ class FaultPoint(enum.Enum):
     AFTER_DECISION_BEFORE_COMMIT = "after_decision_before_commit"
     DURING_COMMIT = "during_commit"
     AFTER_DECISION_BEFORE_ANNOUNCE = "after_decision_before_announce"
+    UPSTREAM_COMMITTED = "upstream_committed"
+    """Driver: Commit(N, s) announced for a stage s that is not the last (downstream unaligned)."""
+    DOWNSTREAM_ACKED = "downstream_acked"
+    """Worker: a task of a downstream stage acked N, before the decision of its stage."""
+    DURING_PURGE = "during_purge"
+    """Driver: while purging internal topics below a complete checkpoint."""
+
+    @property
+    def multi_stage(self) -> bool:
+        """Points only a pipeline of several stages reaches."""
+        return self in (
+            FaultPoint.UPSTREAM_COMMITTED,
+            FaultPoint.DOWNSTREAM_ACKED,
+            FaultPoint.DURING_PURGE,
+        )
 
     @property
     def in_driver(self) -> bool:
@@ -37,6 +52,8 @@ class FaultPoint(enum.Enum):
         return self in (
             FaultPoint.AFTER_ACKS_BEFORE_DECISION,
             FaultPoint.AFTER_DECISION_BEFORE_ANNOUNCE,
+            FaultPoint.UPSTREAM_COMMITTED,
+            FaultPoint.DURING_PURGE,
         )
 
 

@@ -1,7 +1,8 @@
 """Keyed example: a running count and sum of order amounts per customer.
 
-The `orders` topic must be partitioned by customer (producers set the record key
-to the customer, Java/murmur2 partitioner). Every order emits the customer's new
+The `orders` topic is partitioned by customer (producers set the record key to
+the customer, Java/murmur2 partitioner), and the source says so: the totals are
+kept where the orders arrive, in one stage. Every order emits the customer's new
 totals; the last record per customer is the exact total.
 
 Run it:  laminar-kafka run pipelines/customer_totals.py --bootstrap 127.0.0.1:9092
@@ -12,7 +13,9 @@ from laminar_kafka import AvroFormat, JsonFormat, Pipeline
 pipeline = Pipeline("customer-totals")
 
 (
-    pipeline.source("orders", value_format=AvroFormat.from_schema("order"))
+    pipeline.source(
+        "orders", value_format=AvroFormat.from_schema("order"), partitioned_by="customer"
+    )
     .key_by("customer")
     .aggregate(
         initial=lambda: {"orders": 0, "amount": 0, "last_id": -1},

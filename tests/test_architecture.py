@@ -22,6 +22,7 @@ LAYERS: list[set[str]] = [
     {"formats", "state"},
     {"operators", "sinks", "sources", "barriers", "checkpoint"},
     {"api"},
+    {"plan"},
     {"runtime"},
     {"testing"},
     {"cli"},

@@ -10,7 +10,9 @@ import re
 from laminar_kafka.errors import ConfigError
 
 NAME = re.compile(r"[A-Za-z0-9._-]{1,200}")
-DERIVED_STEP = re.compile(r"[A-Za-z0-9._-]{1,200}>[A-Za-z0-9._-]{1,200}/aggregate-[1-9][0-9]{0,5}")
+DERIVED_STEP = re.compile(r"[A-Za-z0-9._+-]{1,200}>[A-Za-z0-9._-]{1,200}/aggregate-[1-9][0-9]{0,5}")
+
+
 def check_name(kind: str, name: str) -> str:
     # fullmatch: `$` alone would let a trailing newline through. "." and ".." are no
     # Kafka topic names, and as a pipeline name they would point the checkpoint

@@ -1,4 +1,4 @@
-"""Pipeline definitions: a name and flows from a Kafka source to a Kafka sink.
+"""Pipeline definitions: a name and the flows its streams were cut into.
 
     pipeline = Pipeline("orders")
     (pipeline.source("orders-in", value_format=AvroFormat.from_schema("order"))
@@ -14,182 +14,19 @@ flow: `<source>><sink>/aggregate-<k>`); keyed state is stored under that name.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import replace
 
-from laminar_kafka.api.checks import (
-    DERIVED_STEP,
-    check_callable,
-    check_format,
-    check_key,
-    check_name,
-)
+from laminar_kafka.api.checks import check_format, check_key, check_name
+from laminar_kafka.api.graph import cut_stream
+from laminar_kafka.api.specs import Flow, KeySpec, SinkSpec, SourceSpec, StartFrom
+from laminar_kafka.api.streams import Branch, KeyedStream, Stream
 from laminar_kafka.errors import ConfigError
-from laminar_kafka.formats import BytesFormat, Format, JsonFormat, StringFormat
-from laminar_kafka.operators import AggregateOp, FilterOp, FlatMapOp, KeyByOp, MapOp, Operator
-from laminar_kafka.operators.keyed import StepKind
+from laminar_kafka.formats import BytesFormat, Format, JsonFormat
+from laminar_kafka.operators import AggregateOp
 from laminar_kafka.operators.partitioning import PARTITIONERS, Partitioner
-from laminar_kafka.operators.steps import describe_steps, name_steps, step_signatures
+from laminar_kafka.operators.steps import describe_steps, step_signatures
 
-StartFrom = Literal["earliest", "latest"]
-
-
-@dataclass(frozen=True)
-class SourceSpec:
-    """A Kafka topic read by the pipeline; records are decoded with `value_format`."""
-
-    topic: str
-    value_format: Format = field(default_factory=JsonFormat)
-    key_format: Format = field(default_factory=BytesFormat)
-    start_from: StartFrom = "earliest"
-    barriers: bool = True
-    """False for a topic the pipeline may not write: its checkpoints are unaligned."""
-
-
-@dataclass(frozen=True)
-class SinkSpec:
-    """A Kafka topic the pipeline writes, inside its checkpoint transactions."""
-
-    topic: str
-    value_format: Format = field(default_factory=JsonFormat)
-    key: str | Callable[[Any], Any] | None = None
-    key_format: Format = field(default_factory=StringFormat)
-
-    def key_of(self, value: Any) -> Any:
-        if self.key is None:
-            return None
-        if callable(self.key):
-            return self.key(value)
-        return value[self.key]
-
-
-@dataclass(frozen=True)
-class Flow:
-    """One path: a source, its operators in order, a sink."""
-
-    source: SourceSpec
-    operators: tuple[Operator, ...]
-    sink: SinkSpec
-
-    @property
-    def is_stateful(self) -> bool:
-        return any(isinstance(op, AggregateOp) for op in self.operators)
-
-    @property
-    def label(self) -> str:
-        """`<source>><sink>`: what derived step names start with."""
-        return f"{self.source.topic}>{self.sink.topic}"
-
-
-@dataclass(frozen=True)
-class Stream:
-    """Records of a source after some operators; every method returns a new stream."""
-
-    pipeline: Pipeline
-    source_spec: SourceSpec
-    operators: tuple[Operator, ...] = ()
-
-    def _then(self, op: Operator) -> Stream:
-        return Stream(self.pipeline, self.source_spec, (*self.operators, op))
-
-    def map(self, fn: Callable[[Any], Any]) -> Stream:
-        check_callable("map", fn)
-        return self._then(MapOp(fn))
-
-    def filter(self, fn: Callable[[Any], bool]) -> Stream:
-        check_callable("filter", fn)
-        return self._then(FilterOp(fn))
-
-    def flat_map(self, fn: Callable[[Any], Iterable[Any]]) -> Stream:
-        check_callable("flat_map", fn)
-        return self._then(FlatMapOp(fn))
-
-    def key_by(
-        self, key: str | Callable[[Any], Any], partitioner: Partitioner = "murmur2"
-    ) -> KeyedStream:
-        """Group by a field (or function); the source must be partitioned by this key."""
-        check_key("key_by key", key)
-        if partitioner not in PARTITIONERS:
-            raise ConfigError(
-                f"unknown partitioner {partitioner!r}: use one of {sorted(PARTITIONERS)}"
-            )
-        return KeyedStream(self._then(KeyByOp(key, partitioner)))
-
-    def sink(
-        self,
-        topic: str,
-        value_format: Format | None = None,
-        key: str | Callable[[Any], Any] | None = None,
-    ) -> Flow:
-        """Complete the flow; returns it as the pipeline holds it (its steps named)."""
-        if key is not None:
-            check_key("sink key", key)
-        if value_format is not None:
-            check_format("sink value_format", value_format)
-        spec = SinkSpec(check_name("sink topic", topic), value_format or JsonFormat(), key)
-        return self.pipeline.add_flow(Flow(self.source_spec, self.operators, spec))
-
-
-@dataclass(frozen=True)
-class KeyedStream:
-    """A stream grouped by key: its only operators are keyed aggregates."""
-
-    stream: Stream
-
-    def aggregate(
-        self,
-        initial: Callable[[], Any],
-        add: Callable[[Any, Any], Any],
-        emit: Callable[[Any, Any], Any] | None = None,
-        *,
-        name: str | None = None,
-    ) -> Stream:
-        """Running aggregate: state = add(state, value); emits emit(key, state) per record.
-
-        `name` keys the step's state in checkpoints (default: derived from the flow).
-        """
-        check_callable("aggregate initial", initial)
-        check_callable("aggregate add", add)
-        return self._stateful("aggregate", initial, add, emit, name)
-
-    def reduce(
-        self,
-        fn: Callable[[Any, Any], Any],
-        emit: Callable[[Any, Any], Any] | None = None,
-        *,
-        name: str | None = None,
-    ) -> Stream:
-        """Running reduce: the first value of a key is its state, then fn(state, value)."""
-        check_callable("reduce", fn)
-        missing = object()
-
-        def add(state: Any, value: Any) -> Any:
-            return value if state is missing else fn(state, value)
-
-        return self._stateful("reduce", lambda: missing, add, emit, name)
-
-    def count(
-        self, emit: Callable[[Any, Any], Any] | None = None, *, name: str | None = None
-    ) -> Stream:
-        """Running count of records per key."""
-        return self._stateful("count", lambda: 0, lambda n, _v: n + 1, emit, name)
-
-    def _stateful(
-        self,
-        kind: StepKind,
-        initial: Callable[[], Any],
-        add: Callable[[Any, Any], Any],
-        emit: Callable[[Any, Any], Any] | None,
-        name: str | None,
-    ) -> Stream:
-        if emit is not None:
-            check_callable(f"{kind} emit", emit)
-        # A derived name is accepted too, to pin it when the flow's topics change.
-        if name is not None and not (isinstance(name, str) and DERIVED_STEP.fullmatch(name)):
-            check_name("step", name)
-        op = AggregateOp(initial, add, kind=kind, name=name)
-        return self.stream._then(op if emit is None else replace(op, emit=emit))
+__all__ = ["Flow", "KeyedStream", "Pipeline", "SinkSpec", "SourceSpec", "StartFrom", "Stream"]
 
 
 class Pipeline:
@@ -206,10 +43,18 @@ class Pipeline:
         key_format: Format | None = None,
         start_from: StartFrom = "earliest",
         barriers: bool = True,
+        partitioned_by: KeySpec | None = None,
+        partitioner: Partitioner = "murmur2",
     ) -> Stream:
-        """Read `topic`. With `barriers=False` no control record is written into it
-        (for a topic the pipeline may not write): each checkpoint captures such a
-        source where the task stands when the checkpoint is announced.
+        """Read `topic`.
+
+        `partitioned_by` declares the key the topic's producers partition by (with
+        `partitioner`: "murmur2" as Java clients, "crc32" as librdkafka's default):
+        a `key_by` on that key then needs no repartition, and a record found in
+        another partition than its key's goes to the dead-letter topic.
+        With `barriers=False` no control record is written into the topic (for a
+        topic the pipeline may not write): each checkpoint captures such a source
+        where the task stands when the checkpoint is announced.
         """
         if start_from not in ("earliest", "latest"):
             raise ConfigError(f"start_from must be 'earliest' or 'latest', not {start_from!r}")
@@ -217,25 +62,51 @@ class Pipeline:
             check_format("source value_format", value_format)
         if key_format is not None:
             check_format("source key_format", key_format)
+        if partitioned_by is not None:
+            check_key("partitioned_by", partitioned_by)
+        if partitioner not in PARTITIONERS:
+            raise ConfigError(
+                f"unknown partitioner {partitioner!r}: use one of {sorted(PARTITIONERS)}"
+            )
         spec = SourceSpec(
             check_name("source topic", topic),
             value_format or JsonFormat(),
             key_format or BytesFormat(),
             start_from,
             bool(barriers),
+            partitioned_by,
+            partitioner,
         )
-        return Stream(self, spec)
+        return Stream(self, (Branch(spec),))
+
+    def add_stream(self, branches: tuple[Branch, ...], sink: SinkSpec) -> Flow:
+        """Cut a finished stream into flows and add them; returns the one writing `sink`."""
+        flows = cut_stream(self.name, branches, sink)
+        self._add(flows)
+        return flows[-1]
 
     def add_flow(self, flow: Flow) -> Flow:
-        """Add a completed flow with its stateful steps named; returns it as added.
+        """Add one flow as it is, naming the stateful steps that have no name yet."""
+        rank = 0
+        operators = []
+        for op in flow.operators:
+            if isinstance(op, AggregateOp):
+                rank += 1
+                if not op.step:
+                    op = replace(op, step=op.name or f"{flow.label}/aggregate-{rank}")
+            operators.append(op)
+        flow = replace(flow, operators=tuple(operators))
+        self._add([flow])
+        return flow
 
-        Step names key the state in checkpoints, so two steps may not share one.
-        """
-        if flow.sink.topic == flow.source.topic:
-            raise ConfigError(f"flow reads and writes the same topic {flow.source.topic!r}")
-        flow = replace(flow, operators=name_steps(flow.operators, flow.label))
+    def _add(self, flows: list[Flow]) -> None:
+        """Step names key the state in checkpoints, so two steps may not share one;
+        an internal topic has one reader."""
+        for flow in flows:
+            if flow.sink.topic == flow.source.topic:
+                raise ConfigError(f"flow reads and writes the same topic {flow.source.topic!r}")
         seen: dict[str, str] = {}
-        for i, f in enumerate((*self._flows, flow), 1):
+        for i, f in enumerate((*self._flows, *flows), 1):
             for step, this in describe_steps(f.operators, f"flow {i} ({f.label})"):
                 if step in seen:
                     raise ConfigError(
@@ -243,24 +114,39 @@ class Pipeline:
                         "the state in checkpoints, pass name= to give each its own"
                     )
                 seen[step] = this
-        self._flows.append(flow)
-        return flow
+        readers = [f.source.topic for f in (*self._flows, *flows) if f.source.internal]
+        twice = sorted({t for t in readers if readers.count(t) > 1})
+        if twice:
+            raise ConfigError(
+                f"two key_by steps repartition through {twice[0]!r}: pass name= to key_by "
+                "to give each its own internal topic"
+            )
+        self._flows.extend(flows)
 
     def topology(self) -> dict[str, str]:
-        """Stateful step name → signature (kind, key, partitioner) of every stateful step.
+        """Stateful step name → signature of every stateful step.
 
+        The signature says what a saved table means: kind, key, partitioner, and the
+        internal topic whose partitions hold it when the step follows a repartition.
         Checkpoints record it, so that a restart with a changed pipeline can tell
         whether each saved table still means what it meant.
         """
-        return {k: v for flow in self._flows for k, v in step_signatures(flow.operators).items()}
+        found: dict[str, str] = {}
+        for flow in self._flows:
+            where = f" through {flow.source.topic}" if flow.source.internal else ""
+            for step, signature in step_signatures(flow.operators).items():
+                found[step] = signature + where
+        return found
 
     @property
     def flows(self) -> tuple[Flow, ...]:
+        """Every flow, internal ones included, upstream first."""
         return tuple(self._flows)
 
     @property
     def source_topics(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(f.source.topic for f in self._flows))
+        """The user's source topics (not the internal ones)."""
+        return tuple(dict.fromkeys(f.source.topic for f in self._flows if not f.source.internal))
 
     @property
     def barrier_topics(self) -> tuple[str, ...]:
@@ -270,7 +156,13 @@ class Pipeline:
 
     @property
     def sink_topics(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(f.sink.topic for f in self._flows))
+        """The user's sink topics (not the internal ones)."""
+        return tuple(dict.fromkeys(f.sink.topic for f in self._flows if not f.sink.internal))
+
+    @property
+    def internal_topics(self) -> tuple[str, ...]:
+        """Topics between stages, created and purged by the runner."""
+        return tuple(dict.fromkeys(f.sink.topic for f in self._flows if f.sink.internal))
 
     def validate(self) -> None:
         if not self._flows:
@@ -278,6 +170,10 @@ class Pipeline:
         clash = set(self.source_topics) & set(self.sink_topics)
         if clash:
             raise ConfigError(f"topics both read and written by the pipeline: {sorted(clash)}")
+        users = set(self.source_topics) | set(self.sink_topics)
+        taken = sorted(users & set(self.internal_topics))
+        if taken:
+            raise ConfigError(f"{taken[0]!r} is the name of an internal topic of this pipeline")
 
     def __repr__(self) -> str:
         return f"Pipeline({self.name!r}, flows={len(self._flows)})"

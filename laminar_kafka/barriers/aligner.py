@@ -14,16 +14,29 @@ barrier, when it comes, is stale and skipped.
                             ALIGNING --timeout/forced--> UNALIGNED
     ALIGNED/UNALIGNED --finish--> IDLE;  any --cancel--> IDLE
 
+    an internal partition while ALIGNING on N:
+    read on --Barrier(N) of one writer--> read on ... --of its last writer--> delivered
+
 A barrier older than the one being aligned is stale too: once Barrier(N) is
 aligned, Barrier(M < N) can no longer complete here, and its offset must not be
 taken for Barrier(N)'s.
+
+Writers: an internal partition of a multi-stage pipeline carries one Barrier(N)
+from each upstream task that writes it (`Barrier.writer`). Such a partition,
+given in `writers` with the task ids of the current generation, has delivered
+Barrier(N) once every one of them did; until then it is read on (what comes
+between the writers' barriers is still epoch N), and a barrier of a writer not
+listed, or one already counted, changes nothing (it is no "first barrier"
+either). Its barrier offset is the last writer's. An overtaking barrier,
+`finish` and `cancel` forget writer progress. Partitions not in `writers`
+deliver with their first barrier, whatever its writer.
 """
 
 from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from laminar_kafka.control.records import Barrier, BarrierFlags
 from laminar_kafka.errors import LaminarError
@@ -46,20 +59,32 @@ _TRANSITIONS: dict[AlignmentPhase, frozenset[AlignmentPhase]] = {
 
 
 class BarrierAligner:
-    """Tracks which partitions delivered the current barrier; decides when to snapshot."""
+    """Tracks which partitions delivered the current barrier; decides when to snapshot.
+
+    `barrier_offsets` holds the partitions that delivered it completely, `writers`
+    the writer task ids each internal partition must deliver it from.
+    """
 
     def __init__(
         self,
         partitions: Iterable[PartitionKey],
         timeout_s: float,
         clock: Callable[[], float] = time.monotonic,
+        writers: Mapping[PartitionKey, frozenset[int]] | None = None,
     ) -> None:
         self.partitions = frozenset(partitions)
         self.timeout_s = timeout_s
         self._clock = clock
+        self.writers = {key: frozenset(ids) for key, ids in (writers or {}).items()}
+        for key, ids in self.writers.items():
+            if key not in self.partitions:
+                raise LaminarError(f"writers given for {key}, which is not an aligned partition")
+            if not ids:
+                raise LaminarError(f"no writers given for internal partition {key}")
         self.phase = AlignmentPhase.IDLE
         self.barrier: Barrier | None = None
         self.barrier_offsets: dict[PartitionKey, int] = {}
+        self._seen: dict[PartitionKey, set[int | None]] = {}  # writers counted per partition
         self.started_at = 0.0
         self.last_resolved_id = 0
 
@@ -82,6 +107,7 @@ class BarrierAligner:
         """Record a fresh barrier from `key`; True when the snapshot should be taken now.
 
         Only while IDLE or ALIGNING, and only for a barrier `is_stale` let through.
+        False does not mean `key` is done: hold it only if `partition_done(key)`.
         """
         if self.phase is AlignmentPhase.ALIGNED or self.phase is AlignmentPhase.UNALIGNED:
             raise LaminarError(
@@ -93,18 +119,25 @@ class BarrierAligner:
                 f"barrier {barrier.checkpoint_id} is older than barrier "
                 f"{self.barrier.checkpoint_id} being aligned"
             )
+        expected = self.writers.get(key)
+        if expected is not None and barrier.writer not in expected:
+            return False  # not one of this partition's writers: changes nothing
         if self.phase is AlignmentPhase.IDLE:
             self._move(AlignmentPhase.ALIGNING)
-            self.barrier = barrier
-            self.barrier_offsets = {}
-            self.started_at = self._clock()
+            self._start(barrier)
         elif self.barrier is not None and barrier.checkpoint_id > self.barrier.checkpoint_id:
             # A newer barrier overtook the one being aligned: the old checkpoint
             # can no longer complete here; align on the newer one from scratch.
-            self.barrier = barrier
-            self.barrier_offsets = {}
-            self.started_at = self._clock()
-        self.barrier_offsets[key] = offset
+            self._start(barrier)
+        if expected is not None:
+            seen = self._seen.setdefault(key, set())
+            if barrier.writer in seen:
+                return False  # a repeat: counted already
+            seen.add(barrier.writer)
+            if seen >= expected:
+                self.barrier_offsets[key] = offset
+        else:
+            self.barrier_offsets[key] = offset
         if barrier.flags & BarrierFlags.UNALIGNED:
             self._move(AlignmentPhase.UNALIGNED)
             return True
@@ -122,9 +155,21 @@ class BarrierAligner:
         """
         if self.phase is AlignmentPhase.IDLE and barrier.checkpoint_id > self.last_resolved_id:
             self._move(AlignmentPhase.ALIGNING)
-            self.barrier = barrier
-            self.barrier_offsets = {}
-            self.started_at = self._clock()
+            self._start(barrier)
+
+    def partition_done(self, key: PartitionKey) -> bool:
+        """Whether `key` delivered the current barrier completely (from every writer).
+
+        The task pauses such a partition; one still waiting for writers is read on.
+        """
+        return key in self.barrier_offsets
+
+    def _start(self, barrier: Barrier) -> None:
+        """Align on `barrier` from scratch: no partition or writer delivered it yet."""
+        self.barrier = barrier
+        self.barrier_offsets = {}
+        self._seen = {}
+        self.started_at = self._clock()
 
     def timed_out(self) -> bool:
         """True (and now UNALIGNED) when alignment waited longer than the timeout."""
@@ -146,6 +191,7 @@ class BarrierAligner:
             self.last_resolved_id = max(self.last_resolved_id, self.barrier.checkpoint_id)
         self.barrier = None
         self.barrier_offsets = {}
+        self._seen = {}
 
     def cancel(self, up_to_checkpoint: int) -> None:
         """Forget an alignment in progress (its checkpoint was aborted)."""
@@ -154,3 +200,4 @@ class BarrierAligner:
             self.phase = AlignmentPhase.IDLE
             self.barrier = None
             self.barrier_offsets = {}
+            self._seen = {}

@@ -42,11 +42,20 @@ class CommittedMarkers:
         self._consumer = committed_offsets_reader(kafka, consumer_group(pipeline))
 
     def read(self, timeout_s: float = 10.0) -> dict[PartitionKey, OffsetMarker | None]:
+        """Partition → the marker its committed offset carries, if any."""
+        return {k: parse_marker(tp.metadata) for k, tp in self._committed(timeout_s).items()}
+
+    def offsets(self, timeout_s: float = 10.0) -> dict[PartitionKey, int | None]:
+        """Partition → its committed offset, if it has one."""
+        found = self._committed(timeout_s)
+        return {k: (tp.offset if tp.offset >= 0 else None) for k, tp in found.items()}
+
+    def _committed(self, timeout_s: float) -> dict[PartitionKey, TopicPartition]:
         deadline = time.monotonic() + timeout_s
         while True:
             try:
                 found = self._consumer.committed(self._partitions, timeout=timeout_s)
-                return {(tp.topic, tp.partition): parse_marker(tp.metadata) for tp in found}
+                return {(tp.topic, tp.partition): tp for tp in found}
             except KafkaException as exc:
                 # A broker that just started may not have elected the group's
                 # coordinator yet (NOT_COORDINATOR): that passes, so ask again.

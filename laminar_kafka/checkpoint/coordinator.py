@@ -1,110 +1,64 @@
 """The checkpoint coordinator on the driver: trigger, collect Acks, decide, announce.
 
-One checkpoint at a time. Its phases, and the only transitions between them:
+One checkpoint at a time. A pipeline's tasks form stages (stage 0 reads the
+sources, stage s+1 what stage s wrote); the coordinator decides each stage in
+turn, because a downstream task sees Barrier(N) only once the stage above has
+committed N. Phases and their transitions: `checkpoint.pending`.
 
-    INJECTING --barriers written--> AWAITING_ACKS --all ok--> DECIDING --durable--> COMMITTED
-    INJECTING/AWAITING_ACKS --failure, timeout, job lost--> ABORTED
+Commit of checkpoint N: barriers into the sources, Prepare(N) opens stage 0;
+then for each stage s in order:
 
-Commit of checkpoint N, in this order:
-
-1. every task acked N with ok=true (a failed Ack or the timeout aborts instead);
-2. write manifest N to the checkpoint store, atomically and durably: this is
-   the decision (a crash after this point commits N at recovery, never aborts);
-3. announce Commit(N) on the control topic, with the cluster minimum watermark;
-4. drop checkpoints beyond the retention count, but never one that a
-   partition's committed offset marker still names: a task that died between
-   the decision and its commit restores from that older checkpoint.
+1. every task of stage s acked N with ok=true, within the timeout counted from
+   the opening of stage s (a failed Ack or the timeout aborts (N, s) instead:
+   stages already committed stay so, and N never completes);
+2. write manifest N to the checkpoint store, atomically and durably, holding
+   stages 0..s: this is the decision of (N, s) (a crash after this point commits
+   it at recovery, never aborts it);
+3. announce Commit(N, s) on the control topic, with the minimum watermark of
+   stages 0..s; it also opens stage s+1;
+4. after the last stage only: drop checkpoints beyond the retention count, but
+   never one that a partition's committed offset marker still names: a task
+   that died between the decision and its commit restores from that older one.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
 
 from laminar_kafka import faults
 from laminar_kafka.checkpoint.manifest import Manifest
+from laminar_kafka.checkpoint.pending import (
+    CheckpointPhase,
+    ControlLink,
+    Injector,
+    LowestMarker,
+    PendingCheckpoint,
+    check_stages,
+)
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import (
     Ack,
     Announcement,
     Barrier,
     BarrierFlags,
-    ControlRecord,
     Phase,
     partition_key,
 )
 from laminar_kafka.errors import ConfigError, LaminarError, WorkerStartError
 from laminar_kafka.faults import FaultPoint
-from laminar_kafka.kafka.names import PartitionKey
+
+__all__ = [
+    "CheckpointCoordinator",
+    "CheckpointPhase",
+    "ControlLink",
+    "Injector",
+    "LowestMarker",
+    "PendingCheckpoint",
+]
 
 log = logging.getLogger(__name__)
-
-
-class CheckpointPhase(enum.Enum):
-    INJECTING = "injecting"
-    AWAITING_ACKS = "awaiting_acks"
-    DECIDING = "deciding"
-    COMMITTED = "committed"
-    ABORTED = "aborted"
-
-
-_TRANSITIONS: dict[CheckpointPhase, frozenset[CheckpointPhase]] = {
-    CheckpointPhase.INJECTING: frozenset({CheckpointPhase.AWAITING_ACKS, CheckpointPhase.ABORTED}),
-    CheckpointPhase.AWAITING_ACKS: frozenset({CheckpointPhase.DECIDING, CheckpointPhase.ABORTED}),
-    CheckpointPhase.DECIDING: frozenset({CheckpointPhase.COMMITTED}),
-    CheckpointPhase.COMMITTED: frozenset(),
-    CheckpointPhase.ABORTED: frozenset(),
-}
-
-
-class ControlLink(Protocol):
-    """The control topic as the coordinator uses it (control/transport.py)."""
-
-    def send(self, record: ControlRecord, timeout_s: float = 30.0) -> None: ...
-    def receive(self, timeout_s: float) -> list[Any]: ...
-
-
-class Injector(Protocol):
-    """Writes a barrier into every source partition (barriers/injector.py)."""
-
-    def inject(self, barrier: Barrier, timeout_s: float) -> Mapping[PartitionKey, int]: ...
-
-
-LowestMarker = Callable[[], int | None]
-"""The lowest checkpoint id any partition's committed offset marker names, if any."""
-
-
-@dataclass
-class PendingCheckpoint:
-    """A checkpoint in flight and what the coordinator knows of it."""
-
-    checkpoint_id: int
-    generation: int
-    flags: BarrierFlags
-    started: float
-    phase: CheckpointPhase = CheckpointPhase.INJECTING
-    barrier_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
-    acks: dict[int, Ack] = field(default_factory=dict)
-    reason: str = ""
-    duration_s: float = 0.0
-    missing_tasks: tuple[int, ...] = ()
-    """Tasks that did not acknowledge in time: stalled or cut off, not merely failed."""
-
-    def move(self, target: CheckpointPhase) -> None:
-        if target not in _TRANSITIONS[self.phase]:
-            raise LaminarError(
-                f"checkpoint {self.checkpoint_id} cannot go from {self.phase.value} "
-                f"to {target.value}"
-            )
-        self.phase = target
-
-    @property
-    def committed(self) -> bool:
-        return self.phase is CheckpointPhase.COMMITTED
 
 
 class CheckpointCoordinator:
@@ -123,10 +77,13 @@ class CheckpointCoordinator:
         first_checkpoint_id: int,
         lowest_marker: LowestMarker = lambda: None,
         topology: Mapping[str, str] | None = None,
+        stages: Sequence[frozenset[int]] | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.generation = generation
         self.tasks = tasks
+        self.stages = check_stages(tasks, stages)
+        self._stage_of = {t: s for s, members in enumerate(self.stages) for t in members}
         self._store = store
         self._injector = injector
         self._control = control
@@ -165,8 +122,10 @@ class CheckpointCoordinator:
     def run_checkpoint(
         self, lost: Callable[[], str | None], flags: BarrierFlags = BarrierFlags.NONE
     ) -> PendingCheckpoint:
-        """Trigger the next checkpoint and carry it to Commit or Abort."""
-        pending = PendingCheckpoint(self._next_id, self.generation, flags, time.monotonic())
+        """Trigger the next checkpoint and carry it, stage by stage, to Commit or Abort."""
+        pending = PendingCheckpoint(
+            self._next_id, self.generation, flags, time.monotonic(), stages=len(self.stages)
+        )
         self._next_id += 1
         barrier = Barrier(
             self.pipeline, pending.checkpoint_id, self.generation, flags, int(time.time() * 1000)
@@ -178,39 +137,94 @@ class CheckpointCoordinator:
         except LaminarError as exc:
             return self._abort(pending, str(exc))
         pending.move(CheckpointPhase.AWAITING_ACKS)
-        self._announce(pending.checkpoint_id, Phase.PREPARE, flags=flags)
-        failure = self._collect(pending, lost)
-        if failure:
-            return self._abort(pending, failure)
-        return self._commit(pending)
+        self._announce(pending.checkpoint_id, Phase.PREPARE, flags=flags, stage=0)
+        opened = time.monotonic()
+        for stage in range(len(self.stages)):
+            pending.stage = stage
+            failure = self._collect(pending, opened, lost)  # 1.
+            if failure:
+                return self._abort(pending, failure)
+            opened = self._decide(pending, opened)  # 2., 3.
+        pending.duration_s = time.monotonic() - pending.started
+        self._store.retain(self._retained, keep_from=self._lowest_marker())  # 4.
+        return pending
 
-    def _collect(self, pending: PendingCheckpoint, lost: Callable[[], str | None]) -> str:
-        """Gather Acks for `pending`; an empty string when all are in and ok."""
-        deadline = pending.started + self._timeout_s
-        while len(pending.acks) < self.tasks:
+    def _collect(
+        self, pending: PendingCheckpoint, opened: float, lost: Callable[[], str | None]
+    ) -> str:
+        """Step 1 for stage `pending.stage`: an empty string once all its tasks acked ok.
+
+        Acks of any stage are kept as they arrive; a stage's are judged only once
+        it is open, so an early one neither counts nor fails the stage above.
+        """
+        members = self.stages[pending.stage]
+        deadline = opened + self._timeout_s
+        while True:
+            failed = sorted(members & pending.failed_acks.keys())
+            if failed:
+                ack = pending.failed_acks[failed[0]]
+                return f"task {ack.task} failed: {ack.error}"
+            missing = sorted(members - pending.acks.keys())
+            if not missing:
+                return ""
             reason = lost()
             if reason:
                 return f"worker job lost: {reason}"
             if time.monotonic() > deadline:
-                missing = sorted(set(range(self.tasks)) - pending.acks.keys())
                 pending.missing_tasks = tuple(missing)
                 return f"timed out after {self._timeout_s:.0f}s waiting for tasks {missing}"
             for ack in self._control.receive(0.05):
-                if ack.generation != self.generation or ack.checkpoint_id != pending.checkpoint_id:
-                    continue  # a zombie's, or a late Ack of an aborted checkpoint
-                if not ack.ok:
-                    return f"task {ack.task} failed: {ack.error}"
-                pending.acks[ack.task] = ack
-        return ""
+                self._file(pending, ack)
 
-    def _commit(self, pending: PendingCheckpoint) -> PendingCheckpoint:
-        """Steps 2-4 of the commit (step 1 is `_collect`)."""
+    def _file(self, pending: PendingCheckpoint, ack: Ack) -> None:
+        """Keep `ack` if it answers `pending` for a stage not yet decided."""
+        if ack.generation != self.generation or ack.checkpoint_id != pending.checkpoint_id:
+            return  # a zombie's, or a late Ack of an aborted checkpoint
+        stage = self._stage_of.get(ack.task)
+        if stage is None or ack.stage != stage:
+            log.warning(
+                "checkpoint %d: ignoring an Ack of task %d for stage %d (task's stage: %s)",
+                pending.checkpoint_id,
+                ack.task,
+                ack.stage,
+                stage,
+            )
+            return
+        if stage in pending.decided_stages:
+            return  # a repeat: the decision of its stage stands as written
+        (pending.acks if ack.ok else pending.failed_acks)[ack.task] = ack
+
+    def _decide(self, pending: PendingCheckpoint, opened: float) -> float:
+        """Steps 2-3 for stage `pending.stage`; returns when the next stage opened."""
+        stage = pending.stage
+        last = stage == len(self.stages) - 1
         faults.crash_here(FaultPoint.AFTER_ACKS_BEFORE_DECISION, pending.checkpoint_id)
         pending.move(CheckpointPhase.DECIDING)
-        acks = list(pending.acks.values())
+        manifest = self._manifest(pending, decided=stage + 1)
+        self._store.write_manifest(manifest)  # 2. the decision of (N, stage) is durable
+        faults.crash_here(FaultPoint.AFTER_DECISION_BEFORE_ANNOUNCE, pending.checkpoint_id)
+        self._announce(
+            pending.checkpoint_id,
+            Phase.COMMIT,
+            min_watermark_ms=manifest.min_watermark_ms,
+            stage=stage,
+            flags=pending.flags,  # the next stage opens on it and must know of a DRAIN
+        )  # 3.
+        committed = time.monotonic()
+        pending.decided_stages.append(stage)
+        pending.stage_durations_s[stage] = committed - opened
+        if last:
+            pending.move(CheckpointPhase.COMMITTED)
+        else:
+            faults.crash_here(FaultPoint.UPSTREAM_COMMITTED, pending.checkpoint_id)
+            pending.move(CheckpointPhase.AWAITING_ACKS)
+        return committed
+
+    def _manifest(self, pending: PendingCheckpoint, decided: int) -> Manifest:
+        """Manifest N holding the acks of stages 0..decided-1 (all of them when complete)."""
+        acks = [pending.acks[t] for t in sorted(pending.acks) if self._stage_of[t] < decided]
         watermarks = [a.local_watermark_ms for a in acks if a.local_watermark_ms is not None]
-        min_watermark = min(watermarks) if watermarks else None
-        manifest = Manifest(
+        return Manifest(
             pipeline=self.pipeline,
             checkpoint_id=pending.checkpoint_id,
             generation=self.generation,
@@ -219,25 +233,24 @@ class CheckpointCoordinator:
             barrier_offsets={partition_key(*k): v for k, v in pending.barrier_offsets.items()},
             snapshots={k: v for a in acks for k, v in a.snapshot_handles.items()},
             sink_handles={f"task-{a.task}": h for a in acks for h in a.sink_handles.values()},
-            min_watermark_ms=min_watermark,
+            min_watermark_ms=min(watermarks) if watermarks else None,
             unaligned_tasks=tuple(sorted(a.task for a in acks if a.unaligned)),
             topology=dict(self._topology),
+            stages=len(self.stages),
+            decided_stages=tuple(range(decided)),
         )
-        self._store.write_manifest(manifest)  # 2. the decision is durable from here on
-        faults.crash_here(FaultPoint.AFTER_DECISION_BEFORE_ANNOUNCE, pending.checkpoint_id)
-        self._announce(pending.checkpoint_id, Phase.COMMIT, min_watermark_ms=min_watermark)  # 3.
-        pending.move(CheckpointPhase.COMMITTED)
-        pending.duration_s = time.monotonic() - pending.started
-        self._store.retain(self._retained, keep_from=self._lowest_marker())  # 4.
-        return pending
 
     def _abort(self, pending: PendingCheckpoint, reason: str) -> PendingCheckpoint:
-        log.warning("checkpoint %d aborted: %s", pending.checkpoint_id, reason)
+        log.warning(
+            "checkpoint %d aborted at stage %d: %s", pending.checkpoint_id, pending.stage, reason
+        )
         pending.move(CheckpointPhase.ABORTED)
         pending.reason = reason
         pending.duration_s = time.monotonic() - pending.started
         try:
-            self._announce(pending.checkpoint_id, Phase.ABORT, reason=reason[:500])
+            self._announce(
+                pending.checkpoint_id, Phase.ABORT, reason=reason[:500], stage=pending.stage
+            )
         except LaminarError as exc:
             log.warning("cannot announce abort of %d: %s", pending.checkpoint_id, exc)
         return pending

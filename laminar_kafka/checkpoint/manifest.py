@@ -1,8 +1,12 @@
-"""The manifest of a complete checkpoint: the durable record of a Commit decision.
+"""The manifest of a checkpoint: the durable record of its Commit decisions.
 
 A manifest exists only for a checkpoint the coordinator decided to commit; it is
 written (atomically) before Commit is announced, so a task that finds its
-transaction marker naming checkpoint N can always find manifest N.
+transaction marker naming checkpoint N can always find manifest N. A pipeline
+of several stages has its checkpoints decided stage by stage: manifest N is
+rewritten at each decision and is partial (not `complete`) until the last
+stage is decided, or for good when a later stage aborted. A partial manifest
+is right for the stages it lists, which is what a marker naming N needs.
 """
 
 from __future__ import annotations
@@ -37,7 +41,16 @@ class Manifest:
     topology: Mapping[str, str] = field(default_factory=dict)
     """Stateful step name → signature of the pipeline that wrote this checkpoint's state
     (empty in manifests written before step names): what a restart is checked against."""
+    stages: int = 1
+    """How many stages the pipeline has (1 in manifests written before stages)."""
+    decided_stages: tuple[int, ...] = (0,)
+    """The stages whose Commit of this checkpoint is decided: always 0..s."""
     version: int = MANIFEST_VERSION
+
+    @property
+    def complete(self) -> bool:
+        """Whether every stage is decided: the checkpoint as a whole committed."""
+        return set(self.decided_stages) == set(range(self.stages))
 
     def to_json(self) -> bytes:
         # Not asdict(): it deep-copies, and read-only map views (as Ack holds) cannot be copied.
@@ -48,6 +61,7 @@ class Manifest:
         body["sink_handles"] = dict(self.sink_handles)
         body["topology"] = dict(self.topology)
         body["unaligned_tasks"] = list(self.unaligned_tasks)
+        body["decided_stages"] = list(self.decided_stages)
         return json.dumps(body, indent=1, sort_keys=True).encode()
 
     @classmethod
@@ -61,6 +75,8 @@ class Manifest:
                     f"{where}: manifest version {body.get('version')} is not {MANIFEST_VERSION}"
                 )
             body["unaligned_tasks"] = tuple(body.get("unaligned_tasks", ()))
+            if "decided_stages" in body:
+                body["decided_stages"] = tuple(body["decided_stages"])
             manifest = cls(**body)
         except CheckpointError:
             raise
@@ -95,3 +111,13 @@ class Manifest:
             raise CheckpointError(f"{where}: min_watermark_ms is not an integer")
         if not all(type(t) is int for t in self.unaligned_tasks):
             raise CheckpointError(f"{where}: unaligned_tasks must list task numbers")
+        if type(self.stages) is not int or self.stages < 1:
+            raise CheckpointError(f"{where}: stages is not a positive integer")
+        decided = self.decided_stages
+        if not all(type(s) is int for s in decided) or not (
+            1 <= len(decided) <= self.stages and decided == tuple(range(len(decided)))
+        ):
+            raise CheckpointError(
+                f"{where}: decided_stages must list stages 0..s of {self.stages}, "
+                f"got {list(decided)}"
+            )

@@ -78,6 +78,7 @@ class TaskIdentity:
     pipeline: str
     task: int
     generation: int
+    stage: int = 0
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,8 @@ class AlignmentReport:
     waited_ms: int = 0
     unaligned: bool = False
     local_watermark_ms: int | None = None
+    counts: tuple[int, int, int] = (0, 0, 0)
+    """Records in, records out and dead letters since the task started."""
 
 
 @dataclass
@@ -236,5 +239,9 @@ class CheckpointParticipant:
                 sink_handles={"kafka": self._sink.txn_id},
                 alignment_ms=report.waited_ms,
                 unaligned=report.unaligned,
+                stage=ident.stage,
+                records_in=report.counts[0],
+                records_out=report.counts[1],
+                dead_letters=report.counts[2],
             )
         )

@@ -7,6 +7,7 @@ Layout under `<root>/<pipeline>/`:
     MARKERS_SEEN                       Kafka held committed offset markers once
     chk-<id>/task-<t>-g<gen>.state     state snapshots written by tasks before Ack
     chk-<id>/MANIFEST.json             written by the coordinator: the Commit decision
+                                       (rewritten per stage; partial until the last)
 
 Only local paths (or `file://` URIs) are supported so far; on a cluster the
 directory must be shared by the driver and every executor.
@@ -157,8 +158,8 @@ class CheckpointStore:
             raise CheckpointError(f"{path}: unreadable: {exc}") from None
         return Manifest.from_json(data, str(path))
 
-    def complete_ids(self) -> list[int]:
-        """Ids of the checkpoints whose manifest exists, oldest first."""
+    def manifest_ids(self) -> list[int]:
+        """Ids of the checkpoints whose manifest exists, complete or partial, oldest first."""
         if not self.home.exists():
             return []
         ids = []
@@ -168,7 +169,26 @@ class CheckpointStore:
                 ids.append(checkpoint_id)
         return sorted(ids)
 
+    def complete_ids(self) -> list[int]:
+        """Ids of the complete checkpoints (every stage decided), oldest first.
+
+        A partial manifest (a later stage not decided, or aborted) is left out:
+        nothing can resume from it as a whole. An unreadable manifest is listed,
+        so that whoever reads it meets the error instead of an older checkpoint.
+        """
+        ids = []
+        for checkpoint_id in self.manifest_ids():
+            try:
+                manifest = self.read_manifest(checkpoint_id)
+            except CheckpointError:
+                ids.append(checkpoint_id)
+                continue
+            if manifest is not None and manifest.complete:  # None: deleted meanwhile
+                ids.append(checkpoint_id)
+        return ids
+
     def latest_complete(self) -> Manifest | None:
+        """The newest complete checkpoint's manifest (raises if that one is unreadable)."""
         ids = self.complete_ids()
         return self.read_manifest(ids[-1]) if ids else None
 
@@ -184,8 +204,9 @@ class CheckpointStore:
 
         Nothing at or above `keep_from` is deleted, whatever the count: it is the
         lowest checkpoint a committed offset marker still names, which recovery
-        needs. Incomplete checkpoints newer than the oldest one kept stay: one
-        may be in flight.
+        needs (a partial one too). Incomplete checkpoints (no manifest, or a
+        partial one) newer than the oldest complete one kept stay: one may be in
+        flight; older ones go.
         """
         if keep < 1:
             raise CheckpointError(f"cannot retain {keep} checkpoints: keep at least 1")

@@ -90,17 +90,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=chaos)
 
 
-def _points(spec: str) -> list[FaultPoint]:
-    if spec == "all":
-        return list(FaultPoint)
-    known = {p.value: p for p in FaultPoint}
-    names = [name.strip() for name in spec.split(",") if name.strip()]
-    unknown = [name for name in names if name not in known]
-    if unknown:
-        raise ConfigError(f"unknown crash points {unknown}: use {', '.join(known)} or 'all'")
-    return [known[name] for name in names]
-
-
 def _plan(
     run: ChaosRun, faults: list[FaultKind], points: list[FaultPoint], rounds: int, kill: str
 ) -> list[tuple[FaultKind, FaultPoint | None, KillKind | None]]:
@@ -118,9 +107,6 @@ def _plan(
 
 def chaos(args: argparse.Namespace) -> int:
     faults = parse_faults(args.faults)
-    points = _points(args.points)
-    if points and FaultKind.KILL not in faults:
-        raise ConfigError("--points are kill rounds: add kill to --faults")
     settings = ChaosSettings(
         bootstrap=resolve_bootstrap(args.bootstrap),
         records=args.records,
@@ -132,6 +118,9 @@ def chaos(args: argparse.Namespace) -> int:
     )
     make_input = load_input_function(args.input) if args.input else None
     with ChaosRun(args.pipeline, settings, seed=args.seed, make_input=make_input) as run:
+        points = run.crash_points(args.points) if args.points else []
+        if points and FaultKind.KILL not in faults:
+            raise ConfigError("--points are kill rounds: add kill to --faults")
         plan = _plan(run, faults, points, args.rounds, args.kill)
         print(
             f"chaos: {len(plan)} rounds on {args.pipeline} (seed {run.seed}, "

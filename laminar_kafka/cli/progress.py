@@ -30,6 +30,13 @@ def describe(event: RuntimeEvent) -> str:
         text = f"checkpoint {event.checkpoint_id} committed in {event.duration_s * 1000:.0f} ms"
         if event.unaligned_tasks:
             text += f" (unaligned in tasks {list(event.unaligned_tasks)})"
+        if len(event.stages) > 1:
+            text += "".join(
+                f"\n  stage {s.stage}: {s.records_in} in, {s.records_out} out"
+                + (f", {s.dead_letters} dead letters" if s.dead_letters else "")
+                + f"; committed {event.checkpoint_id} in {s.duration_s * 1000:.0f} ms"
+                for s in event.stages
+            )
         return text
     if isinstance(event, CheckpointAborted):
         return f"checkpoint {event.checkpoint_id} aborted: {event.reason}"
@@ -38,9 +45,7 @@ def describe(event: RuntimeEvent) -> str:
             f"worker job lost ({event.reason}); restart {event.restart} in {event.backoff_s:.1f}s"
         )
     if isinstance(event, ParallelismCapped):
-        return (
-            f"parallelism capped at {event.used}: the sources have {event.partitions} partitions"
-        )
+        return f"parallelism capped at {event.used}: the sources have {event.partitions} partitions"
     if isinstance(event, Drained):
         return f"drained at checkpoint {event.checkpoint_id}; stopped"
     if isinstance(event, Stopped):

@@ -1,4 +1,8 @@
-"""Each control record as the dict fastavro writes and reads, and back."""
+"""Each control record as the dict fastavro writes and reads, and back.
+
+Fields added to a schema later have defaults, and the codec reads older frames
+with schema resolution, so the dicts read here always hold every field.
+"""
 
 from __future__ import annotations
 
@@ -14,13 +18,19 @@ def barrier_to_avro(r: Barrier) -> dict[str, Any]:
         "generation": r.generation,
         "flags": int(r.flags),
         "timestamp_ms": r.timestamp_ms,
+        "writer": r.writer,
     }
 
 
 def barrier_from_avro(d: dict[str, Any]) -> Barrier:
     # flags stays a plain int here: Barrier rejects reserved bits, then converts.
     return Barrier(
-        d["pipeline"], d["checkpoint_id"], d["generation"], d["flags"], d["timestamp_ms"]
+        d["pipeline"],
+        d["checkpoint_id"],
+        d["generation"],
+        d["flags"],
+        d["timestamp_ms"],
+        d["writer"],
     )
 
 
@@ -46,6 +56,7 @@ def announcement_to_avro(r: Announcement) -> dict[str, Any]:
         "min_watermark_ms": r.min_watermark_ms,
         "reason": r.reason,
         "flags": int(r.flags),
+        "stage": r.stage,
     }
 
 
@@ -58,6 +69,7 @@ def announcement_from_avro(d: dict[str, Any]) -> Announcement:
         d["min_watermark_ms"],
         d["reason"],
         d["flags"],  # a plain int: the record rejects reserved bits, then converts
+        d["stage"],
     )
 
 
@@ -75,6 +87,10 @@ def ack_to_avro(r: Ack) -> dict[str, Any]:
         "sink_handles": r.sink_handles,
         "alignment_ms": r.alignment_ms,
         "unaligned": r.unaligned,
+        "stage": r.stage,
+        "records_in": r.records_in,
+        "records_out": r.records_out,
+        "dead_letters": r.dead_letters,
     }
 
 
@@ -92,4 +108,8 @@ def ack_from_avro(d: dict[str, Any]) -> Ack:
         d["sink_handles"],
         d["alignment_ms"],
         d["unaligned"],
+        d["stage"],
+        d["records_in"],
+        d["records_out"],
+        d["dead_letters"],
     )

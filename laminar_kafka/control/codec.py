@@ -10,17 +10,22 @@ A frame is, as the Avro specification defines it:
 The schemas are parsed and fingerprinted once, at import. `decode` accepts
 any bytes and raises nothing but ControlRecordError: control frames share
 partitions with data records, so arbitrary input must fail cleanly.
+
+A field added to a schema later carries `"laminar.since": <version>` (absent
+means version 1) and a default. Each earlier version (the schema without the
+later fields) is fingerprinted too, so frames written before the field existed
+still decode, with the field at its default (Avro schema resolution).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from io import BytesIO
 from typing import Any, TypeVar, cast
 
-from fastavro import schemaless_reader, schemaless_writer
+from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from fastavro.schema import fingerprint as avro_fingerprint
 from fastavro.schema import to_parsing_canonical_form
 
@@ -55,6 +60,7 @@ __all__ = [
 SINGLE_OBJECT_MARKER = b"\xc3\x01"
 _HEADER_LEN = len(SINGLE_OBJECT_MARKER) + 8
 _PADDING = 64
+_SINCE = "laminar.since"
 
 T = TypeVar("T", bound=ControlRecord)
 
@@ -71,6 +77,8 @@ class _Kind:
     header: bytes
     to_avro: Callable[[Any], dict[str, Any]]
     from_avro: Callable[[dict[str, Any]], ControlRecord]
+    reader: dict[str, Any] | None = None
+    """The current schema when `schema` is an earlier version: frames resolve to it."""
 
     @property
     def fingerprint(self) -> bytes:
@@ -85,10 +93,33 @@ def _kind(
     schema = load_schema(cls.kind)
     if not isinstance(schema, dict) or schema.get("type") != "record":
         raise ControlRecordError(f"schema {cls.kind}.avsc must define an Avro record")
+    return _Kind(cls, schema, _frame_header(schema), to_avro, from_avro)
+
+
+def _frame_header(schema: dict[str, Any]) -> bytes:
     canonical = to_parsing_canonical_form(schema)
     # fastavro gives the CRC-64-AVRO bytes little-endian, as single-object encoding wants.
-    fingerprint = bytes.fromhex(avro_fingerprint(canonical, "CRC-64-AVRO"))
-    return _Kind(cls, schema, SINGLE_OBJECT_MARKER + fingerprint, to_avro, from_avro)
+    return SINGLE_OBJECT_MARKER + bytes.fromhex(avro_fingerprint(canonical, "CRC-64-AVRO"))
+
+
+def _earlier_versions(kind: _Kind) -> list[_Kind]:
+    """Kinds that decode frames written with an earlier version of `kind`'s schema."""
+    fields = kind.schema["fields"]
+    since = [field.get(_SINCE, 1) for field in fields]
+    for field, version in zip(fields, since, strict=True):
+        if version != 1 and "default" not in field:
+            raise ControlRecordError(
+                f"{kind.cls.kind}.avsc: added field {field['name']!r} needs a default"
+            )
+    plain = {k: v for k, v in kind.schema.items() if not k.startswith("__")}  # fastavro's marks
+    earlier = []
+    for version in sorted(set(since))[:-1]:
+        kept = [f for f, v in zip(fields, since, strict=True) if v <= version]
+        writer = cast(dict[str, Any], parse_schema({**plain, "fields": kept}))
+        earlier.append(
+            replace(kind, schema=writer, header=_frame_header(writer), reader=kind.schema)
+        )
+    return earlier
 
 
 _KINDS = (
@@ -98,8 +129,9 @@ _KINDS = (
     _kind(Ack, ack_to_avro, ack_from_avro),
 )
 _BY_CLASS: dict[type, _Kind] = {k.cls: k for k in _KINDS}
-_BY_FINGERPRINT: dict[bytes, _Kind] = {k.fingerprint: k for k in _KINDS}
-if len(_BY_FINGERPRINT) != len(_KINDS):
+_READABLE = [*_KINDS, *(e for k in _KINDS for e in _earlier_versions(k))]
+_BY_FINGERPRINT: dict[bytes, _Kind] = {k.fingerprint: k for k in _READABLE}
+if len(_BY_FINGERPRINT) != len(_READABLE):
     raise ControlRecordError("two control record schemas share a fingerprint")
 
 
@@ -193,7 +225,7 @@ def _decode_body(data: bytes, kind: _Kind) -> ControlRecord:
     # IndexError for an enum or union index or a cut varint, UnicodeDecodeError,
     # ValueError, ...): all of them become one ControlRecordError.
     try:
-        fields = cast(dict[str, Any], schemaless_reader(buf, kind.schema, None))
+        fields = cast(dict[str, Any], schemaless_reader(buf, kind.schema, kind.reader))
     except Exception as exc:
         if buf.tell() >= size and _wants_more(data, kind):
             raise ControlRecordError(
@@ -225,5 +257,5 @@ def _wants_more(data: bytes, kind: _Kind) -> bool:
     padded = BytesIO(data + bytes(_PADDING))
     padded.seek(_HEADER_LEN)
     with contextlib.suppress(Exception):
-        schemaless_reader(padded, kind.schema, None)
+        schemaless_reader(padded, kind.schema, kind.reader)
     return padded.tell() > len(data)

@@ -101,7 +101,12 @@ def parse_partition_key(key: str) -> tuple[str, int]:
 
 @dataclass(frozen=True)
 class Barrier:
-    """Barrier(N), written by the coordinator into every source partition."""
+    """Barrier(N), written by the coordinator into every source partition.
+
+    In a multi-stage pipeline each upstream task also writes Barrier(N) into
+    the internal partitions it writes; `writer` is then its task id (None for
+    the coordinator's barriers), as a downstream partition aligns on all writers.
+    """
 
     kind: ClassVar[str] = "barrier"
 
@@ -110,6 +115,7 @@ class Barrier:
     generation: int
     flags: BarrierFlags
     timestamp_ms: int
+    writer: int | None = None
 
     def __post_init__(self) -> None:
         check_str(self, "pipeline")
@@ -117,6 +123,8 @@ class Barrier:
         check_long(self, "generation", minimum=0)
         check_long(self, "timestamp_ms")
         _check_flags(self)
+        if self.writer is not None:
+            check_int(self, "writer", minimum=0)
 
     @property
     def is_full_snapshot(self) -> bool:
@@ -162,7 +170,9 @@ class Announcement:
     """The coordinator's PREPARE / COMMIT / ABORT of checkpoint N, on the control topic.
 
     `min_watermark_ms` (the cluster minimum watermark) is set on COMMIT when the
-    pipeline tracks event time; `reason` says why, mainly on ABORT.
+    pipeline tracks event time; `reason` says why, mainly on ABORT. `stage` is
+    the pipeline stage concerned: each stage of checkpoint N is prepared and
+    decided on its own (0 in a single-stage pipeline).
     """
 
     kind: ClassVar[str] = "announcement"
@@ -174,12 +184,14 @@ class Announcement:
     min_watermark_ms: int | None = None
     reason: str | None = None
     flags: BarrierFlags = BarrierFlags.NONE
+    stage: int = 0
 
     def __post_init__(self) -> None:
         check_str(self, "pipeline")
         check_long(self, "checkpoint_id", minimum=0)
         check_long(self, "generation", minimum=0)
         _check_flags(self)
+        check_int(self, "stage", minimum=0)
         if not isinstance(self.phase, Phase):
             raise ControlRecordError(f"Announcement.phase must be a Phase, got {self.phase!r}")
         if self.min_watermark_ms is not None:
@@ -205,6 +217,9 @@ class Ack:
     The maps are copied into read-only views on construction: `positions` and
     `snapshot_handles` are keyed by `partition_key(topic, partition)`,
     `sink_handles` by sink name. `positions` holds the next offset to read.
+    `stage` is the task's pipeline stage; `records_in`, `records_out` and
+    `dead_letters` count what the task processed, wrote and dead-lettered since
+    it started (cumulative, so a lost ack loses no count).
     """
 
     kind: ClassVar[str] = "ack"
@@ -221,6 +236,10 @@ class Ack:
     sink_handles: Mapping[str, str] = field(default_factory=lambda: _EMPTY_STRS)
     alignment_ms: int = 0
     unaligned: bool = False
+    stage: int = 0
+    records_in: int = 0
+    records_out: int = 0
+    dead_letters: int = 0
 
     def __post_init__(self) -> None:
         check_str(self, "pipeline")
@@ -240,8 +259,10 @@ class Ack:
         for key in frozen_map(self, "snapshot_handles", values=str):
             parse_partition_key(key)
         frozen_map(self, "sink_handles", values=str)
-        check_long(self, "alignment_ms", minimum=0)
         check_bool(self, "unaligned")
+        check_int(self, "stage", minimum=0)
+        for name in ("alignment_ms", "records_in", "records_out", "dead_letters"):
+            check_long(self, name, minimum=0)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Read-only map views cannot be pickled; rebuild from plain dicts.
@@ -268,5 +289,3 @@ def _check_flags(record: Barrier | Announcement) -> None:
         )
     if type(flags) is not BarrierFlags:
         object.__setattr__(record, "flags", BarrierFlags(flags))
-
-

@@ -139,3 +139,23 @@ def record_limits(
             log.warning("cannot read max.message.bytes of %s: %s", resource.name, exc)
         limits[resource.name] = min(topic_max, producer_max) - _RECORD_OVERHEAD
     return limits
+
+
+def delete_records_below(
+    kafka: KafkaConnection, offsets: Mapping[PartitionKey, int], timeout_s: float = 30.0
+) -> None:
+    """Delete the records below each offset (-1: all of them), as `DeleteRecords` does."""
+    if not offsets:
+        return
+    request = [TopicPartition(t, p, off) for (t, p), off in offsets.items()]
+    # Held until the futures resolve: a collected client never completes them.
+    admin = admin_client(kafka)
+    futures = admin.delete_records(request, request_timeout=timeout_s, operation_timeout=timeout_s)
+    for tp, future in futures.items():
+        try:
+            future.result(timeout_s)
+        except Exception as exc:
+            why = str(exc) or type(exc).__name__
+            raise LaminarError(
+                f"cannot delete records of {tp.topic}[{tp.partition}]: {why}"
+            ) from None

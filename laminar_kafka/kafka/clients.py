@@ -47,9 +47,7 @@ class KafkaConnection:
 
 def idempotent_producer(kafka: KafkaConnection) -> Producer:
     """For control records and barriers: every record written once, in order, at once."""
-    return Producer(
-        kafka.settings({"linger.ms": 0}, {"enable.idempotence": True, "acks": "all"})
-    )
+    return Producer(kafka.settings({"linger.ms": 0}, {"enable.idempotence": True, "acks": "all"}))
 
 
 def transactional_producer_settings(

@@ -1,8 +1,9 @@
 """key_by and the running aggregate over keyed state.
 
-Keyed state lives per source partition, so a record must sit in the partition
-its key maps to; one that does not is a dead letter with the partition it
-belongs to (repartitioning through an internal topic is not built yet).
+Keyed state lives per input partition, so a record must sit in the partition
+its key maps to. That holds by construction after a repartition (the upstream
+stage routed it there); on a source declared `partitioned_by` a record that does
+not is a dead letter with the partition it belongs to. A None key is a dead letter.
 """
 
 from __future__ import annotations
@@ -45,13 +46,17 @@ class KeyByOp:
                 ctx.reject(o, describe_error("key_by", exc))
                 continue
             if owner is None:
+                if k is None:
+                    ctx.reject(o, "key_by key is None")
+                    continue
                 owner = owners[k] = partition_of(key_bytes(k), n)
             if owner != here:
                 ctx.reject(
                     o,
                     f"key {k!r} belongs to partition {owner} of {ctx.topic} by "
-                    f"{self.partitioner}, found in partition {here}: produce with the key set "
-                    f"(repartitioning is not supported yet)",
+                    f"{self.partitioner}, found in partition {here}: the source is declared "
+                    f"partitioned_by this key; produce with the key set, or drop "
+                    f"partitioned_by to repartition",
                 )
                 continue
             out.append((k, v))

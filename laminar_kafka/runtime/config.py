@@ -64,6 +64,8 @@ class RuntimeConfig:
     """Resume partitions whose offset markers are gone from the newest checkpoint."""
     reset: bool = False
     """Start over: drop the pipeline's checkpoints and committed offsets first."""
+    purge_internal: bool = True
+    """Delete internal-topic records the next stage committed past (False keeps them)."""
 
     def __post_init__(self) -> None:
         if not self.bootstrap:

@@ -47,12 +47,28 @@ class GenerationStarted(RuntimeEvent):
 
 
 @dataclass(frozen=True)
+class StageProgress:
+    """One stage at a checkpoint: what its tasks did since they started, and its commit."""
+
+    stage: int
+    tasks: int
+    records_in: int
+    records_out: int
+    dead_letters: int
+    duration_s: float
+    """From the stage's opening (PREPARE, or the previous stage's Commit) to its Commit."""
+
+
+@dataclass(frozen=True)
 class CheckpointCommitted(RuntimeEvent):
+    """Every stage of the checkpoint committed; `duration_s` is end to end."""
+
     name: ClassVar[str] = "checkpoint_committed"
     checkpoint_id: int
     generation: int
     duration_s: float
     unaligned_tasks: tuple[int, ...] = ()
+    stages: tuple[StageProgress, ...] = ()
 
 
 @dataclass(frozen=True)

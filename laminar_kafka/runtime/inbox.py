@@ -8,9 +8,10 @@ of a newer generation means this task is stale: it raises FencedError.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 
-from laminar_kafka.control.records import Announcement
+from laminar_kafka.control.records import Announcement, Barrier, Phase
 from laminar_kafka.control.transport import ControlChannel
 from laminar_kafka.errors import FencedError
 
@@ -18,10 +19,11 @@ from laminar_kafka.errors import FencedError
 class AnnouncementInbox:
     """Announcements of one pipeline for one task of generation `generation`."""
 
-    def __init__(self, control: ControlChannel, generation: int, task: int) -> None:
+    def __init__(self, control: ControlChannel, generation: int, task: int, stage: int = 0) -> None:
         self._control = control
         self._generation = generation
         self._task = task
+        self.stage = stage
         self._queue: deque[Announcement] = deque()
 
     def _accept(self, announcements: list[Announcement]) -> None:
@@ -43,10 +45,12 @@ class AnnouncementInbox:
         self._accept(self._control.catch_up())
 
     def take_decision(self, checkpoint_id: int) -> Announcement | None:
-        """The Commit or Abort of `checkpoint_id`, if it arrived."""
+        """The Commit or Abort of `checkpoint_id` for this task's stage, if it arrived."""
         for announcement in self._queue:
-            if announcement.checkpoint_id == checkpoint_id and (
-                announcement.is_commit or announcement.is_abort
+            if (
+                announcement.checkpoint_id == checkpoint_id
+                and announcement.stage == self.stage
+                and (announcement.is_commit or announcement.is_abort)
             ):
                 self._queue.remove(announcement)
                 return announcement
@@ -55,3 +59,25 @@ class AnnouncementInbox:
     def pop(self) -> Announcement | None:
         """The oldest announcement not acted on yet."""
         return self._queue.popleft() if self._queue else None
+
+    def opens(self, announcement: Announcement) -> Barrier | None:
+        """The checkpoint whose alignment `announcement` opens for this task's stage.
+
+        PREPARE(N) opens stage 0; Commit(N) of stage s-1 opens stage s, whose
+        barriers of N cannot be visible before that commit.
+        """
+        if self.stage == 0 and announcement.phase is Phase.PREPARE:
+            pass
+        elif not (announcement.is_commit and announcement.stage == self.stage - 1):
+            return None
+        return Barrier(
+            announcement.pipeline,
+            announcement.checkpoint_id,
+            announcement.generation,
+            announcement.flags,
+            int(time.time() * 1000),
+        )
+
+    def is_abort_here(self, announcement: Announcement) -> bool:
+        """An Abort of this task's stage (another stage's never concerns it)."""
+        return announcement.is_abort and announcement.stage == self.stage

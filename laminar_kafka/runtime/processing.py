@@ -8,15 +8,16 @@ same transaction as the output, so they are exactly-once too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from laminar_kafka.api.pipeline import Flow, Pipeline
+from laminar_kafka.api.specs import Flow
 from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats.batch import decode_batch, encode_batch
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators.base import BatchContext, DeadLetter
+from laminar_kafka.runtime.routing import route
 from laminar_kafka.sinks.output import OutputWriter
 from laminar_kafka.sources.kafka_reader import KafkaMessage
 from laminar_kafka.state.keyed_state import KeyedState
@@ -46,7 +47,7 @@ class FlowRunner:
 
     def __init__(
         self,
-        pipeline: Pipeline,
+        flows: Iterable[Flow],
         partition_counts: dict[str, int],
         dead_letter_topic: str,
         max_record_bytes: Mapping[str, int] | None = None,
@@ -54,7 +55,7 @@ class FlowRunner:
         """`max_record_bytes`: sink topic → the largest record it accepts (key + value)."""
         self._limits = dict(max_record_bytes or {})
         self._flows_by_topic: dict[str, list[Flow]] = {}
-        for flow in pipeline.flows:
+        for flow in flows:
             self._flows_by_topic.setdefault(flow.source.topic, []).append(flow)
         self._partition_counts = partition_counts
         self._dead_letter_topic = dead_letter_topic
@@ -115,6 +116,11 @@ class FlowRunner:
         if not values:
             return
         sink = flow.sink
+        if sink.internal:
+            routed = route(sink, values, offsets, ctx, self._partition_counts[sink.topic])
+            txn.produce_batch(sink.topic, *routed)
+            self.counts.records_out += len(routed[0])
+            return
         datas = encode_batch(sink.value_format, values)
         keys: list[bytes | None] | None = None
         if datas is not None and sink.key is not None:

@@ -36,7 +36,9 @@ from laminar_kafka.kafka.admin import (
     record_limits,
     source_partition_counts,
 )
-from laminar_kafka.kafka.names import PartitionKey, transactional_id
+from laminar_kafka.kafka.names import PartitionKey
+from laminar_kafka.plan.stages import plan_stages
+from laminar_kafka.plan.tasks import lay_out_tasks, stage_parallelism
 from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.events import (
     CheckpointAborted,
@@ -48,12 +50,14 @@ from laminar_kafka.runtime.events import (
     RuntimeEvent,
     WorkerLost,
 )
+from laminar_kafka.runtime.fencing import fence_removed_tasks
+from laminar_kafka.runtime.internal_purge import InternalPurge, check_internal_topics
+from laminar_kafka.runtime.internal_topics import prepare_internal_topics
 from laminar_kafka.runtime.preflight import check_transaction_timeout
 from laminar_kafka.runtime.spark_job import WorkerJob
 from laminar_kafka.runtime.start_checks import check_where_to_start
-from laminar_kafka.runtime.stats import RunStats
-from laminar_kafka.runtime.task_spec import TaskSpec, assign_partitions
-from laminar_kafka.sinks.kafka_transaction import KafkaTransaction
+from laminar_kafka.runtime.stats import RunStats, stage_progress
+from laminar_kafka.runtime.task_spec import TaskSpec
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +88,7 @@ class PipelineRunner:
         self._listener = listener
         self._stop = threading.Event()
         self._store = CheckpointStore(config.checkpoint_dir, pipeline.name)
+        self._plan = plan_stages(pipeline)
         self._control_topic = config.control_topic(pipeline.name)
         self._failed_at: float | None = None
         self._limits: dict[str, int] = {}  # sink topic → largest record it accepts
@@ -100,16 +105,18 @@ class PipelineRunner:
 
     # -- step 1 -----------------------------------------------------------
     def _prepare_topics(self) -> dict[str, int]:
+        """Partitions of every topic a stage reads, sources and internal topics."""
         cfg, name = self.config, self.pipeline.name
         counts = source_partition_counts(cfg.kafka, self.pipeline.source_topics)
         default_partitions = max(counts.values())
+        counts.update(prepare_internal_topics(cfg.kafka, self._plan, cfg.parallelism))
         wanted = {t: default_partitions for t in self.pipeline.sink_topics}
         wanted[cfg.dead_letters_to(name)] = 1
         ensure_topics(cfg.kafka, wanted)
         ensure_topics(
             cfg.kafka, {self._control_topic: 1}, config={"retention.ms": str(24 * 3600 * 1000)}
         )
-        self._limits = record_limits(cfg.kafka, [*wanted])
+        self._limits = record_limits(cfg.kafka, [*wanted, *self._plan.internal])
         return counts
 
     def run(self) -> RunStats:
@@ -120,27 +127,30 @@ class PipelineRunner:
             counts = self._prepare_topics()
             partitions = [(t, p) for t in sorted(counts) for p in range(counts[t])]
             check_where_to_start(self._store, self.pipeline, self.config, partitions)
-            total = sum(counts.values())
-            parallelism = min(self.config.parallelism, total)
-            if parallelism < self.config.parallelism:
-                self._emit(ParallelismCapped(self.config.parallelism, parallelism, total))
-            self._run_generations(counts, parallelism)
+            check_internal_topics(self.config, self.pipeline.name, self._plan, counts)
+            wanted = self.config.parallelism
+            widths = stage_parallelism(self._plan, counts, wanted)
+            if min(widths) < wanted:
+                stage = widths.index(min(widths))
+                inputs = sum(counts[t] for t in self._plan.stages[stage].inputs)
+                self._emit(ParallelismCapped(wanted, min(widths), inputs))
+            self._run_generations(counts, sum(widths))
         finally:
             self._store.unlock()
         return self.stats
 
     # -- steps 2-4 --------------------------------------------------------
-    def _run_generations(self, counts: dict[str, int], parallelism: int) -> None:
+    def _run_generations(self, counts: dict[str, int], tasks: int) -> None:
         if self._sc is None:
             from laminar_kafka.runtime.spark_session import spark_context
 
             self._sc = spark_context(
-                self.config.master or f"local[{parallelism}]", f"laminar-{self.pipeline.name}"
+                self.config.master or f"local[{tasks}]", f"laminar-{self.pipeline.name}"
             )
         partitions = [(t, p) for t in sorted(counts) for p in range(counts[t])]
         repeated: list[str] = []
         while True:
-            lost = self._run_generation(counts, partitions, parallelism)
+            lost = self._run_generation(counts, partitions)
             if lost is None:
                 return
             self.stats.restarts += 1
@@ -164,17 +174,18 @@ class PipelineRunner:
         self,
         counts: dict[str, int],
         partitions: list[PartitionKey],
-        parallelism: int,
     ) -> _Lost | None:
         """One worker generation; None when it drained, else why it was lost."""
         cfg, name = self.config, self.pipeline.name
+        layouts = lay_out_tasks(self._plan, counts, cfg.parallelism)
+        parallelism = len(layouts)
         info = self._store.next_generation(parallelism)
         generation = info.generation
         self.stats.generations += 1
         control = ControlChannel(
             cfg.kafka, self._control_topic, name, end_offset(cfg.kafka, self._control_topic), Ack
         )
-        barriers = set(self.pipeline.barrier_topics)
+        barriers = {t for stage in self._plan.stages for t in stage.barrier_inputs}
         injector = BarrierInjector(cfg.kafka, [k for k in partitions if k[0] in barriers])
         markers = CommittedMarkers(cfg.kafka, name, partitions, self._store)
         coordinator = CheckpointCoordinator(
@@ -189,13 +200,16 @@ class PipelineRunner:
             self._store.highest_id() + 1,
             lowest_marker=markers.lowest,
             topology=self.pipeline.topology(),
+            stages=[
+                frozenset(t.task for t in layouts if t.stage == s.index) for s in self._plan.stages
+            ],
         )
         coordinator.announce_generation()
-        self._fence_removed_tasks(parallelism, info.max_parallelism)
+        fence_removed_tasks(cfg, name, parallelism, info.max_parallelism)
         start = end_offset(cfg.kafka, self._control_topic)
         specs = [
-            TaskSpec(self.pipeline, cfg, generation, t, assigned, counts, start, self._limits)
-            for t, assigned in enumerate(assign_partitions(counts, parallelism))
+            TaskSpec.of(self.pipeline, cfg, generation, layout, counts, start, self._limits)
+            for layout in layouts
         ]
         job = WorkerJob(self._sc, specs, f"{name}-g{generation}")
         began = time.monotonic()
@@ -209,7 +223,8 @@ class PipelineRunner:
                 self._failed_at = None
             started = time.monotonic() - began
             self._emit(GenerationStarted(generation, parallelism, started, recovery_s))
-            return self._checkpoint_loop(coordinator, job)
+            purge = InternalPurge(cfg.kafka, markers, self._plan.internal, counts)
+            return self._checkpoint_loop(coordinator, job, purge)
         except WorkerStartError as exc:
             return _Lost(str(exc), starting=True)
         except ConfigError:
@@ -225,17 +240,25 @@ class PipelineRunner:
             injector.close()
             markers.close()
 
-    def _checkpoint_loop(self, coordinator: CheckpointCoordinator, job: WorkerJob) -> _Lost | None:
+    def _checkpoint_loop(
+        self, coordinator: CheckpointCoordinator, job: WorkerJob, purge: InternalPurge
+    ) -> _Lost | None:
         cfg = self.config
+        complete = 0
         while True:
             stopping = self._stop.wait(cfg.checkpoint_interval_s)
             lost = job.lost()
             if lost:
                 self._failed_at = time.monotonic()
                 return _Lost(lost)
+            if complete and cfg.purge_internal:
+                # Here rather than right after the commit: the next stage has had
+                # an interval to commit its own transactions of that checkpoint.
+                purge.after(complete)
             flags = BarrierFlags.DRAIN if stopping else BarrierFlags.NONE
             result = coordinator.run_checkpoint(job.lost, flags)
             self._record(result)
+            complete = result.checkpoint_id if result.committed else complete
             if result.committed and stopping:
                 if not job.join(cfg.checkpoint_timeout_s):
                     return _Lost("tasks did not exit after the drain checkpoint")
@@ -258,26 +281,20 @@ class PipelineRunner:
             self.stats.committed += 1
             self.stats.last_checkpoint_id = result.checkpoint_id
             self.stats.checkpoint_s.append(result.duration_s)
+            for stage, seconds in result.stage_durations_s.items():
+                self.stats.stage_checkpoint_s.setdefault(stage, []).append(seconds)
             self.stats.alignment_ms.extend(a.alignment_ms for a in result.acks.values())
             unaligned = tuple(sorted(a.task for a in result.acks.values() if a.unaligned))
             self.stats.unaligned_acks += len(unaligned)
             self._emit(
                 CheckpointCommitted(
-                    result.checkpoint_id, result.generation, result.duration_s, unaligned
+                    result.checkpoint_id,
+                    result.generation,
+                    result.duration_s,
+                    unaligned,
+                    stage_progress(result),
                 )
             )
         else:
             self.stats.aborted += 1
             self._emit(CheckpointAborted(result.checkpoint_id, result.generation, result.reason))
-
-    def _fence_removed_tasks(self, parallelism: int, widest: int) -> None:
-        """Abort what tasks beyond the current parallelism may have left open."""
-        cfg = self.config
-        for task in range(parallelism, widest):
-            txn = KafkaTransaction(
-                cfg.kafka,
-                transactional_id(self.pipeline.name, task),
-                cfg.effective_transaction_timeout_ms,
-            )
-            txn.init(timeout_s=60)
-            txn.close()

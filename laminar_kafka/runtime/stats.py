@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from laminar_kafka.checkpoint.coordinator import PendingCheckpoint
+from laminar_kafka.runtime.events import StageProgress
+
 
 @dataclass
 class RunStats:
@@ -18,3 +21,23 @@ class RunStats:
     unaligned_acks: int = 0
     recovery_s: list[float] = field(default_factory=list)
     last_checkpoint_id: int = 0
+    stage_checkpoint_s: dict[int, list[float]] = field(default_factory=dict)
+    """Stage → how long each committed checkpoint took in it."""
+
+
+def stage_progress(result: PendingCheckpoint) -> tuple[StageProgress, ...]:
+    """Per stage: its tasks' counts (from their Acks) and its share of the checkpoint."""
+    out = []
+    for stage, seconds in sorted(result.stage_durations_s.items()):
+        acks = [a for a in result.acks.values() if a.stage == stage]
+        out.append(
+            StageProgress(
+                stage,
+                len(acks),
+                sum(a.records_in for a in acks),
+                sum(a.records_out for a in acks),
+                sum(a.dead_letters for a in acks),
+                seconds,
+            )
+        )
+    return tuple(out)

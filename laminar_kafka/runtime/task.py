@@ -15,6 +15,7 @@ import time
 
 from laminar_kafka import faults
 from laminar_kafka.barriers.aligner import AlignmentPhase, BarrierAligner
+from laminar_kafka.barriers.forwarding import forward_barrier
 from laminar_kafka.checkpoint.participant import (
     AlignmentReport,
     CheckpointParticipant,
@@ -24,7 +25,7 @@ from laminar_kafka.checkpoint.participant import (
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.codec import decode
 from laminar_kafka.control.headers import is_control
-from laminar_kafka.control.records import Announcement, Barrier, Phase
+from laminar_kafka.control.records import Announcement, Barrier
 from laminar_kafka.control.transport import ControlChannel
 from laminar_kafka.errors import ControlRecordError, FencedError, LaminarError
 from laminar_kafka.faults import FaultPoint
@@ -40,8 +41,7 @@ from laminar_kafka.state.task_state import TaskState
 
 log = logging.getLogger(__name__)
 
-_STAGE_LIMIT = 100_000
-"""Records staged while a checkpoint awaits its decision before reading pauses."""
+_STAGE_LIMIT = 100_000  # records staged while awaiting a decision, before reading pauses
 
 
 class WorkerTask:
@@ -50,7 +50,8 @@ class WorkerTask:
     def __init__(self, spec: TaskSpec) -> None:
         self.spec = spec
         cfg, name = spec.config, spec.pipeline.name
-        self._identity = TaskIdentity(name, spec.task, spec.generation)
+        self._stage = stage = spec.stage
+        self._identity = TaskIdentity(name, spec.task, spec.generation, spec.stage_index)
         self._store = CheckpointStore(cfg.checkpoint_dir, name)
         txn_id, limits = transactional_id(name, spec.task), spec.max_record_bytes
         batch_bytes = min(limits.values()) if limits else None
@@ -61,13 +62,13 @@ class WorkerTask:
         self._control = ControlChannel(
             cfg.kafka, cfg.control_topic(name), name, spec.control_start_offset, Announcement
         )
-        self._inbox = AnnouncementInbox(self._control, spec.generation, spec.task)
-        barriers = set(spec.pipeline.barrier_topics)
+        self._inbox = AnnouncementInbox(self._control, spec.generation, spec.task, stage.index)
+        barriers = {*stage.barrier_inputs, *stage.internal_inputs}
         aligned = [k for k in spec.partitions if k[0] in barriers]
-        self._aligner = BarrierAligner(aligned, cfg.alignment_timeout_s)
+        self._aligner = BarrierAligner(aligned, cfg.alignment_timeout_s, writers=spec.writers)
         dlq = cfg.dead_letters_to(name)
-        self._flows = FlowRunner(spec.pipeline, spec.partition_counts, dlq, limits)
-        self._state = TaskState(any(f.is_stateful for f in spec.pipeline.flows))
+        self._flows = FlowRunner(stage.flows, spec.partition_counts, dlq, limits)
+        self._state = TaskState(stage.is_stateful)
         self._max_ts: dict[PartitionKey, int] = {}
         self._since_commit = 0
         self._participant: CheckpointParticipant | None = None
@@ -94,12 +95,11 @@ class WorkerTask:
         self._inbox.catch_up()
         self._txn.init(timeout_s=60)  # 1. fence older producers, abort their transaction
         cfg = self.spec.config
-        start_from = {f.source.topic: f.source.start_from for f in self.spec.pipeline.flows}
         starts = plan_starts(  # 2-5.
             self._inputs.reader,
             self._store,
             self.spec.partitions,
-            start_from,
+            self._stage.start_from,
             cfg.kafka,
             from_latest_checkpoint=cfg.from_latest_checkpoint,
         )
@@ -201,7 +201,7 @@ class WorkerTask:
             self._inputs.hold(key, at=m.offset())
             return False
         complete = self._aligner.on_barrier(key, barrier, m.offset())
-        if not complete:
+        if not complete and self._aligner.partition_done(key):
             self._inputs.hold(key)
             faults.crash_here(FaultPoint.DURING_ALIGNMENT, barrier.checkpoint_id, self.spec.task)
         return complete
@@ -209,7 +209,8 @@ class WorkerTask:
     def _checkpoint(self, participant: CheckpointParticipant) -> bool:
         """Take checkpoint N for this task; True when it was a committed DRAIN.
 
-        1. pre-commit through the participant: snapshot, sink pre-commit, Ack(N);
+        1. forward Barrier(N) into the internal topics the task writes, then
+           pre-commit through the participant: snapshot, sink pre-commit, Ack(N);
         2. wait for the coordinator's decision on N, reading on meanwhile (the
            output is staged for the next transaction, see `_await_decision`);
         3. Commit: the participant commits, held partitions resume past their
@@ -224,9 +225,13 @@ class WorkerTask:
             waited_ms=int(self._aligner.waited_s() * 1000),
             unaligned=self._aligner.phase is AlignmentPhase.UNALIGNED,
             local_watermark_ms=min(self._max_ts.values()) if self._max_ts else None,
+            counts=self._flows.counts.as_tuple(),
         )
         snapshot = self._state.snapshot()
+        forward_barrier(self._txn, barrier, self.spec.task, self.spec.outputs)
         ok = participant.pre_commit(n, self._inputs.positions, snapshot, report)  # 1.
+        if self.spec.stage_index > 0:
+            faults.crash_here(FaultPoint.DOWNSTREAM_ACKED, n, self.spec.task)
         # After a failed pre-commit the transaction takes no more output: wait only.
         decision = self._await_decision(n, keep_reading=ok and not barrier.is_drain)  # 2.
         committed = decision.is_commit and ok
@@ -273,18 +278,14 @@ class WorkerTask:
     def _on_announcement(
         self, announcement: Announcement, participant: CheckpointParticipant
     ) -> None:
-        if announcement.phase is Phase.PREPARE:
-            self._aligner.prepare(
-                Barrier(
-                    announcement.pipeline,
-                    announcement.checkpoint_id,
-                    announcement.generation,
-                    announcement.flags,
-                    int(time.time() * 1000),
-                )
-            )
+        opened = self._inbox.opens(announcement)
+        if opened is not None:
+            self._aligner.prepare(opened)
             return
-        if announcement.is_abort and announcement.checkpoint_id > self._aligner.last_resolved_id:
+        if (
+            self._inbox.is_abort_here(announcement)
+            and announcement.checkpoint_id > self._aligner.last_resolved_id
+        ):
             # A checkpoint this task never acked was aborted (another task was
             # slow or died): roll back so that every task restarts from one cut.
             self._roll_back(participant)

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.kafka.names import PartitionKey
+from laminar_kafka.plan.stages import Stage, plan_stages
+from laminar_kafka.plan.tasks import TaskLayout
 from laminar_kafka.runtime.config import RuntimeConfig
 
 
@@ -18,9 +20,44 @@ class TaskSpec:
     task: int
     partitions: tuple[PartitionKey, ...]
     partition_counts: dict[str, int]
+    """Partitions of every topic the task reads or routes keyed records to."""
     control_start_offset: int
     max_record_bytes: Mapping[str, int] = field(default_factory=dict)
     """Sink topic → the largest record it accepts; larger outputs are dead letters."""
+    stage_index: int = 0
+    writers: Mapping[PartitionKey, frozenset[int]] = field(default_factory=dict)
+    """Internal partition → the tasks whose barriers align it."""
+    outputs: Mapping[str, int] = field(default_factory=dict)
+    """Internal topic the task writes → its partitions (each gets every barrier)."""
+
+    @classmethod
+    def of(
+        cls,
+        pipeline: Pipeline,
+        config: RuntimeConfig,
+        generation: int,
+        layout: TaskLayout,
+        partition_counts: dict[str, int],
+        control_start_offset: int,
+        max_record_bytes: Mapping[str, int],
+    ) -> TaskSpec:
+        return cls(
+            pipeline,
+            config,
+            generation,
+            layout.task,
+            layout.partitions,
+            partition_counts,
+            control_start_offset,
+            max_record_bytes,
+            layout.stage,
+            layout.writers,
+            layout.outputs,
+        )
+
+    @property
+    def stage(self) -> Stage:
+        return plan_stages(self.pipeline).stages[self.stage_index]
 
 
 @dataclass(frozen=True)
@@ -33,11 +70,3 @@ class TaskSummary:
     records_out: int
     dead_letters: int
     checkpoints: int
-
-
-def assign_partitions(
-    partition_counts: dict[str, int], parallelism: int
-) -> list[tuple[PartitionKey, ...]]:
-    """Spread every source partition over `parallelism` tasks, round-robin, stably."""
-    keys = [(t, p) for t in sorted(partition_counts) for p in range(partition_counts[t])]
-    return [tuple(keys[i::parallelism]) for i in range(parallelism)]

@@ -56,7 +56,9 @@ class KafkaTransaction:
         self._delivery_error: KafkaError | None = None
         self._fenced = False
         self.produced = 0
-        self._staged: list[tuple[str, bytes | None, bytes | None, Sequence[Header] | None]] = []
+        self._staged: list[
+            tuple[str, bytes | None, bytes | None, Sequence[Header] | None, int | None]
+        ] = []
         config = transactional_producer_settings(kafka, txn_id, transaction_timeout_ms, batch_bytes)
         config["on_delivery"] = self._on_delivery
         self._producer = Producer(config)
@@ -97,8 +99,8 @@ class KafkaTransaction:
         except KafkaException as exc:
             self._raise("begin_transaction", exc)
         staged, self._staged = self._staged, []
-        for topic, value, key, headers in staged:
-            self.produce(topic, value, key, headers)
+        for topic, value, key, headers, partition in staged:
+            self.produce(topic, value, key, headers, partition)
 
     def _on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
         if err is not None and self._delivery_error is None:
@@ -116,20 +118,27 @@ class KafkaTransaction:
         value: bytes | None,
         key: bytes | None = None,
         headers: Sequence[Header] | None = None,
+        partition: int | None = None,
     ) -> None:
         if self.state is TxnState.PREPARED:
-            self._staged.append((topic, value, key, headers))
+            self._staged.append((topic, value, key, headers, partition))
             return
         if self.state is not TxnState.OPEN:
             self._to("produce")
         while True:
             try:
-                self._producer.produce(
-                    topic,
-                    value,
-                    key,
-                    headers=list(headers) if headers else None,
-                )
+                if partition is None:
+                    self._producer.produce(
+                        topic, value, key, headers=list(headers) if headers else None
+                    )
+                else:
+                    self._producer.produce(
+                        topic,
+                        value,
+                        key,
+                        partition=partition,
+                        headers=list(headers) if headers else None,
+                    )
                 break
             except BufferError:
                 # The local queue is full: serve delivery reports to make room.
@@ -139,14 +148,19 @@ class KafkaTransaction:
         self.produced += 1
 
     def produce_batch(
-        self, topic: str, values: Sequence[bytes | None], keys: Sequence[bytes | None] | None
+        self,
+        topic: str,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None,
+        partitions: Sequence[int] | None = None,
     ) -> None:
         """Produce many records with one state check (the hot path of a task)."""
         if self.state is TxnState.PREPARED:
-            if keys is None:
-                self._staged.extend((topic, v, None, None) for v in values)
-            else:
-                self._staged.extend((topic, v, k, None) for v, k in zip(values, keys, strict=True))
+            ks = keys if keys is not None else [None] * len(values)
+            ps = partitions if partitions is not None else [None] * len(values)
+            self._staged.extend(
+                (topic, v, k, None, p) for v, k, p in zip(values, ks, ps, strict=True)
+            )
             return
         if self.state is not TxnState.OPEN:
             self._to("produce")
@@ -155,7 +169,12 @@ class KafkaTransaction:
         i = 0
         while i < n:
             try:
-                if keys is None:
+                if partitions is not None:
+                    ks = keys if keys is not None else [None] * n
+                    while i < n:
+                        produce(topic, values[i], ks[i], partition=partitions[i])
+                        i += 1
+                elif keys is None:
                     while i < n:
                         produce(topic, values[i])
                         i += 1

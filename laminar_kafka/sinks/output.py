@@ -32,7 +32,9 @@ class OutputWriter(Protocol):
         topic: str,
         values: Sequence[bytes | None],
         keys: Sequence[bytes | None] | None,
+        partitions: Sequence[int] | None = None,
         /,
     ) -> None:
-        """Many records of one topic; `keys[i]` is the key of `values[i]`, if keys are given."""
+        """Many records of one topic; `keys[i]` is the key of `values[i]`, if keys are
+        given, and `partitions[i]` its partition, if given (else the producer's choice)."""
         ...

@@ -76,11 +76,14 @@ class InFlight:
     """Of those, how many committed output already covered (below the committed offsets)."""
     committed_output: int
     """Output records a read_committed consumer saw right after the kill."""
+    between_stages: int = 0
+    """Records in internal topics at or past the next stage's committed offsets."""
 
     @property
     def records(self) -> int:
-        """Input produced but not yet reflected in committed output: what the kill put at risk."""
-        return self.produced - self.reflected
+        """Input not yet reflected in committed output, and records committed by one
+        stage but not yet by the next: what the kill put at risk."""
+        return self.produced - self.reflected + self.between_stages
 
 
 def committed_offsets(
@@ -129,6 +132,7 @@ def measure_in_flight(
     delivered: Sequence[Delivered],
     at: float,
     sinks: Iterable[str],
+    internal: Iterable[str] = (),
 ) -> InFlight:
     """Read, right after a kill at `at`, how much input it left uncommitted."""
     partitions = {(d.topic, d.partition) for d in delivered}
@@ -136,7 +140,12 @@ def measure_in_flight(
         delivered, committed_offsets(bootstrap, pipeline, partitions), at
     )
     output = sum(len(read_committed_records(bootstrap, sink)) for sink in sinks)
-    return InFlight(produced, reflected, output)
+    between = [
+        (t, r) for t in internal for r in read_committed_records(bootstrap, t, skip_control=True)
+    ]
+    read = committed_offsets(bootstrap, pipeline, {(t, r.partition) for t, r in between})
+    pending = sum(1 for t, r in between if r.offset >= read.get((t, r.partition), 0))
+    return InFlight(produced, reflected, output, pending)
 
 
 def recovered_in_place(events: Sequence[Event], generation: int) -> Event | None:

@@ -165,6 +165,9 @@ class ChaosRound:
         parts = settings.partitions
         self.sources = {t: self.topics.create("chaos-in", parts) for t in pipeline.source_topics}
         self.sinks = {t: self.topics.create("chaos-out", parts) for t in pipeline.sink_topics}
+        # Named after the pipeline, as retarget names them for the round's copy.
+        prefix = pipeline.name + "."
+        self.internal = [self.name + "." + t[len(prefix) :] for t in pipeline.internal_topics]
         wrapper = round_dir / "pipeline.py"
         wrapper.write_text(
             _WRAPPER.format(
@@ -203,7 +206,12 @@ class ChaosRound:
             self.producer.start()
             done = fault.inject(self, app)
             in_flight = measure_in_flight(
-                self.s.bootstrap, self.name, self.producer.delivered(), done.at, self.sinks.values()
+                self.s.bootstrap,
+                self.name,
+                self.producer.delivered(),
+                done.at,
+                self.sinks.values(),
+                self.internal,
             )
             if in_flight.records <= 0:
                 raise LaminarError(

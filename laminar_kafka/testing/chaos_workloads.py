@@ -1,8 +1,9 @@
 """What a chaos round feeds a pipeline, and how it checks the output.
 
 - `OrderWorkload`: numbered orders (`schemas/order.avsc`) for pipelines like
-  the two examples, checked by the strict oracles of `chaos_checks` (ids once
-  each; every running-total update of every customer).
+  the examples, checked by the strict oracles of `chaos_checks` (ids once
+  each; every running-total update of every customer) and, for totals keyed
+  by product (behind a repartition), of `product_checks`.
 - `GeneratorWorkload`: any pipeline, fed by the user's input function; the
   expected output is what the in-memory runner (`run_pipeline`) computes from
   the same input, compared with the committed output as a multiset.
@@ -23,8 +24,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from laminar_kafka.api.pipeline import Flow, Pipeline
-from laminar_kafka.errors import ConfigError
-from laminar_kafka.operators.keyed import KeyByOp
+from laminar_kafka.errors import ConfigError, RecordDecodeError
+from laminar_kafka.operators.base import BatchContext
+from laminar_kafka.operators.keyed import KeyByOp, key_bytes
 from laminar_kafka.operators.partitioning import murmur2_partition
 from laminar_kafka.testing.chaos_checks import ExactlyOnceReport, compare_ids, compare_totals
 from laminar_kafka.testing.chaos_producer import InputRecord
@@ -32,6 +34,7 @@ from laminar_kafka.testing.memory import run_pipeline
 from laminar_kafka.testing.memory_log import partition_for
 from laminar_kafka.testing.oracle import compare_outputs
 from laminar_kafka.testing.orders import expected_totals, order, read_committed
+from laminar_kafka.testing.product_checks import compare_product_totals
 
 InputFunction = Callable[[int], Iterable[tuple[str, Any]]]
 """`f(records)` returns or yields (source_topic, value) pairs, in production order."""
@@ -55,26 +58,62 @@ class Workload(Protocol):
         ...
 
 
-def _one_flow(pipeline: Pipeline) -> Flow:
-    if len(pipeline.flows) != 1:
+def _outer_flows(pipeline: Pipeline) -> tuple[Flow, Flow]:
+    """The flow reading the user's source topic and the one writing the user's sink.
+
+    Flows between stages read or write an internal topic (`internal` on the spec;
+    absent on specs of single-stage pipelines); they may be the same flow.
+    """
+    reading = [f for f in pipeline.flows if not getattr(f.source, "internal", False)]
+    writing = [f for f in pipeline.flows if not getattr(f.sink, "internal", False)]
+    if len(reading) != 1 or len(writing) != 1:
         raise ConfigError(
-            f"pipeline {pipeline.name}: order rounds need one flow (one source, one sink); "
+            f"pipeline {pipeline.name}: order rounds need one source and one sink topic "
+            f"(it reads {len(reading)} and writes {len(writing)} outside its stages); "
             "give --input for other pipelines"
         )
-    return pipeline.flows[0]
+    return reading[0], writing[0]
+
+
+def _repartition_key(flows: list[Flow], data: bytes | None) -> bytes | None:
+    """The key a record is repartitioned by downstream, if a flow of its topic cuts."""
+    for flow in (f for f in flows if f.sink.internal):
+        try:
+            values: list[Any] = [flow.source.value_format.decode_one(data)]
+        except RecordDecodeError:
+            continue
+        offsets, scratch = [0], BatchContext(flow.source.topic, 0, 1)
+        for op in flow.operators:
+            values, offsets = op.apply(values, offsets, scratch)
+        try:
+            key = flow.sink.key_of(values[0]) if values else None
+        except Exception:  # the user's key function: the record is a dead letter anyway
+            continue
+        if key is not None:
+            return key_bytes(key)
+    return None
+
+
+def _keyed_by_product(pipeline: Pipeline) -> bool:
+    return any(
+        isinstance(op, KeyByOp) and op.key == "product"
+        for flow in pipeline.flows
+        for op in flow.operators
+    )
 
 
 class OrderWorkload:
     """Orders 0..records-1, keyed by customer (murmur2), for pipelines over `order`."""
 
     def __init__(self, pipeline: Pipeline, records: int) -> None:
-        self.flow = _one_flow(pipeline)
+        self.source_flow, self.sink_flow = _outer_flows(pipeline)
         self.records = records
-        self.stateful = pipeline.flows[0].is_stateful
+        self.stateful = any(f.is_stateful for f in pipeline.flows)
+        self.by_product = self.stateful and _keyed_by_product(pipeline)
 
     def plan(self, topics: Mapping[str, str], partitions: int) -> list[InputRecord]:
-        fmt = self.flow.source.value_format
-        topic = topics[self.flow.source.topic]
+        fmt = self.source_flow.source.value_format
+        topic = topics[self.source_flow.source.topic]
         planned = []
         for i in range(self.records):
             o = order(i)
@@ -88,8 +127,15 @@ class OrderWorkload:
         return self.records  # one output per order: enriched, or the updated total
 
     def verify(self, bootstrap: str, sinks: Mapping[str, str]) -> ExactlyOnceReport:
-        sink = self.flow.sink
-        outputs = read_committed(bootstrap, sinks[sink.topic], sink.value_format.decode_one)
+        sink = self.sink_flow.sink
+        return self.check(
+            read_committed(bootstrap, sinks[sink.topic], sink.value_format.decode_one)
+        )
+
+    def check(self, outputs: list[Any]) -> ExactlyOnceReport:
+        """The oracle's verdict on the committed output (decoded values of the sink topic)."""
+        if self.by_product:
+            return compare_product_totals(range(self.records), outputs)
         if self.stateful:
             return compare_totals(expected_totals(range(self.records)), outputs)
         return compare_ids(
@@ -135,8 +181,15 @@ class GeneratorWorkload:
             flows = [f for f in self.pipeline.flows if f.source.topic == topic]
             data = flows[0].source.value_format.encode_one(value)
             keyed = any(isinstance(op, KeyByOp) for f in flows for op in f.operators)
-            # Unkeyed records may go anywhere: spread them over the partitions.
-            where = partition_for(flows, partitions, data, None, False) if keyed else i % partitions
+            cut = None if keyed else _repartition_key(flows, data)
+            if keyed:
+                where = partition_for(flows, partitions, data, None, False)
+            elif cut is not None:
+                # One key's records in one partition keep their order through the
+                # repartition, in Kafka as in memory.
+                where = murmur2_partition(cut, partitions)
+            else:  # unkeyed records may go anywhere: spread them over the partitions
+                where = i % partitions
             planned.append(InputRecord(topics[topic], where, None, data))
         return planned
 

@@ -14,9 +14,14 @@ output of one crash-free run: the exactly-once contract, testable per pipeline.
 `redeploy` restarts it with a new version of the pipeline, as a code change
 between two runs does: state follows its step names, or the change is refused.
 
+A multi-stage pipeline (a `key_by` that repartitions) runs stage by stage: the
+internal topics between stages are in-memory logs too (`memory_topics`), and a
+checkpoint covers every stage at once.
+
 Records run one at a time by default (`batch_size=1`), so the output does not
-depend on how the input was chunked; committed output is listed source
-partition by source partition, in offset order within each.
+depend on how the input was chunked; committed output is listed partition by
+partition (source partitions first, then internal ones, upstream first), in
+the order it was written within each.
 """
 
 from __future__ import annotations
@@ -43,9 +48,9 @@ from laminar_kafka.testing.memory_log import (
     MemoryOutput,
     ProducedRecord,
     Raw,
-    partition_counts,
     partition_for,
 )
+from laminar_kafka.testing.memory_topics import MemoryTopics, partition_counts
 
 __all__ = ["DeadLetterRecord", "PipelineTester", "Raw", "run_pipeline"]
 
@@ -53,9 +58,10 @@ __all__ = ["DeadLetterRecord", "PipelineTester", "Raw", "run_pipeline"]
 class PipelineTester:
     """Feeds a pipeline step by step, with checkpoints and crashes, all in memory.
 
-    `send` appends records to the source partitions and processes them;
-    `checkpoint` snapshots state and offsets and commits the output so far;
-    `crash` drops uncommitted output, restores the last snapshot and rewinds
+    `send` appends records to the source partitions and processes them, stage
+    by stage; `checkpoint` snapshots state and offsets (internal topics' too) and
+    commits the output so far; `crash` drops uncommitted output and the internal
+    records written since the checkpoint, restores the last snapshot and rewinds
     the input to its offsets, to be replayed by the next `send` or `checkpoint`;
     `redeploy` does the same with a new version of the pipeline.
     """
@@ -74,12 +80,11 @@ class PipelineTester:
         config = RuntimeConfig("memory", "memory", dead_letter_topic=dead_letter_topic)
         self.dead_letter_topic = config.dead_letters_to(pipeline.name)
         self._batch_size = batch_size
-        self._counts: dict[str, int] = {}
         self._sinks: dict[str, Format] = {}
-        self._rank: dict[PartitionKey, int] = {}
-        self._log: dict[PartitionKey, list[MemoryMessage]] = {}
-        self._output = MemoryOutput()
+        self._topics = MemoryTopics()
+        self._output = MemoryOutput(self._topics.logs, self._topics.internal)
         self._clock_ms = 0
+        self._sent = 0
         self._snapshot: bytes | None = None
         self._snapshot_keys: frozenset[PartitionKey] = frozenset()
         self._snapshot_topology: dict[str, str] = {}
@@ -90,21 +95,18 @@ class PipelineTester:
     def _deploy(self, pipeline: Pipeline, counts: Mapping[str, int]) -> None:
         """Run `pipeline` from the last checkpoint; topics seen before keep their input."""
         self.pipeline = pipeline
-        self._counts = {**counts, **self._counts}  # a topic keeps its partition count
-        self._keys: list[PartitionKey] = [
-            (t, p) for t in pipeline.source_topics for p in range(self._counts[t])
-        ]
+        self._keys = self._topics.deploy(pipeline, counts)  # stage by stage
         for key in self._keys:
-            self._rank.setdefault(key, len(self._rank))
-            self._log.setdefault(key, [])
             self._checkpoint_offsets.setdefault(key, 0)
         # Sinks of earlier versions stay readable: their committed output is still there.
-        self._sinks.update({f.sink.topic: f.sink.value_format for f in reversed(pipeline.flows)})
+        sinks = [f.sink for f in reversed(pipeline.flows) if not f.sink.internal]
+        self._sinks.update({sink.topic: sink.value_format for sink in sinks})
         self._restart()
 
     def _restart(self) -> None:
         """A new worker generation resuming from the last checkpoint (or from scratch)."""
-        self._runner = FlowRunner(self.pipeline, self._counts, self.dead_letter_topic)
+        self._topics.rewind()
+        self._runner = FlowRunner(self.pipeline.flows, self._topics.counts, self.dead_letter_topic)
         self._positions = {k: self._checkpoint_offsets[k] for k in self._keys}
         snapshot = self._snapshot
         self._states: dict[PartitionKey, PartitionTables] = {
@@ -124,10 +126,16 @@ class PipelineTester:
     ) -> None:
         """Append records to `topic` (encoded with its source format; `Raw` as is), process them.
 
-        Without `keys`, a record goes to the partition its first `key_by` key maps
-        to (what a producer keyed by that field does), else to partition 0; with
-        `keys`, to the partition Kafka's producer picks for that key.
+        Without `keys`, a record of a source declared `partitioned_by` goes to the
+        partition its key maps to (what a producer keyed by that field does), else
+        to partition 0; with `keys`, to the partition Kafka's producer picks for
+        that key. Internal topics are written by the pipeline only.
         """
+        if topic in self.pipeline.internal_topics:
+            raise ConfigError(
+                f"{topic!r} is an internal topic of pipeline {self.pipeline.name!r}: "
+                "only its source topics can be sent to"
+            )
         flows = [f for f in self.pipeline.flows if f.source.topic == topic]
         if not flows:
             raise ConfigError(f"pipeline {self.pipeline.name!r} does not read topic {topic!r}")
@@ -140,11 +148,13 @@ class PipelineTester:
         datas = [self._encode(flows[0], value, i) for i, value in enumerate(items)]
         for i, (data, key) in enumerate(zip(datas, key_list, strict=True)):
             raw_key = None if key is None else key_bytes(key)
-            partition = partition_for(flows, self._counts[topic], data, raw_key, keys is not None)
-            log = self._log[(topic, partition)]
+            count = self._topics.counts[topic]
+            partition = partition_for(flows, count, data, raw_key, keys is not None)
+            log = self._topics.logs[(topic, partition)]
             ts = stamps[i] if stamps is not None else self._clock_ms
-            log.append(MemoryMessage(topic, partition, len(log), raw_key, data, ts))
+            log.append(MemoryMessage(topic, partition, len(log), raw_key, data, ts, self._sent))
             self._clock_ms += 1
+            self._sent += 1
         self._process()
 
     @staticmethod
@@ -161,30 +171,47 @@ class PipelineTester:
             ) from None
 
     def _process(self) -> None:
-        """Run every partition from its position to the end of its input."""
-        for key in self._keys:
-            log, position = self._log[key], self._positions[key]
-            while position < len(log):
-                batch = log[position : position + self._batch_size]
-                self._output.source = key
-                self._runner.run(key, batch, self._states[key], self._output)
-                position += len(batch)
-                self._positions[key] = position
+        """Run every partition from its position to the end of its input, stage by stage.
+
+        Upstream stages append to the internal logs the next stages read: repeat
+        until a pass over every partition finds nothing left to read.
+        """
+        pending = True
+        while pending:
+            pending = False
+            for key in self._keys:
+                log, position = self._topics.logs[key], self._positions[key]
+                self._topics.in_send_order(key, position)
+                while position < len(log):
+                    pending = True
+                    batch = log[position : position + self._batch_size]
+                    self._output.source = key
+                    self._output.timestamp_ms = batch[-1].timestamp_ms
+                    self._output.sequence = batch[-1].sequence
+                    self._runner.run(key, batch, self._states[key], self._output)
+                    position += len(batch)
+                    self._positions[key] = position
 
     # -- checkpoints and crashes ------------------------------------------
     def checkpoint(self) -> int:
-        """Process what is pending, snapshot state and offsets, commit; returns its number."""
+        """Process what is pending, snapshot state and offsets, commit; returns its number.
+
+        Every stage has read everything by then: the internal logs are committed as
+        they are, and a crash cuts them back to here.
+        """
         self._process()
         self._snapshot = encode_task_snapshot(self._states)
         self._snapshot_keys = frozenset(self._states)
         self._snapshot_topology = self.pipeline.topology()  # as the runner's manifest holds it
         self._checkpoint_offsets.update(self._positions)
+        self._topics.checkpoint()
         self._output.commit()
         self.checkpoints += 1
         return self.checkpoints
 
     def crash(self) -> None:
-        """Lose everything since the last checkpoint: output, state and read positions."""
+        """Lose everything since the last checkpoint: output, internal records, state and
+        read positions."""
         self._output.abort()
         self._restart()
 
@@ -204,7 +231,7 @@ class PipelineTester:
                 f"{pipeline.name!r}): the name keys the checkpoints"
             )
         if not isinstance(partitions, int):
-            partitions = {t: n for t, n in partitions.items() if t not in self._counts}
+            partitions = {t: n for t, n in partitions.items() if t not in self._topics.counts}
         counts = partition_counts(pipeline, partitions)
         check_topology(self._snapshot_topology, pipeline.topology(), self.checkpoints)
         self._output.abort()
@@ -213,7 +240,7 @@ class PipelineTester:
     # -- output -----------------------------------------------------------
     def _committed(self, topic: str) -> list[ProducedRecord]:
         records = [r for r in self._output.committed if r.topic == topic]
-        return sorted(records, key=lambda r: self._rank[r.source])  # stable: offset order kept
+        return sorted(records, key=lambda r: self._topics.rank(r.source))  # stable
 
     def output(self, topic: str) -> list[Any]:
         """The committed output of a sink topic, decoded (dead letters: `DeadLetterRecord`s)."""

@@ -5,16 +5,18 @@ Input records are `MemoryMessage`s with the methods of confluent-kafka's
 would pick (`partition_for`); output goes to a `MemoryOutput`, an
 `OutputWriter` that holds records until `commit` (a checkpoint) or drops them on
 `abort` (a crash), like a Kafka transaction seen by a read_committed reader.
+Records for an internal topic (between two stages) go straight to its log
+instead, at the partition the flow runner routed them to.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from laminar_kafka.api.pipeline import Flow, Pipeline
-from laminar_kafka.errors import ConfigError, PipelineError, RecordDecodeError
+from laminar_kafka.api.pipeline import Flow, SourceSpec
+from laminar_kafka.errors import PipelineError, RecordDecodeError
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators.base import BatchContext
 from laminar_kafka.operators.keyed import KeyByOp, key_bytes
@@ -42,6 +44,8 @@ class MemoryMessage:
     record_key: bytes | None
     record_value: bytes | None
     timestamp_ms: int
+    sequence: int = 0
+    """Send order of the input record it comes from: orders an internal log's unread records."""
 
     def topic(self) -> str:
         return self.source_topic
@@ -112,12 +116,23 @@ class MemoryOutput:
 
     `source` names the partition being processed, so that committed output can
     be listed in an order that does not depend on how the input was chunked.
+    Records of the `internal` topics are appended to their partition's log in
+    `logs` at once (stamped `timestamp_ms` and `sequence`): the next stage reads
+    them in the same checkpoint, and a crash cuts the logs back (`MemoryTopics.rewind`).
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        logs: dict[PartitionKey, list[MemoryMessage]] | None = None,
+        internal: Collection[str] = (),
+    ) -> None:
         self.source: PartitionKey = ("", -1)
+        self.timestamp_ms = 0
+        self.sequence = 0
         self.pending: list[ProducedRecord] = []
         self.committed: list[ProducedRecord] = []
+        self.logs = logs if logs is not None else {}
+        self.internal = internal
 
     def produce(
         self,
@@ -127,6 +142,8 @@ class MemoryOutput:
         headers: Sequence[OutputHeader] | None = None,
         /,
     ) -> None:
+        if topic in self.internal:
+            raise PipelineError(f"a record for internal topic {topic} without its partition")
         self.pending.append(ProducedRecord(topic, key, value, tuple(headers or ()), self.source))
 
     def produce_batch(
@@ -134,15 +151,24 @@ class MemoryOutput:
         topic: str,
         values: Sequence[bytes | None],
         keys: Sequence[bytes | None] | None,
+        partitions: Sequence[int] | None = None,
         /,
     ) -> None:
+        key_list = list(keys) if keys is not None else [None] * len(values)
+        if topic in self.internal:
+            if partitions is None:
+                raise PipelineError(f"records for internal topic {topic} without partitions")
+            for v, k, p in zip(values, key_list, partitions, strict=True):
+                log = self.logs.get((topic, p))
+                if log is None:
+                    raise PipelineError(f"internal topic {topic} has no partition {p}")
+                message = MemoryMessage(topic, p, len(log), k, v, self.timestamp_ms, self.sequence)
+                log.append(message)
+            return
         source = self.source
-        if keys is None:
-            self.pending.extend(ProducedRecord(topic, None, v, (), source) for v in values)
-        else:
-            self.pending.extend(
-                ProducedRecord(topic, k, v, (), source) for v, k in zip(values, keys, strict=True)
-            )
+        self.pending.extend(
+            ProducedRecord(topic, k, v, (), source) for v, k in zip(values, key_list, strict=True)
+        )
 
     def commit(self) -> None:
         self.committed.extend(self.pending)
@@ -150,21 +176,6 @@ class MemoryOutput:
 
     def abort(self) -> None:
         self.pending.clear()
-
-
-def partition_counts(pipeline: Pipeline, partitions: int | Mapping[str, int]) -> dict[str, int]:
-    """Partitions per source topic: one count for all, or per topic (1 if not given)."""
-    if isinstance(partitions, int):
-        counts = dict.fromkeys(pipeline.source_topics, partitions)
-    else:
-        counts = {t: partitions.get(t, 1) for t in pipeline.source_topics}
-        unknown = sorted(set(partitions) - set(counts))
-        if unknown:
-            raise ConfigError(f"partitions given for topics the pipeline does not read: {unknown}")
-    for topic, n in counts.items():
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ConfigError(f"topic {topic} needs at least 1 partition, not {n!r}")
-    return counts
 
 
 def _routing_key(flow: Flow, data: bytes | None) -> tuple[bytes, KeyByOp] | None:
@@ -189,21 +200,44 @@ def _routing_key(flow: Flow, data: bytes | None) -> tuple[bytes, KeyByOp] | None
     return None
 
 
+def _declared_key(source: SourceSpec, data: bytes | None) -> bytes | None:
+    """The key of a record by the `partitioned_by` its source declares; None if it has none."""
+    spec = source.partitioned_by
+    try:
+        value = source.value_format.decode_one(data)
+        key = spec(value) if callable(spec) else value[spec]
+    except Exception:  # undecodable, or the user's key function: any partition will do
+        return None
+    return None if key is None else key_bytes(key)
+
+
 def partition_for(
     flows: Sequence[Flow], partitions: int, data: bytes | None, key: bytes | None, keyed: bool
 ) -> int:
-    """The partition of one input record of the topic `flows` read.
+    """The partition of one input record of the source topic `flows` read.
 
+    Only flows reading a source topic count (not those reading internal topics).
     With an explicit record key (`keyed`), Kafka's producer partitioner of the
-    topic's key_by (murmur2 by default); without, the first flow that keys the
-    record decides; records nothing keys go to partition 0.
+    topic (its declared one, murmur2 by default). Without, a topic declared
+    `partitioned_by` puts the record where its key maps to; else the first flow
+    that keys the record in its own stage decides; records nothing keys there
+    (say, those a key_by repartitions) go to partition 0.
     """
+    flows = [f for f in flows if not f.source.internal]
     if partitions == 1:
         return 0
+    declared = next((f.source for f in flows if f.source.partitioned_by is not None), None)
     if keyed:
+        if key is None:
+            return 0
         key_bys = [op for f in flows for op in f.operators if isinstance(op, KeyByOp)]
-        partitioner = key_bys[0].partitioner if key_bys else "murmur2"
-        return 0 if key is None else PARTITIONERS[partitioner](key, partitions)
+        partitioner = (
+            declared.partitioner if declared else key_bys[0].partitioner if key_bys else "murmur2"
+        )
+        return PARTITIONERS[partitioner](key, partitions)
+    if declared is not None:
+        found = _declared_key(declared, data)
+        return 0 if found is None else PARTITIONERS[declared.partitioner](found, partitions)
     for flow in flows:
         routed = _routing_key(flow, data)
         if routed is not None:

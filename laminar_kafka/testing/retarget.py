@@ -1,7 +1,8 @@
 """A copy of a pipeline under another name, reading and writing other topics.
 
 Tests and fault-injection rounds run a user's pipeline on fresh topics and a
-fresh checkpoint identity without touching the pipeline's file.
+fresh checkpoint identity without touching the pipeline's file. Internal topics
+(`<pipeline>.<step>.repartition`) follow the new name.
 """
 
 from __future__ import annotations
@@ -9,18 +10,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from laminar_kafka.api.pipeline import Flow, Pipeline
+from laminar_kafka.api.pipeline import Flow, Pipeline, SinkSpec, SourceSpec
 
 
 def retarget(pipeline: Pipeline, name: str, topics: Mapping[str, str]) -> Pipeline:
-    """`pipeline` renamed to `name`, with topics replaced as `topics` maps them."""
+    """`pipeline` renamed to `name`, with topics replaced as `topics` maps them.
+
+    An internal topic not in `topics` gets `<name>.` in place of `<old name>.`;
+    stateful steps keep their names (their state follows them).
+    """
     copy = Pipeline(name)
+    old_prefix, new_prefix = f"{pipeline.name}.", f"{copy.name}."
+
+    def moved(topic: str, internal: bool) -> str:
+        if topic in topics:
+            return topics[topic]
+        if internal and topic.startswith(old_prefix):
+            return new_prefix + topic[len(old_prefix) :]
+        return topic
+
+    def source(spec: SourceSpec) -> SourceSpec:
+        return replace(spec, topic=moved(spec.topic, spec.internal))
+
+    def sink(spec: SinkSpec) -> SinkSpec:
+        return replace(spec, topic=moved(spec.topic, spec.internal))
+
     for flow in pipeline.flows:
-        copy.add_flow(
-            Flow(
-                replace(flow.source, topic=topics.get(flow.source.topic, flow.source.topic)),
-                flow.operators,
-                replace(flow.sink, topic=topics.get(flow.sink.topic, flow.sink.topic)),
-            )
-        )
+        copy.add_flow(Flow(source(flow.source), flow.operators, sink(flow.sink)))
     return copy

@@ -81,7 +81,11 @@ def test_keyed_aggregate_flow() -> None:
 def test_reduce_and_count() -> None:
     p = Pipeline("reductions")
     biggest = p.source("in").key_by("k").reduce(lambda a, b: a if a["n"] >= b["n"] else b)
-    counted = p.source("in").key_by("k", partitioner="crc32").count(emit=lambda k, n: (k, n))
+    counted = (
+        p.source("in", partitioned_by="k", partitioner="crc32")
+        .key_by("k")
+        .count(emit=lambda k, n: (k, n))
+    )
     values = [{"k": "x", "n": 3}, {"k": "x", "n": 9}, {"k": "x", "n": 1}]
     out, _ = _run(biggest.sink("big"), values)
     assert [v["value"]["n"] for v in out] == [3, 9, 9]
@@ -137,7 +141,7 @@ def test_unknown_partitioner() -> None:
     with pytest.raises(
         ConfigError, match=r"unknown partitioner 'md5': use one of \['crc32', 'murmur2'\]"
     ):
-        Pipeline("p").source("in").key_by("k", partitioner="md5")  # type: ignore[arg-type]
+        Pipeline("p").source("in", partitioner="md5")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

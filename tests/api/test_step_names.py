@@ -1,4 +1,8 @@
-"""Stateful steps get stable names (keys of their state) and signatures (its meaning)."""
+"""Stateful steps get stable names (keys of their state) and signatures (its meaning).
+
+Most sources here are declared partitioned by the key, so each flow is one stage;
+tests/plan covers the names and signatures of repartitioned steps.
+"""
 
 from __future__ import annotations
 
@@ -23,11 +27,11 @@ def _steps(p: Pipeline) -> list[str]:
 
 def test_a_derived_name_depends_on_its_own_flow_not_on_the_flows_around_it() -> None:
     alone = Pipeline("p")
-    alone.source("orders").key_by("customer").count().sink("totals")
+    alone.source("orders", partitioned_by="customer").key_by("customer").count().sink("totals")
     crowded = Pipeline("p")
     crowded.source("clicks").map(lambda c: c).sink("clicks-out")
-    crowded.source("orders").key_by("region").count().sink("per-region")
-    crowded.source("orders").key_by("customer").count().sink("totals")
+    crowded.source("orders", partitioned_by="region").key_by("region").count().sink("per-region")
+    crowded.source("orders", partitioned_by="customer").key_by("customer").count().sink("totals")
 
     assert alone.topology() == {"orders>totals/aggregate-1": COUNT_BY_CUSTOMER}
     assert crowded.topology() == {
@@ -39,26 +43,27 @@ def test_a_derived_name_depends_on_its_own_flow_not_on_the_flows_around_it() -> 
 def test_stateful_steps_of_one_flow_are_numbered_in_order() -> None:
     p = Pipeline("p")
     flow = (
-        p.source("orders")
+        p.source("orders", partitioned_by="customer")
         .key_by("customer")
-        .count()
-        .key_by("key")
+        .count(emit=lambda k, n: {"customer": k, "n": n})
+        .key_by("customer")
         .reduce(lambda a, b: b)
         .sink("out")
     )
     assert _steps(p) == ["orders>out/aggregate-1", "orders>out/aggregate-2"]
-    assert p.flows[0] is flow  # sink() returns the flow as the pipeline holds it
+    assert p.flows == (flow,)  # sink() returns the flow as the pipeline holds it
 
 
 def test_steps_are_unnamed_until_their_flow_is_completed() -> None:
-    stream = Pipeline("p").source("orders").key_by("customer").count()
-    (op,) = [op for op in stream.operators if isinstance(op, AggregateOp)]
+    stream = Pipeline("p").source("orders", partitioned_by="customer").key_by("customer").count()
+    (branch,) = stream.branches
+    (op,) = [op for op in branch.operators if isinstance(op, AggregateOp)]
     assert op.step == "" and op.name is None
 
 
 def test_name_overrides_the_derived_name_for_every_kind() -> None:
     p = Pipeline("p")
-    keyed = p.source("orders").key_by("customer")
+    keyed = p.source("orders", partitioned_by="customer").key_by("customer")
     keyed.count(name="orders-per-customer").sink("counts")
     keyed.reduce(lambda a, b: b, name="last.order").sink("last")
     keyed.aggregate(list, lambda xs, o: [*xs, o], name="all_orders").sink("all")
@@ -75,28 +80,34 @@ def test_name_overrides_the_derived_name_for_every_kind() -> None:
 def test_bad_step_names_are_refused_when_building(name: Any) -> None:
     p = Pipeline("p")
     with pytest.raises(ConfigError, match=r"step name .* must be 1-200 characters"):
-        p.source("in").key_by("k").count(name=name).sink("out")
+        p.source("in", partitioned_by="k").key_by("k").count(name=name).sink("out")
     assert p.flows == ()
 
 
 def test_a_derived_name_may_be_given_to_keep_state_when_topics_change() -> None:
     p = Pipeline("p")
-    p.source("orders").key_by("customer").count(name="orders>totals/aggregate-1").sink("v2")
+    p.source("orders", partitioned_by="customer").key_by("customer").count(
+        name="orders>totals/aggregate-1"
+    ).sink("v2")
     assert p.topology() == {"orders>totals/aggregate-1": COUNT_BY_CUSTOMER}
 
 
 def test_two_flows_deriving_one_name_are_refused_naming_both() -> None:
     p = Pipeline("p")
-    p.source("orders").key_by("customer").count().sink("totals")
+    p.source("orders", partitioned_by="customer").key_by("customer").count().sink("totals")
     with pytest.raises(ConfigError) as info:
-        p.source("orders").key_by("region").reduce(lambda a, b: b).sink("totals")
+        p.source("orders", partitioned_by="region").key_by("region").reduce(lambda a, b: b).sink(
+            "totals"
+        )
     assert str(info.value) == (
         "count #1 of flow 1 (orders>totals) and reduce #1 of flow 2 (orders>totals) are both "
         "named 'orders>totals/aggregate-1': step names key the state in checkpoints, pass "
         "name= to give each its own"
     )
     assert len(p.flows) == 1
-    p.source("orders").key_by("region").reduce(lambda a, b: b, name="regions").sink("totals")
+    p.source("orders", partitioned_by="region").key_by("region").reduce(
+        lambda a, b: b, name="regions"
+    ).sink("totals")
     assert _steps(p) == ["orders>totals/aggregate-1", "regions"]
 
 
@@ -108,10 +119,10 @@ def test_a_name_given_twice_is_refused_even_within_one_flow() -> None:
         r"are both named 'x'",
     ):
         (
-            p.source("in")
+            p.source("in", partitioned_by="k")
             .key_by("k")
             .count(name="x")
-            .key_by("key")
+            .key_by("k")
             .aggregate(list, lambda xs, v: xs, name="x")
             .sink("out")
         )
@@ -120,8 +131,11 @@ def test_a_name_given_twice_is_refused_even_within_one_flow() -> None:
 
 def test_signatures_hold_kind_key_and_partitioner() -> None:
     p = Pipeline("p")
-    p.source("a").key_by(_customer, partitioner="crc32").reduce(lambda x, y: y).sink("b")
-    p.source("a").key_by(lambda o: o["region"]).count().sink("c")
+    by_region = lambda o: o["region"]  # noqa: E731
+    p.source("a", partitioned_by=_customer, partitioner="crc32").key_by(_customer).reduce(
+        lambda x, y: y
+    ).sink("b")
+    p.source("a", partitioned_by=by_region).key_by(by_region).count().sink("c")
     p.source("a").map(lambda v: v).filter(bool).sink("d")  # stateless: no step
     assert p.topology() == {
         "a>b/aggregate-1": f"reduce by function {__name__}._customer (crc32)",
@@ -135,7 +149,7 @@ def test_signatures_hold_kind_key_and_partitioner() -> None:
 def test_each_part_of_the_signature_tells_definitions_apart() -> None:
     def signature(key: str, partitioner: Any = "murmur2", kind: str = "count") -> str:
         p = Pipeline("p")
-        keyed = p.source("in").key_by(key, partitioner=partitioner)
+        keyed = p.source("in", partitioned_by=key, partitioner=partitioner).key_by(key)
         (keyed.count() if kind == "count" else keyed.reduce(max)).sink("out")
         return p.topology()["in>out/aggregate-1"]
 
@@ -146,7 +160,10 @@ def test_each_part_of_the_signature_tells_definitions_apart() -> None:
         signature("customer", partitioner="crc32"),
         signature("customer", kind="reduce"),
     ]
-    assert len({base, *variants}) == 4
+    repartitioned = Pipeline("p")
+    repartitioned.source("in").key_by("customer").count().sink("out")
+    variants.append(repartitioned.topology()["in>out/aggregate-1"])
+    assert len({base, *variants}) == 5
 
 
 def test_a_stateless_pipeline_has_an_empty_topology() -> None:

@@ -180,3 +180,129 @@ def test_without_partitions_that_carry_barriers_a_checkpoint_is_due_at_once() ->
     assert aligner.phase is AlignmentPhase.UNALIGNED
     aligner.finish()
     assert aligner.last_resolved_id == 3
+
+
+# An internal topic written by upstream tasks 0 and 1, and a source partition.
+INTERNAL = ("p.1.repartition", 0)
+SOURCE = ("orders", 0)
+WRITERS = frozenset({0, 1})
+
+
+def _from(n: int, writer: int | None, flags: BarrierFlags = BarrierFlags.NONE) -> Barrier:
+    return Barrier("p", n, GEN, flags, 0, writer=writer)
+
+
+@pytest.fixture
+def staged(clock: FakeClock) -> BarrierAligner:
+    return BarrierAligner([INTERNAL, SOURCE], TIMEOUT_S, clock=clock, writers={INTERNAL: WRITERS})
+
+
+def test_internal_partition_delivers_once_every_writer_did(staged: BarrierAligner) -> None:
+    assert not staged.on_barrier(SOURCE, _barrier(1), 40)
+    assert staged.partition_done(SOURCE)
+    assert not staged.on_barrier(INTERNAL, _from(1, 1), 100)
+    assert staged.phase is AlignmentPhase.ALIGNING
+    assert not staged.partition_done(INTERNAL)  # read on: writer 0's epoch 1 is still coming
+    assert staged.barrier_offsets == {SOURCE: 40}
+    assert not staged.is_stale(_from(1, 0), GEN)  # the other writer's copy still counts
+    assert staged.on_barrier(INTERNAL, _from(1, 0), 130)
+    assert staged.partition_done(INTERNAL)
+    assert staged.phase is AlignmentPhase.ALIGNED
+    assert staged.barrier_offsets == {SOURCE: 40, INTERNAL: 130}  # the last writer's offset
+    staged.finish()
+    assert not staged.partition_done(INTERNAL) and not staged.partition_done(SOURCE)
+
+
+def test_writers_first_then_the_source_partition(staged: BarrierAligner) -> None:
+    assert not staged.on_barrier(INTERNAL, _from(1, 0), 5)
+    assert not staged.on_barrier(INTERNAL, _from(1, 1), 6)
+    assert staged.partition_done(INTERNAL)
+    assert staged.on_barrier(SOURCE, _barrier(1), 7)
+    assert staged.barrier_offsets == {INTERNAL: 6, SOURCE: 7}
+
+
+def test_unknown_writer_changes_nothing(staged: BarrierAligner) -> None:
+    for stranger in (2, None):
+        assert not staged.on_barrier(INTERNAL, _from(1, stranger), 10)
+        assert staged.phase is AlignmentPhase.IDLE and staged.barrier is None  # not even started
+    staged.on_barrier(INTERNAL, _from(1, 0), 11)
+    assert not staged.on_barrier(INTERNAL, _from(1, 7), 12)
+    assert not staged.on_barrier(INTERNAL, _from(2, 7), 13)  # no overtaking either
+    assert staged.barrier == _from(1, 0) and staged.barrier_offsets == {}
+    assert not staged.partition_done(INTERNAL)
+    # A partition without writers takes any barrier, as before multi-stage pipelines.
+    assert not staged.on_barrier(SOURCE, _from(1, 9), 3)
+    assert staged.partition_done(SOURCE)
+
+
+def test_repeated_barrier_of_one_writer_is_counted_once(staged: BarrierAligner) -> None:
+    staged.on_barrier(SOURCE, _barrier(1), 1)
+    assert not staged.on_barrier(INTERNAL, _from(1, 0), 10)
+    assert not staged.on_barrier(INTERNAL, _from(1, 0), 11)
+    assert not staged.partition_done(INTERNAL)
+    assert staged.phase is AlignmentPhase.ALIGNING
+    assert staged.on_barrier(INTERNAL, _from(1, 1), 12)
+    assert staged.barrier_offsets[INTERNAL] == 12
+
+
+def test_newer_checkpoint_overtakes_and_forgets_writer_progress(
+    staged: BarrierAligner, clock: FakeClock
+) -> None:
+    staged.on_barrier(INTERNAL, _from(1, 0), 10)
+    clock.advance(4)
+    assert not staged.on_barrier(SOURCE, _barrier(2), 20)
+    assert staged.barrier == _barrier(2) and staged.barrier_offsets == {SOURCE: 20}
+    assert staged.waited_s() == 0
+    assert staged.is_stale(_from(1, 1), GEN)  # writer 1's Barrier(1) can no longer complete
+    # Writer 0's Barrier(1) does not count for 2: both writers' Barrier(2) are needed.
+    assert not staged.on_barrier(INTERNAL, _from(2, 1), 30)
+    assert not staged.partition_done(INTERNAL)
+    assert staged.on_barrier(INTERNAL, _from(2, 0), 31)
+    assert staged.barrier_offsets == {SOURCE: 20, INTERNAL: 31}
+
+
+def test_timeout_with_a_partially_aligned_internal_partition(
+    staged: BarrierAligner, clock: FakeClock
+) -> None:
+    staged.on_barrier(SOURCE, _barrier(1), 40)
+    staged.on_barrier(INTERNAL, _from(1, 1), 100)
+    clock.advance(TIMEOUT_S)
+    assert staged.timed_out()
+    assert staged.phase is AlignmentPhase.UNALIGNED
+    # The internal partition is captured at its read position, not at writer 1's barrier.
+    assert staged.barrier_offsets == {SOURCE: 40}
+    assert not staged.partition_done(INTERNAL)
+    assert staged.is_stale(_from(1, 0), GEN)  # writer 0's barrier, read later, is skipped
+    staged.finish()
+    assert staged.last_resolved_id == 1
+    assert not staged.on_barrier(INTERNAL, _from(2, 0), 200)  # checkpoint 2 starts from scratch
+    assert not staged.partition_done(INTERNAL)
+
+
+def test_unaligned_flag_of_one_writer_snapshots_at_once(staged: BarrierAligner) -> None:
+    assert staged.on_barrier(INTERNAL, _from(1, 0, BarrierFlags.UNALIGNED), 10)
+    assert staged.phase is AlignmentPhase.UNALIGNED
+    assert staged.barrier_offsets == {}  # writer 1 still behind: read position is the state
+    assert not staged.partition_done(INTERNAL)
+
+
+def test_cancel_forgets_writer_progress(staged: BarrierAligner) -> None:
+    staged.on_barrier(INTERNAL, _from(3, 0), 10)
+    staged.cancel(3)
+    assert not staged.on_barrier(INTERNAL, _from(4, 1), 20)
+    assert not staged.partition_done(INTERNAL)  # writer 0 of 3 does not count for 4
+    assert not staged.on_barrier(INTERNAL, _from(4, 0), 21)  # the source is still due
+    assert staged.partition_done(INTERNAL)
+
+
+def test_a_single_writer_partition_delivers_with_its_barrier(clock: FakeClock) -> None:
+    aligner = BarrierAligner([INTERNAL], TIMEOUT_S, clock=clock, writers={INTERNAL: frozenset({5})})
+    assert aligner.on_barrier(INTERNAL, _from(1, 5), 0)
+    assert aligner.partition_done(INTERNAL)
+
+
+def test_writers_must_name_aligned_partitions() -> None:
+    with pytest.raises(LaminarError, match="not an aligned partition"):
+        BarrierAligner([SOURCE], TIMEOUT_S, writers={INTERNAL: WRITERS})
+    with pytest.raises(LaminarError, match="no writers given"):
+        BarrierAligner([INTERNAL], TIMEOUT_S, writers={INTERNAL: frozenset()})

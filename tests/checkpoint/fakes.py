@@ -86,6 +86,7 @@ def ack(
     pipeline: str = "p",
     positions: Mapping[str, int] | None = None,
     watermark: int | None = None,
+    stage: int = 0,
 ) -> Ack:
     return Ack(
         pipeline=pipeline,
@@ -100,6 +101,7 @@ def ack(
         sink_handles={"kafka": f"laminar-p-task-{task}"},
         alignment_ms=3,
         unaligned=False,
+        stage=stage,
     )
 
 

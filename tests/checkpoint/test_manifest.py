@@ -85,6 +85,27 @@ def test_read_only_maps_as_acks_hold_them_can_be_written() -> None:
     assert back.topology == {"step": "count by field 'k' (murmur2)"}
 
 
+def test_stages_round_trip_and_a_partial_manifest_is_not_complete() -> None:
+    partial = Manifest(
+        "p", 3, 1, 0, positions={}, barrier_offsets={}, stages=3, decided_stages=(0, 1)
+    )
+    back = Manifest.from_json(partial.to_json(), WHERE)
+    assert back == partial and back.decided_stages == (0, 1)
+    assert not back.complete
+    assert json.loads(partial.to_json())["decided_stages"] == [0, 1]
+    done = Manifest(
+        "p", 3, 1, 0, positions={}, barrier_offsets={}, stages=3, decided_stages=(0, 1, 2)
+    )
+    assert Manifest.from_json(done.to_json(), WHERE).complete
+
+
+def test_a_manifest_written_before_stages_reads_as_one_decided_stage() -> None:
+    body = _body()
+    del body["stages"], body["decided_stages"]
+    back = Manifest.from_json(json.dumps(body).encode(), WHERE)
+    assert (back.stages, back.decided_stages, back.complete) == (1, (0,), True)
+
+
 def _with(**changes: Any) -> bytes:
     body = _body()
     for key, value in changes.items():
@@ -123,6 +144,14 @@ _DROP = object()
         (_with(topology={"step": 1}), "topology must map strings to str"),
         (_with(topology=[["step", "count"]]), "topology must map strings to str"),
         (_with(topology=None), "topology must map strings to str"),
+        (_with(stages=0), "stages is not a positive integer"),
+        (_with(stages="2"), "stages is not a positive integer"),
+        (_with(decided_stages=[]), "decided_stages must list stages 0..s"),
+        (_with(decided_stages=[1]), "decided_stages must list stages 0..s"),
+        (_with(stages=2, decided_stages=[0, 2]), "decided_stages must list stages 0..s"),
+        (_with(decided_stages=[0, 1]), "decided_stages must list stages 0..s of 1"),
+        (_with(decided_stages=["0"]), "decided_stages must list stages 0..s"),
+        (_with(decided_stages=3), "unreadable manifest"),
     ],
 )
 def test_corrupt_manifests_raise_checkpoint_error_naming_the_file(data: bytes, reason: str) -> None:

@@ -252,6 +252,61 @@ def test_retention_below_the_count_removes_nothing(store: CheckpointStore) -> No
     assert store.complete_ids() == [3]
 
 
+def _partial(store: CheckpointStore, checkpoint_id: int) -> None:
+    """Checkpoint `checkpoint_id` of a two-stage pipeline with only stage 0 decided."""
+    store.write_snapshot(store.snapshot_path(checkpoint_id, 0, 1), b"s")
+    store.write_manifest(_manifest(checkpoint_id, stages=2, decided_stages=(0,)))
+
+
+def test_a_partial_manifest_is_readable_but_not_complete(store: CheckpointStore) -> None:
+    _populate(store, complete=[1], incomplete=[])
+    _partial(store, 2)
+    assert store.complete_ids() == [1] and store.manifest_ids() == [1, 2]
+    latest = store.latest_complete()
+    assert latest is not None and latest.checkpoint_id == 1
+    partial = store.read_manifest(2)  # what recovery reads when a marker names 2
+    assert partial is not None and partial.decided_stages == (0,)
+    assert store.highest_id() == 2
+
+
+def test_rewriting_a_manifest_completes_its_checkpoint(store: CheckpointStore) -> None:
+    _partial(store, 2)
+    assert store.complete_ids() == []
+    store.write_manifest(_manifest(2, stages=2, decided_stages=(0, 1)))
+    assert store.complete_ids() == [2]
+    assert [p.name for p in store.checkpoint_dir(2).iterdir() if "MANIFEST" in p.name] == [
+        "MANIFEST.json"  # replaced atomically, no temporary left
+    ]
+
+
+def test_an_unreadable_manifest_is_listed_so_its_reader_meets_the_error(
+    store: CheckpointStore,
+) -> None:
+    _populate(store, complete=[1, 2], incomplete=[])
+    (store.checkpoint_dir(2) / "MANIFEST.json").write_bytes(b"{")
+    assert store.complete_ids() == [1, 2]
+
+
+def test_retention_counts_complete_checkpoints_and_drops_older_partial_ones(
+    store: CheckpointStore,
+) -> None:
+    _populate(store, complete=[1, 3, 5], incomplete=[])
+    for checkpoint_id in (2, 4, 6):
+        _partial(store, checkpoint_id)
+    assert store.retain(2) == [1, 2]
+    assert store.complete_ids() == [3, 5]
+    # 4 lies between kept checkpoints, 6 may be in flight: both stay.
+    assert store.manifest_ids() == [3, 4, 5, 6]
+
+
+def test_retention_keeps_a_partial_checkpoint_a_marker_names(store: CheckpointStore) -> None:
+    _populate(store, complete=[1, 3, 4, 5], incomplete=[])
+    _partial(store, 2)
+    assert store.retain(1, keep_from=2) == [1]
+    assert store.manifest_ids() == [2, 3, 4, 5]
+    assert store.retain(1, keep_from=5) == [2, 3, 4]
+
+
 def test_retaining_nothing_is_refused(store: CheckpointStore) -> None:
     _populate(store, complete=[1, 2], incomplete=[])
     with pytest.raises(CheckpointError, match="keep at least 1"):

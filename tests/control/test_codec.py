@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from io import BytesIO
+from typing import Any
+
+import fastavro
 import pytest
 from fastavro.schema import to_parsing_canonical_form
 
@@ -14,11 +20,13 @@ from laminar_kafka.control import (
     ControlRecord,
     Phase,
     Watermark,
+    codec,
     decode,
     decode_as,
     encode,
     load_schema,
     schema_fingerprint,
+    schema_path,
 )
 from laminar_kafka.errors import ControlRecordError
 
@@ -33,12 +41,16 @@ SAMPLES: list[ControlRecord] = [
     *(Barrier("orders", 7, 2, flags, 1_700_000_000_000) for flags in ALL_FLAGS),
     Barrier("", 0, 0, BarrierFlags.NONE, LONG_MIN),
     Barrier("é€😀", LONG_MAX, LONG_MAX, BarrierFlags.DRAIN, LONG_MAX),
+    Barrier("orders", 7, 2, BarrierFlags.NONE, 0, writer=0),
+    Barrier("orders", 7, 2, BarrierFlags.FULL_SNAPSHOT, 0, writer=INT_MAX),
     Watermark("orders", 3, 0, 1_700_000_000_123),
     Watermark("orders", 0, INT_MAX, LONG_MIN),
     *(Announcement("orders", 9, 4, phase) for phase in Phase),
     Announcement("orders", 9, 4, Phase.COMMIT, min_watermark_ms=1_700_000_000_000),
     Announcement("orders", 9, 4, Phase.COMMIT, min_watermark_ms=LONG_MIN),
     Announcement("orders", 9, 4, Phase.ABORT, reason="task 3 timed out after 30 s"),
+    *(Announcement("orders", 9, 4, phase, stage=2) for phase in Phase),
+    Announcement("orders", 9, 4, Phase.COMMIT, stage=INT_MAX),
     Ack("orders", 5, 1, 0, True),
     Ack("orders", 5, 1, 2, False, error="snapshot write failed: disk full"),
     Ack(
@@ -53,6 +65,10 @@ SAMPLES: list[ControlRecord] = [
         sink_handles={"out": "orders-out-2", "files": "orders-files-2", "ünï": "tx"},
         alignment_ms=1234,
         unaligned=True,
+        stage=3,
+        records_in=1_000_000,
+        records_out=LONG_MAX,
+        dead_letters=7,
     ),
 ]
 
@@ -178,8 +194,9 @@ def test_trailing_bytes() -> None:
 
 
 def _announcement_body(phase_index: int, union_index: int) -> bytes:
-    # "p", checkpoint_id 1, generation 1, phase, min_watermark_ms branch, reason null, flags 0
-    return b"\x02p\x02\x02" + bytes([phase_index * 2, union_index * 2]) + b"\x00\x00"
+    # "p", checkpoint_id 1, generation 1, phase, min_watermark_ms branch, reason null, flags 0,
+    # stage 0
+    return b"\x02p\x02\x02" + bytes([phase_index * 2, union_index * 2]) + b"\x00\x00\x00"
 
 
 def test_bad_enum_index() -> None:
@@ -195,8 +212,8 @@ def test_bad_union_index() -> None:
 
 def test_bad_union_index_in_the_last_byte_is_invalid_not_truncated() -> None:
     frame = encode(Announcement("p", 1, 1, Phase.ABORT))
-    assert frame[-2:] == b"\x00\x00"  # reason: null branch, then flags 0
-    _raises(frame[:-2] + b"\x04\x00", "invalid Announcement body: IndexError")
+    assert frame[-3:] == b"\x00\x00\x00"  # reason: null branch, then flags 0, stage 0
+    _raises(frame[:-3] + b"\x04\x00\x00", "invalid Announcement body: IndexError")
 
 
 def test_invalid_utf8() -> None:
@@ -215,7 +232,8 @@ def test_reserved_barrier_flags_are_refused() -> None:
 def test_negative_offset_and_malformed_key_in_ack_are_refused() -> None:
     header = SINGLE_OBJECT_MARKER + schema_fingerprint(Ack)
     head = b"\x02p\x02\x02\x00\x01\x00\x00"  # pipeline .. ok=true, error null, watermark null
-    tail = b"\x00\x00\x00\x00"  # empty handle maps, alignment 0, aligned
+    # empty handle maps, alignment 0, aligned, stage 0, records in/out 0, dead letters 0
+    tail = b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"
     negative = b"\x02\x06t:0\x01\x00"  # {"t:0": -1}
     bad_key = b"\x02\x02t\x02\x00"  # {"t": 1}
     _raises(header + head + negative + tail, r"Ack.positions\['t:0'\]")
@@ -243,3 +261,96 @@ def test_encode_refuses_what_is_not_a_control_record() -> None:
 def test_encode_refuses_unencodable_strings() -> None:
     with pytest.raises(ControlRecordError, match="cannot encode Watermark"):
         encode(Watermark("lone surrogate \ud800", 1, 1, 1))
+
+
+def test_negative_writer_stage_and_counts_in_frames_are_refused() -> None:
+    frame = encode(Barrier("p", 1, 1, BarrierFlags.NONE, 0, writer=5))
+    assert frame[-2:] == b"\x02\x0a"  # union branch int, zigzag 5
+    _raises(frame[:-1] + b"\x01", r"decoded Barrier is invalid: Barrier\.writer")
+    frame = encode(Announcement("p", 1, 1, Phase.COMMIT, stage=1))
+    _raises(frame[:-1] + b"\x01", r"Announcement\.stage")
+    frame = encode(Ack("p", 1, 1, 0, True, dead_letters=1))
+    _raises(frame[:-1] + b"\x01", r"Ack\.dead_letters")
+
+
+# The fields each schema gained after its first version, newest last.
+ADDED_FIELDS: dict[type[ControlRecord], list[str]] = {
+    Barrier: ["writer"],
+    Announcement: ["stage"],
+    Ack: ["stage", "records_in", "records_out", "dead_letters"],
+}
+
+
+def _first_version(record_type: type[ControlRecord]) -> dict[str, Any]:
+    """The schema as it was before the fields of ADDED_FIELDS, from the .avsc file itself."""
+    raw = json.loads(schema_path(record_type.kind).read_text())
+    raw["fields"] = [f for f in raw["fields"] if f["name"] not in ADDED_FIELDS[record_type]]
+    schema: dict[str, Any] = fastavro.parse_schema(raw)
+    return schema
+
+
+def _old_frame(record: ControlRecord) -> bytes:
+    """`record` framed as a writer that knew only the first schema version wrote it."""
+    record_type = type(record)
+    schema = _first_version(record_type)
+    body = codec._BY_CLASS[record_type].to_avro(record)
+    for name in ADDED_FIELDS[record_type]:
+        del body[name]
+    canonical = to_parsing_canonical_form(schema)
+    out = BytesIO()
+    out.write(SINGLE_OBJECT_MARKER + rabin_crc64(canonical.encode()).to_bytes(8, "little"))
+    fastavro.schemaless_writer(out, schema, body)
+    return out.getvalue()
+
+
+OLD_RECORDS: list[ControlRecord] = [
+    Barrier("orders", 7, 2, BarrierFlags.DRAIN, 1_700_000_000_000),
+    Announcement("orders", 9, 4, Phase.COMMIT, 5, "why", BarrierFlags.FULL_SNAPSHOT),
+    Ack(
+        "orders",
+        5,
+        1,
+        2,
+        True,
+        local_watermark_ms=3,
+        positions={"in:0": 4},
+        snapshot_handles={"in:0": "file:///s"},
+        sink_handles={"out": "tx"},
+        alignment_ms=6,
+        unaligned=True,
+    ),
+]
+
+
+@pytest.mark.parametrize("old", OLD_RECORDS, ids=lambda r: type(r).__name__)
+def test_frames_of_the_first_schema_version_still_decode(old: ControlRecord) -> None:
+    record_type = type(old)
+    frame = _old_frame(old)
+    assert frame[2:10] != schema_fingerprint(record_type)  # the old schema's own fingerprint
+
+    decoded = decode(frame)
+
+    assert decoded == old  # the added fields at their defaults
+    assert decode_as(frame, record_type) == old
+    assert encode(decoded)[2:10] == schema_fingerprint(record_type)  # written as current
+    defaults = {f.name: f.default for f in dataclasses.fields(record_type)}
+    assert all(getattr(decoded, name) == defaults[name] for name in ADDED_FIELDS[record_type])
+
+
+def test_old_frames_fail_like_current_ones() -> None:
+    frame = _old_frame(OLD_RECORDS[-1])
+    _raises(frame[:-1], "truncated Ack body")
+    _raises(frame + b"\x00", "1 trailing bytes after the Ack body")
+    with pytest.raises(ControlRecordError, match="expected a control record of type Barrier"):
+        decode_as(frame, Barrier)
+
+
+def test_an_added_field_without_a_default_is_refused() -> None:
+    kind = codec._BY_CLASS[Barrier]
+    raw = json.loads(schema_path("barrier").read_text())
+    writer = next(f for f in raw["fields"] if f["name"] == "writer")
+    assert writer["laminar.since"] == 2
+    del writer["default"]
+    broken = dataclasses.replace(kind, schema=fastavro.parse_schema(raw))
+    with pytest.raises(ControlRecordError, match="added field 'writer' needs a default"):
+        codec._earlier_versions(broken)

@@ -14,10 +14,10 @@ from laminar_kafka.control import (
     ControlRecord,
     Phase,
     Watermark,
+    codec,
     decode,
     encode,
     partition_key,
-    schema_fingerprint,
 )
 from laminar_kafka.errors import ControlRecordError
 
@@ -37,6 +37,7 @@ barriers = st.builds(
     non_negative_longs,
     st.integers(0, 15).map(BarrierFlags),
     longs,
+    st.none() | tasks,
 )
 watermarks = st.builds(Watermark, texts, non_negative_longs, tasks, longs)
 announcements = st.builds(
@@ -47,6 +48,8 @@ announcements = st.builds(
     st.sampled_from(Phase),
     st.none() | longs,
     st.none() | texts,
+    st.integers(0, 15).map(BarrierFlags),
+    tasks,
 )
 acks = st.builds(
     Ack,
@@ -62,12 +65,15 @@ acks = st.builds(
     st.dictionaries(texts, texts, max_size=5),
     non_negative_longs,
     st.booleans(),
+    tasks,
+    non_negative_longs,
+    non_negative_longs,
+    non_negative_longs,
 )
 records: st.SearchStrategy[ControlRecord] = st.one_of(barriers, watermarks, announcements, acks)
 
-headers = st.sampled_from(
-    [SINGLE_OBJECT_MARKER + schema_fingerprint(t) for t in (Barrier, Watermark, Announcement, Ack)]
-)
+# The current schemas' fingerprints, and those of their earlier versions (read by resolution).
+headers = st.sampled_from(sorted(SINGLE_OBJECT_MARKER + fp for fp in codec._BY_FINGERPRINT))
 
 
 def decode_or_refuse(data: bytes) -> None:

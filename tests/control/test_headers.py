@@ -13,6 +13,7 @@ from laminar_kafka.control import (
     control_headers,
     is_control,
 )
+from laminar_kafka.control.headers import WRITER_HEADER, barrier_headers
 
 
 def test_header_value_names_the_record_type() -> None:
@@ -43,3 +44,19 @@ def test_headers_given_as_a_mapping() -> None:
     assert is_control({CONTROL_HEADER: b"ack", "trace-id": b"abc"})
     assert not is_control({"trace-id": b"abc"})
     assert not is_control({})
+
+
+def test_barrier_headers_name_the_writer_of_an_internal_topic_barrier() -> None:
+    internal = Barrier("p", 4, 7, BarrierFlags.NONE, 0, writer=2)
+    assert WRITER_HEADER == "laminar.writer"
+    assert barrier_headers(internal) == [
+        (CONTROL_HEADER, b"barrier"),
+        ("laminar.writer", b"task=2 generation=7"),
+    ]
+    assert is_control(barrier_headers(internal))
+
+
+def test_barrier_headers_of_a_source_barrier_are_the_control_header_alone() -> None:
+    source = Barrier("p", 4, 7, BarrierFlags.NONE, 0)
+    assert barrier_headers(source) == control_headers(source) == [(CONTROL_HEADER, b"barrier")]
+    assert barrier_headers(source) is not barrier_headers(source)  # a fresh list each time

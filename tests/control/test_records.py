@@ -80,6 +80,21 @@ NONE = BarrierFlags.NONE
         (Ack, ("p", 0, 0, 0, True), {"snapshot_handles": {"t:x": "f"}}, "malformed"),
         (Ack, ("p", 0, 0, 0, True), {"snapshot_handles": {"t:0": 1}}, "bad entry"),
         (Ack, ("p", 0, 0, 0, True), {"sink_handles": {1: "tx"}}, "bad entry"),
+        (Barrier, ("p", 0, 0, NONE, 0), {"writer": -1}, r"Barrier\.writer"),
+        (Barrier, ("p", 0, 0, NONE, 0), {"writer": 2**31}, r"Barrier\.writer"),
+        (Barrier, ("p", 0, 0, NONE, 0), {"writer": True}, r"Barrier\.writer"),
+        (Barrier, ("p", 0, 0, NONE, 0), {"writer": "1"}, r"Barrier\.writer"),
+        (Announcement, ("p", 0, 0, Phase.PREPARE), {"stage": -1}, r"Announcement\.stage"),
+        (Announcement, ("p", 0, 0, Phase.PREPARE), {"stage": 2**31}, r"Announcement\.stage"),
+        (Announcement, ("p", 0, 0, Phase.COMMIT), {"stage": None}, r"Announcement\.stage"),
+        (Ack, ("p", 0, 0, 0, True), {"stage": -1}, r"Ack\.stage"),
+        (Ack, ("p", 0, 0, 0, True), {"stage": 2**31}, r"Ack\.stage"),
+        (Ack, ("p", 0, 0, 0, True), {"records_in": -1}, r"Ack\.records_in"),
+        (Ack, ("p", 0, 0, 0, True), {"records_in": 1.0}, r"Ack\.records_in"),
+        (Ack, ("p", 0, 0, 0, True), {"records_out": 2**63}, r"Ack\.records_out"),
+        (Ack, ("p", 0, 0, 0, True), {"records_out": False}, r"Ack\.records_out"),
+        (Ack, ("p", 0, 0, 0, True), {"dead_letters": -1}, r"Ack\.dead_letters"),
+        (Ack, ("p", 0, 0, 0, True), {"dead_letters": None}, r"Ack\.dead_letters"),
     ],
 )
 def test_invalid_values_are_refused(
@@ -87,6 +102,16 @@ def test_invalid_values_are_refused(
 ) -> None:
     with pytest.raises(ControlRecordError, match=fragment):
         record_type(*args, **kwargs)
+
+
+def test_fields_added_for_multi_stage_pipelines_default_to_a_single_stage() -> None:
+    assert Barrier("p", 1, 1, NONE, 0).writer is None
+    assert Barrier("p", 1, 1, NONE, 0, 0).writer == 0  # positional, after timestamp_ms
+    assert Announcement("p", 1, 1, Phase.PREPARE).stage == 0
+    ack = Ack("p", 1, 1, 0, True)
+    assert (ack.stage, ack.records_in, ack.records_out, ack.dead_letters) == (0, 0, 0, 0)
+    assert Barrier("p", 1, 1, NONE, 0, writer=2**31 - 1).writer == 2**31 - 1
+    assert Ack("p", 1, 1, 0, True, records_in=2**63 - 1).records_in == 2**63 - 1
 
 
 def test_records_are_frozen() -> None:
@@ -119,6 +144,10 @@ def test_acks_compare_by_value_and_survive_pickle_and_copy() -> None:
         sink_handles={"out": "tx-0"},
         alignment_ms=2,
         unaligned=True,
+        stage=1,
+        records_in=10,
+        records_out=9,
+        dead_letters=1,
     )
     assert ack == Ack(
         "p",
@@ -132,11 +161,16 @@ def test_acks_compare_by_value_and_survive_pickle_and_copy() -> None:
         sink_handles={"out": "tx-0"},
         alignment_ms=2,
         unaligned=True,
+        stage=1,
+        records_in=10,
+        records_out=9,
+        dead_letters=1,
     )
     assert ack != dataclasses.replace(ack, positions={"t:0": 6})
+    assert ack != dataclasses.replace(ack, dead_letters=2)
     assert pickle.loads(pickle.dumps(ack)) == ack
     assert copy.deepcopy(ack) == ack
-    barrier = Barrier("p", 1, 1, BarrierFlags.DRAIN, 0)
+    barrier = Barrier("p", 1, 1, BarrierFlags.DRAIN, 0, writer=3)
     assert pickle.loads(pickle.dumps(barrier)) == barrier
 
 

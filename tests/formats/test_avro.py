@@ -14,7 +14,7 @@ from laminar_kafka.errors import ConfigError, RecordDecodeError
 from laminar_kafka.formats import AvroFormat
 from laminar_kafka.formats.avro import SINGLE_OBJECT_MARKER, single_object_prefix
 
-ORDER = {"id": 7, "customer": "alice", "amount": 1250, "ts_ms": 1_700_000_000_000}
+ORDER = {"id": 7, "customer": "alice", "amount": 1250, "ts_ms": 1_700_000_000_000, "product": "p7"}
 POINT: dict[str, Any] = {
     "type": "record",
     "name": "Point",

@@ -17,7 +17,7 @@ from laminar_kafka.formats import AvroFormat
 from laminar_kafka.formats.avro_strict import may_overflow
 from laminar_kafka.formats.batch import _marker, decode_batch
 
-ORDER = {"id": 7, "customer": "alice", "amount": 1250, "ts_ms": 1_700_000_000_000}
+ORDER = {"id": 7, "customer": "alice", "amount": 1250, "ts_ms": 1_700_000_000_000, "product": "p7"}
 
 
 def _record(*fields: tuple[str, Any]) -> dict[str, Any]:

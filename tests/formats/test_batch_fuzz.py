@@ -156,6 +156,7 @@ def order_value(rng: random.Random, i: int) -> dict[str, Any]:
         "customer": f"customer-{rng.randrange(10_000)}",
         "amount": rng.choice([0, 1, -1, rng.randrange(-(2**40), 2**40), 2**63 - 1, -(2**63)]),
         "ts_ms": 1_700_000_000_000 + rng.randrange(10**9),
+        "product": f"p{rng.randrange(13)}",
     }
 
 

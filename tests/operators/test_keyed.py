@@ -97,10 +97,10 @@ def test_aggregate_state_carries_over_batches_and_snapshots() -> None:
 def test_two_aggregates_in_one_flow_keep_separate_tables() -> None:
     p = Pipeline("p")
     flow = (
-        p.source("orders")
+        p.source("orders", partitioned_by="customer")
         .key_by("customer")
-        .count()
-        .key_by("key")
+        .count(emit=lambda k, n: {"customer": k, "value": n})
+        .key_by("customer")  # still partitioned by it: same stage, same flow
         .aggregate(initial=lambda: 0, add=lambda total, c: total + c["value"])
         .sink("totals")
     )

@@ -56,10 +56,20 @@ def stateless(name: str, source: str, sink: str) -> Pipeline:
     return p
 
 
-def totals(name: str, source: str, sink: str, barriers: bool = True) -> Pipeline:
+def totals(
+    name: str, source: str, sink: str, barriers: bool = True, partitioned: bool = False
+) -> Pipeline:
+    """Totals per customer: kept after a repartition (two stages), or where the orders
+    arrive when the source is declared partitioned by customer (one stage)."""
     p = Pipeline(name)
+    by = "customer" if partitioned else None
     (
-        p.source(source, value_format=AvroFormat.from_schema("order"), barriers=barriers)
+        p.source(
+            source,
+            value_format=AvroFormat.from_schema("order"),
+            barriers=barriers,
+            partitioned_by=by,
+        )
         .key_by("customer")
         .aggregate(
             initial=lambda: (0, 0),
@@ -115,13 +125,13 @@ def test_bad_records_go_to_the_dead_letter_topic_with_reason_and_offset(
     )
     producer.flush(10)
     run = BackgroundRun(
-        totals(name, source, sink), config(kafka_bootstrap, tmp_path), spark_context
+        totals(name, source, sink, partitioned=True),
+        config(kafka_bootstrap, tmp_path),
+        spark_context,
     )
     run.wait_for_output(kafka_bootstrap, sink, decode_json, 100)
     dlq = name + ".dlq"
-    run.wait_for(
-        lambda: len(read_committed_records(kafka_bootstrap, dlq)) >= 2, 60, "dead letters"
-    )
+    run.wait_for(lambda: len(read_committed_records(kafka_bootstrap, dlq)) >= 2, 60, "dead letters")
     run.stop()  # drained: every letter the run writes is committed now
     # Exactly the two bad records, in their order, once each, with the original bytes.
     letters = read_committed_records(kafka_bootstrap, dlq)

@@ -17,9 +17,7 @@ KEY = ("orders", 0)
 
 def _store(tmp_path: Path, generation: int, pipeline: str = "p") -> CheckpointStore:
     store = CheckpointStore(str(tmp_path), "p")
-    store.write_manifest(
-        Manifest(pipeline, 4, generation, 0, {"orders:0": 10}, {"orders:0": 9})
-    )
+    store.write_manifest(Manifest(pipeline, 4, generation, 0, {"orders:0": 10}, {"orders:0": 9}))
     return store
 
 

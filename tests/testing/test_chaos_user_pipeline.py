@@ -15,7 +15,7 @@ from laminar_kafka.testing.chaos_workloads import load_input_function
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
-WORD_COUNT = '''\
+WORD_COUNT = """\
 from laminar_kafka import JsonFormat, Pipeline
 
 pipeline = Pipeline("word-count")
@@ -33,7 +33,7 @@ WORDS = ["apple", "the", "pear", "fig", "plum", "kiwi", "lime", "date", "yuzu"]
 def make_input(records):
     for i in range(records):
         yield "words", {"word": WORDS[(i * 7) % len(WORDS)], "line": i}
-'''
+"""
 
 
 def test_word_count_survives_a_worker_kill_exactly_once(
@@ -50,9 +50,7 @@ def test_word_count_survives_a_worker_kill_exactly_once(
         chunks=16,
         pause_s=0.25,
     )
-    run = ChaosRun(
-        str(source), settings, make_input=load_input_function(f"{source}:make_input")
-    )
+    run = ChaosRun(str(source), settings, make_input=load_input_function(f"{source}:make_input"))
     # "the" is filtered out: 800 counts are expected of 900 records.
     assert (run.workload.records, run.workload.expected_outputs()) == (900, 800)
 

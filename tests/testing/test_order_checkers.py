@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from laminar_kafka.formats import AvroFormat
 from laminar_kafka.testing.orders import compare_ids, compare_totals, expected_totals, order
 
 IDS = list(range(40))
@@ -16,6 +17,16 @@ IDS = list(range(40))
 
 def counts(report: Any) -> tuple[int, int, int]:
     return report.duplicates, report.losses, report.wrong
+
+
+def test_orders_carry_a_product_and_round_trip_through_the_schema() -> None:
+    fmt = AvroFormat.from_schema("order")
+    assert [order(i)["product"] for i in (0, 12, 13, 27)] == ["p0", "p12", "p0", "p1"]
+    for i in (0, 12, 1999):
+        assert fmt.decode_one(fmt.encode_one(order(i))) == order(i)
+    # A writer that leaves the product out writes the schema's default.
+    unnamed = {k: v for k, v in order(5).items() if k != "product"}
+    assert fmt.decode_one(fmt.encode_one(unnamed)) == {**unnamed, "product": ""}
 
 
 # -- compare_ids ------------------------------------------------------------------

@@ -1,0 +1,96 @@
+"""Cuts a finished stream into flows: one per branch, joined by internal topics.
+
+Each `Repartition` becomes an internal topic `<pipeline>.<step>.repartition`:
+the branches upstream of it end in an internal sink that routes every record to
+the partition its key maps to (murmur2), and the branch after it reads that
+topic. Stateful steps and repartitions are named here, upstream first, so a
+derived name depends only on the stream's own shape: `<label>/aggregate-<k>`
+and `<label>/key_by-<k>`, where the label is `<sources>><sink>`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+from laminar_kafka.api.specs import Flow, SinkSpec, SourceSpec
+from laminar_kafka.api.streams import Branch, Repartition
+from laminar_kafka.formats import JsonFormat
+from laminar_kafka.operators import AggregateOp, Operator
+
+_NOT_IN_TOPIC = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def internal_topic(pipeline: str, step: str) -> str:
+    """`<pipeline>.<step>.repartition`, with what Kafka refuses in a name made '_'."""
+    return f"{pipeline}.{_NOT_IN_TOPIC.sub('_', step)}.repartition"
+
+
+def source_topics(branches: tuple[Branch, ...]) -> list[str]:
+    """The source topics a stream starts from, upstream first, each once."""
+    found: list[str] = []
+    for branch in branches:
+        if isinstance(branch.input, Repartition):
+            found.extend(source_topics(branch.input.upstream))
+        else:
+            found.append(branch.input.topic)
+    return list(dict.fromkeys(found))
+
+
+@dataclass
+class _Cutter:
+    pipeline: str
+    label: str
+    flows: list[Flow] = field(default_factory=list)
+    aggregates: int = 0
+    repartitions: int = 0
+    cut: dict[int, SourceSpec] = field(default_factory=dict)  # id(Repartition) → its input
+
+    def branch(self, branch: Branch, sink: SinkSpec) -> Flow:
+        source = self._input(branch.input)
+        flow = Flow(source, self._name(branch.operators), sink)
+        self.flows.append(flow)
+        return flow
+
+    def _input(self, given: SourceSpec | Repartition) -> SourceSpec:
+        if isinstance(given, SourceSpec):
+            return given
+        if id(given) in self.cut:
+            return self.cut[id(given)]
+        self.repartitions += 1
+        step = given.name or f"{self.label}/key_by-{self.repartitions}"
+        topic = internal_topic(self.pipeline, step)
+        op = given.key_by
+        sink = SinkSpec(
+            topic,
+            JsonFormat(),
+            key=op.key,
+            internal=True,
+            partitioner=op.partitioner,
+            partitions=given.partitions,
+        )
+        for upstream in given.upstream:
+            self.branch(upstream, sink)
+        source = SourceSpec(
+            topic, JsonFormat(), partitioned_by=op.key, partitioner=op.partitioner, internal=True
+        )
+        self.cut[id(given)] = source
+        return source
+
+    def _name(self, operators: tuple[Operator, ...]) -> tuple[Operator, ...]:
+        named: list[Operator] = []
+        for op in operators:
+            if isinstance(op, AggregateOp):
+                self.aggregates += 1
+                op = replace(op, step=op.name or f"{self.label}/aggregate-{self.aggregates}")
+            named.append(op)
+        return tuple(named)
+
+
+def cut_stream(pipeline: str, branches: tuple[Branch, ...], sink: SinkSpec) -> list[Flow]:
+    """The flows of a finished stream, upstream first; the last one writes `sink`."""
+    label = f"{'+'.join(source_topics(branches))}>{sink.topic}"
+    cutter = _Cutter(pipeline, label)
+    for branch in branches:
+        cutter.branch(branch, sink)
+    return cutter.flows

@@ -1,0 +1,82 @@
+"""What a flow reads and writes: source and sink specs, and the flow itself.
+
+A `Flow` is one segment of a pipeline as it runs: it reads one topic, applies
+its operators and writes one topic. A `key_by` that repartitions cuts a user's
+stream into several flows joined by an internal topic (`internal=True` on the
+spec): the upstream flow writes it, the downstream flow reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from laminar_kafka.formats import BytesFormat, Format, JsonFormat, StringFormat
+from laminar_kafka.operators import AggregateOp, Operator
+from laminar_kafka.operators.partitioning import Partitioner
+
+StartFrom = Literal["earliest", "latest"]
+KeySpec = str | Callable[[Any], Any]
+"""A field name, or a function of the record."""
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """A Kafka topic read by the pipeline; records are decoded with `value_format`."""
+
+    topic: str
+    value_format: Format = field(default_factory=JsonFormat)
+    key_format: Format = field(default_factory=BytesFormat)
+    start_from: StartFrom = "earliest"
+    barriers: bool = True
+    """False for a topic the pipeline may not write: its checkpoints are unaligned."""
+    partitioned_by: KeySpec | None = None
+    """The key the topic's producers partition by, if declared: a `key_by` on it
+    then stays in the same stage instead of repartitioning."""
+    partitioner: Partitioner = "murmur2"
+    internal: bool = False
+    """An internal topic between two stages, created and purged by the runner."""
+
+
+@dataclass(frozen=True)
+class SinkSpec:
+    """A Kafka topic the pipeline writes, inside its checkpoint transactions.
+
+    An internal sink (`internal=True`) is the upstream side of a repartition: each
+    record goes to the partition its key maps to by `partitioner`.
+    """
+
+    topic: str
+    value_format: Format = field(default_factory=JsonFormat)
+    key: KeySpec | None = None
+    key_format: Format = field(default_factory=StringFormat)
+    internal: bool = False
+    partitioner: Partitioner | None = None
+    partitions: int | None = None
+    """Partitions of an internal topic when it is created (None: the stage's parallelism)."""
+
+    def key_of(self, value: Any) -> Any:
+        if self.key is None:
+            return None
+        if callable(self.key):
+            return self.key(value)
+        return value[self.key]
+
+
+@dataclass(frozen=True)
+class Flow:
+    """One segment: a topic read, its operators in order, a topic written."""
+
+    source: SourceSpec
+    operators: tuple[Operator, ...]
+    sink: SinkSpec
+
+    @property
+    def is_stateful(self) -> bool:
+        return any(isinstance(op, AggregateOp) for op in self.operators)
+
+    @property
+    def label(self) -> str:
+        """`<source>><sink>`: what derived step names start with."""
+        return f"{self.source.topic}>{self.sink.topic}"

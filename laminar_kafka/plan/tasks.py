@@ -1,0 +1,61 @@
+"""Which task runs which partitions of which stage, and who writes what a task reads.
+
+Tasks are numbered across stages (stage 0's first), so a task id names one
+transactional producer of the pipeline whatever its stage. Each stage gets
+`parallelism` tasks, or fewer when its inputs have fewer partitions; partitions
+are spread round-robin, stably, so a restart at the same parallelism gives every
+task the partitions (and the state) it had.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from laminar_kafka.kafka.names import PartitionKey
+from laminar_kafka.plan.stages import StagePlan
+
+
+@dataclass(frozen=True)
+class TaskLayout:
+    task: int
+    stage: int
+    partitions: tuple[PartitionKey, ...]
+    writers: Mapping[PartitionKey, frozenset[int]]
+    """Internal partition → the tasks that write it (whose barriers align it)."""
+    outputs: Mapping[str, int]
+    """Internal topic this task writes → its partition count (barriers go to each)."""
+
+
+def assign_partitions(
+    partition_counts: Mapping[str, int], parallelism: int
+) -> list[tuple[PartitionKey, ...]]:
+    """Spread every partition of these topics over `parallelism` tasks, round-robin."""
+    keys = [(t, p) for t in sorted(partition_counts) for p in range(partition_counts[t])]
+    return [tuple(keys[i::parallelism]) for i in range(parallelism)]
+
+
+def stage_parallelism(plan: StagePlan, counts: Mapping[str, int], parallelism: int) -> list[int]:
+    """Tasks per stage: `parallelism`, capped by the partitions the stage reads."""
+    return [min(parallelism, sum(counts[t] for t in stage.inputs)) for stage in plan.stages]
+
+
+def lay_out_tasks(plan: StagePlan, counts: Mapping[str, int], parallelism: int) -> list[TaskLayout]:
+    """Every task of every stage; `counts` holds the partitions of every topic read."""
+    widths = stage_parallelism(plan, counts, parallelism)
+    first = [sum(widths[:s]) for s in range(len(widths))]
+    tasks_of = [range(first[s], first[s] + widths[s]) for s in range(len(widths))]
+    layouts = []
+    for stage in plan.stages:
+        inputs = {t: counts[t] for t in stage.inputs}
+        outputs = {t: counts[t] for t in stage.internal_outputs}
+        for i, partitions in enumerate(assign_partitions(inputs, widths[stage.index])):
+            writers = {
+                key: frozenset(t for w in plan.internal[key[0]].writers for t in tasks_of[w])
+                for key in partitions
+                if key[0] in plan.internal
+            }
+            layouts.append(
+                TaskLayout(first[stage.index] + i, stage.index, partitions, writers, outputs)
+            )
+    return layouts

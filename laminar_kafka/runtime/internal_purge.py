@@ -1,0 +1,66 @@
+"""The runner's care of internal topics: checked at start, purged after checkpoints."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from laminar_kafka.checkpoint.committed_markers import CommittedMarkers
+from laminar_kafka.errors import LaminarError
+from laminar_kafka.kafka.clients import KafkaConnection
+from laminar_kafka.kafka.names import PartitionKey
+from laminar_kafka.plan.stages import InternalTopic, StagePlan
+from laminar_kafka.runtime.config import RuntimeConfig
+from laminar_kafka.runtime.internal_topics import (
+    check_internal_intact,
+    clear_internal,
+    purge_internal,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _internal_partitions(plan: StagePlan, counts: Mapping[str, int]) -> list[PartitionKey]:
+    return [(t, p) for t in sorted(plan.internal) for p in range(counts[t])]
+
+
+def check_internal_topics(
+    config: RuntimeConfig, pipeline: str, plan: StagePlan, counts: Mapping[str, int]
+) -> None:
+    """On `--reset`, empty the internal topics; otherwise check nothing in them was lost."""
+    if not plan.internal:
+        return
+    partitions = _internal_partitions(plan, counts)
+    if config.reset:
+        clear_internal(config.kafka, {t: counts[t] for t in plan.internal})
+        return
+    markers = CommittedMarkers(config.kafka, pipeline, partitions)
+    try:
+        check_internal_intact(config.kafka, markers.offsets(timeout_s=30))
+    finally:
+        markers.close()
+
+
+class InternalPurge:
+    """Deletes internal records the next stage committed past, after a complete checkpoint."""
+
+    def __init__(
+        self,
+        kafka: KafkaConnection,
+        markers: CommittedMarkers,
+        internal: Mapping[str, InternalTopic],
+        counts: Mapping[str, int],
+    ) -> None:
+        self._kafka = kafka
+        self._markers = markers
+        self._partitions = {(t, p) for t in internal for p in range(counts[t])}
+
+    def after(self, checkpoint_id: int) -> None:
+        if not self._partitions:
+            return
+        try:
+            offsets = self._markers.offsets()
+            committed = {k: v for k, v in offsets.items() if k in self._partitions}
+            purge_internal(self._kafka, committed, checkpoint_id)
+        except LaminarError as exc:  # the next checkpoint purges what this one could not
+            log.warning("internal topics not purged after checkpoint %d: %s", checkpoint_id, exc)

@@ -1,0 +1,79 @@
+"""Routes records into an internal topic: each to the partition its key maps to.
+
+This is the upstream half of a repartition. The key is computed again by the
+`key_by` of the next stage, from the record as it arrives there; here it only
+chooses the partition, with the same partitioner, so that the next stage finds
+every record where its key's state lives. A key function that raises, a None
+key and a record the internal format cannot encode are dead letters here,
+before they cross the stage boundary.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from laminar_kafka.api.specs import SinkSpec
+from laminar_kafka.errors import RecordDecodeError
+from laminar_kafka.formats.batch import encode_batch
+from laminar_kafka.operators.base import BatchContext, describe_error
+from laminar_kafka.operators.keyed import key_bytes
+from laminar_kafka.operators.partitioning import PARTITIONERS
+
+Routed = tuple[list[bytes | None], list[bytes | None], list[int]]
+"""Values, keys and partitions, index by index."""
+
+
+def route(
+    sink: SinkSpec, values: list[Any], offsets: list[int], ctx: BatchContext, partitions: int
+) -> Routed:
+    """Encode `values` for internal topic `sink.topic` with their keys and partitions."""
+    partition_of = PARTITIONERS[sink.partitioner or "murmur2"]
+    owners: dict[bytes, int] = {}  # keys repeat within a batch: hash each once
+    kept: list[Any] = []
+    kept_offsets: list[int] = []
+    keys: list[bytes | None] = []
+    parts: list[int] = []
+    for value, offset in zip(values, offsets, strict=True):
+        try:
+            k = sink.key_of(value)
+        except Exception as exc:  # the user's key function, or a missing field
+            ctx.reject(offset, describe_error("key_by", exc))
+            continue
+        if k is None:
+            ctx.reject(offset, "key_by key is None")
+            continue
+        kb = key_bytes(k)
+        owner = owners.get(kb)
+        if owner is None:
+            owner = owners[kb] = partition_of(kb, partitions)
+        kept.append(value)
+        kept_offsets.append(offset)
+        keys.append(kb)
+        parts.append(owner)
+    datas = encode_batch(sink.value_format, kept)
+    if datas is not None:
+        return datas, keys, parts
+    return _one_by_one(sink, kept, kept_offsets, keys, parts, ctx)
+
+
+def _one_by_one(
+    sink: SinkSpec,
+    values: list[Any],
+    offsets: list[int],
+    keys: list[bytes | None],
+    parts: list[int],
+    ctx: BatchContext,
+) -> Routed:
+    out: Routed = ([], [], [])
+    for value, offset, key, part in zip(values, offsets, keys, parts, strict=True):
+        try:
+            data = sink.value_format.encode_one(value)
+        except (RecordDecodeError, TypeError, ValueError) as exc:
+            ctx.reject(
+                offset, f"record cannot cross to the next stage (through {sink.topic}): {exc}"
+            )
+            continue
+        out[0].append(data)
+        out[1].append(key)
+        out[2].append(part)
+    return out
