@@ -21,6 +21,8 @@ import signal
 import threading
 from pathlib import Path
 
+from laminar_kafka.errors import ConfigError
+
 
 class FaultPoint(enum.Enum):
     MID_EPOCH = "mid_epoch"
@@ -55,6 +57,23 @@ class FaultPoint(enum.Enum):
             FaultPoint.UPSTREAM_COMMITTED,
             FaultPoint.DURING_PURGE,
         )
+
+
+def pick_points(names: str, stages: int) -> list[FaultPoint]:
+    """Crash points by name, comma-separated; "all": every one a pipeline of `stages` reaches."""
+    if names == "all":
+        return [p for p in FaultPoint if stages > 1 or not p.multi_stage]
+    known = {p.value: p for p in FaultPoint}
+    picked = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = [n for n in picked if n not in known]
+    if unknown:
+        raise ConfigError(f"unknown crash points {unknown}: use {', '.join(known)} or 'all'")
+    between = [n for n in picked if known[n].multi_stage and stages == 1]
+    if between:
+        raise ConfigError(
+            f"crash point {between[0]} lies between stages, and this pipeline has one stage"
+        )
+    return [known[n] for n in picked]
 
 
 class FailurePoint(enum.Enum):

@@ -63,7 +63,7 @@ class _Cutter:
         op = given.key_by
         sink = SinkSpec(
             topic,
-            JsonFormat(),
+            JsonFormat(strict=True),
             key=op.key,
             internal=True,
             partitioner=op.partitioner,
@@ -72,7 +72,11 @@ class _Cutter:
         for upstream in given.upstream:
             self.branch(upstream, sink)
         source = SourceSpec(
-            topic, JsonFormat(), partitioned_by=op.key, partitioner=op.partitioner, internal=True
+            topic,
+            JsonFormat(strict=True),
+            partitioned_by=op.key,
+            partitioner=op.partitioner,
+            internal=True,
         )
         self.cut[id(given)] = source
         return source

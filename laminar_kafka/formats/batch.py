@@ -36,6 +36,7 @@ from laminar_kafka.formats.json import JsonFormat
 
 # The same settings as JsonFormat.encode_one, built once instead of per record.
 _JSON_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str, allow_nan=False).encode
+_JSON_ENCODE_STRICT = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 _FRAME_FIELD = "__laminar_batch_frame"
 _MARKER_SIZE = 8
 
@@ -200,7 +201,8 @@ def encode_batch(fmt: Format, values: Sequence[Any]) -> list[bytes | None] | Non
     """Every value encoded, or None if some value fails (encode them one by one)."""
     try:
         if isinstance(fmt, JsonFormat):
-            return [None if v is None else _JSON_ENCODE(v).encode() for v in values]
+            encode_json = _JSON_ENCODE_STRICT if fmt.strict else _JSON_ENCODE
+            return [None if v is None else encode_json(v).encode() for v in values]
         encode = fmt.encode_one
         return [encode(v) for v in values]
     except (RecordDecodeError, TypeError, ValueError):

@@ -11,9 +11,15 @@ from laminar_kafka.errors import RecordDecodeError
 
 @dataclass(frozen=True)
 class JsonFormat:
-    """A JSON document per record; `None` stays a tombstone."""
+    """A JSON document per record; `None` stays a tombstone.
+
+    Values JSON has no type for (datetimes, bytes...) are written as their str(),
+    unless `strict`: then they are refused, as between stages, where a value must
+    arrive as it left.
+    """
 
     name: str = "json"
+    strict: bool = False
 
     def decode_one(self, data: bytes | None) -> Any:
         if data is None:
@@ -28,7 +34,8 @@ class JsonFormat:
             return None
         try:
             # allow_nan=False: NaN and Infinity are not JSON, and other readers reject them.
-            text = json.dumps(value, separators=(",", ":"), default=str, allow_nan=False)
+            default = None if self.strict else str
+            text = json.dumps(value, separators=(",", ":"), default=default, allow_nan=False)
         except (TypeError, ValueError) as exc:  # non-str keys, circular references, NaN
             raise RecordDecodeError(f"value is not encodable as JSON: {exc}") from None
         return text.encode()

@@ -59,3 +59,9 @@ def lay_out_tasks(plan: StagePlan, counts: Mapping[str, int], parallelism: int) 
                 TaskLayout(first[stage.index] + i, stage.index, partitions, writers, outputs)
             )
     return layouts
+
+
+def tasks_by_stage(layouts: list[TaskLayout]) -> list[frozenset[int]]:
+    """The task ids of each stage, stage 0 first (what the coordinator decides over)."""
+    stages = 1 + max((t.stage for t in layouts), default=0)
+    return [frozenset(t.task for t in layouts if t.stage == s) for s in range(stages)]

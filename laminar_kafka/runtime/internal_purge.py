@@ -6,7 +6,8 @@ import logging
 from collections.abc import Mapping
 
 from laminar_kafka.checkpoint.committed_markers import CommittedMarkers
-from laminar_kafka.errors import LaminarError
+from laminar_kafka.errors import CheckpointError, LaminarError
+from laminar_kafka.kafka.admin import partition_counts
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.plan.stages import InternalTopic, StagePlan
@@ -42,7 +43,8 @@ def check_internal_topics(
 
 
 class InternalPurge:
-    """Deletes internal records the next stage committed past, after a complete checkpoint."""
+    """Deletes internal records the next stage committed past, after a complete checkpoint,
+    and tells when an internal topic was deleted or changed under the running pipeline."""
 
     def __init__(
         self,
@@ -53,14 +55,39 @@ class InternalPurge:
     ) -> None:
         self._kafka = kafka
         self._markers = markers
+        self._counts = {t: counts[t] for t in internal}
         self._partitions = {(t, p) for t in internal for p in range(counts[t])}
+
+    def check(self) -> None:
+        """Raise CheckpointError when an internal topic is gone, resized or truncated.
+
+        Called at a generation's start and after an aborted checkpoint: a deleted
+        internal topic makes every checkpoint abort (or is created again, empty, by a
+        broker that creates topics on first use), and the records between the stages
+        are lost; no restart can bring them back.
+        """
+        if not self._partitions:
+            return
+        found = partition_counts(self._kafka)
+        for topic, wanted in self._counts.items():
+            if found.get(topic) != wanted:
+                have = found.get(topic)
+                raise CheckpointError(
+                    f"internal topic {topic!r} "
+                    + ("is gone" if have is None else f"has {have} partitions, not {wanted}")
+                    + ": it was deleted while the pipeline ran, and the records between the "
+                    "stages are lost. Start over with --reset"
+                )
+        check_internal_intact(self._kafka, self._committed())
+
+    def _committed(self) -> dict[PartitionKey, int | None]:
+        offsets = self._markers.offsets()
+        return {k: v for k, v in offsets.items() if k in self._partitions}
 
     def after(self, checkpoint_id: int) -> None:
         if not self._partitions:
             return
         try:
-            offsets = self._markers.offsets()
-            committed = {k: v for k, v in offsets.items() if k in self._partitions}
-            purge_internal(self._kafka, committed, checkpoint_id)
+            purge_internal(self._kafka, self._committed(), checkpoint_id)
         except LaminarError as exc:  # the next checkpoint purges what this one could not
             log.warning("internal topics not purged after checkpoint %d: %s", checkpoint_id, exc)

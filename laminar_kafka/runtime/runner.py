@@ -38,7 +38,7 @@ from laminar_kafka.kafka.admin import (
 )
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.plan.stages import plan_stages
-from laminar_kafka.plan.tasks import lay_out_tasks, stage_parallelism
+from laminar_kafka.plan.tasks import lay_out_tasks, stage_parallelism, tasks_by_stage
 from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.events import (
     CheckpointAborted,
@@ -108,10 +108,9 @@ class PipelineRunner:
         """Partitions of every topic a stage reads, sources and internal topics."""
         cfg, name = self.config, self.pipeline.name
         counts = source_partition_counts(cfg.kafka, self.pipeline.source_topics)
-        default_partitions = max(counts.values())
+        sinks = dict.fromkeys(self.pipeline.sink_topics, max(counts.values()))
+        wanted = {**sinks, cfg.dead_letters_to(name): 1}
         counts.update(prepare_internal_topics(cfg.kafka, self._plan, cfg.parallelism))
-        wanted = {t: default_partitions for t in self.pipeline.sink_topics}
-        wanted[cfg.dead_letters_to(name)] = 1
         ensure_topics(cfg.kafka, wanted)
         ensure_topics(
             cfg.kafka, {self._control_topic: 1}, config={"retention.ms": str(24 * 3600 * 1000)}
@@ -188,6 +187,8 @@ class PipelineRunner:
         barriers = {t for stage in self._plan.stages for t in stage.barrier_inputs}
         injector = BarrierInjector(cfg.kafka, [k for k in partitions if k[0] in barriers])
         markers = CommittedMarkers(cfg.kafka, name, partitions, self._store)
+        purge = InternalPurge(cfg.kafka, markers, self._plan.internal, counts)
+        purge.check()
         coordinator = CheckpointCoordinator(
             name,
             generation,
@@ -200,9 +201,7 @@ class PipelineRunner:
             self._store.highest_id() + 1,
             lowest_marker=markers.lowest,
             topology=self.pipeline.topology(),
-            stages=[
-                frozenset(t.task for t in layouts if t.stage == s.index) for s in self._plan.stages
-            ],
+            stages=tasks_by_stage(layouts),
         )
         coordinator.announce_generation()
         fence_removed_tasks(cfg, name, parallelism, info.max_parallelism)
@@ -223,7 +222,6 @@ class PipelineRunner:
                 self._failed_at = None
             started = time.monotonic() - began
             self._emit(GenerationStarted(generation, parallelism, started, recovery_s))
-            purge = InternalPurge(cfg.kafka, markers, self._plan.internal, counts)
             return self._checkpoint_loop(coordinator, job, purge)
         except WorkerStartError as exc:
             return _Lost(str(exc), starting=True)
@@ -259,6 +257,8 @@ class PipelineRunner:
             result = coordinator.run_checkpoint(job.lost, flags)
             self._record(result)
             complete = result.checkpoint_id if result.committed else complete
+            if not result.committed:
+                purge.check()
             if result.committed and stopping:
                 if not job.join(cfg.checkpoint_timeout_s):
                     return _Lost("tasks did not exit after the drain checkpoint")

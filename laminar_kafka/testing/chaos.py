@@ -27,7 +27,7 @@ from types import TracebackType
 
 from laminar_kafka.api.loader import load_pipeline
 from laminar_kafka.errors import ConfigError
-from laminar_kafka.faults import FaultPoint
+from laminar_kafka.faults import FaultPoint, pick_points
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.testing.chaos_broker import BounceableBroker
 from laminar_kafka.testing.chaos_evidence import KillKind, RecoveryPath
@@ -123,20 +123,7 @@ class ChaosRun:
 
     def crash_points(self, names: str) -> list[FaultPoint]:
         """The named crash points ("all": every one this pipeline's shape can reach)."""
-        stages = len(plan_stages(self.pipeline).stages)
-        if names == "all":
-            return [p for p in FaultPoint if stages > 1 or not p.multi_stage]
-        known = {p.value: p for p in FaultPoint}
-        picked = [n.strip() for n in names.split(",") if n.strip()]
-        unknown = [n for n in picked if n not in known]
-        if unknown:
-            raise ConfigError(f"unknown crash points {unknown}: use {', '.join(known)} or 'all'")
-        single = [n for n in picked if known[n].multi_stage and stages == 1]
-        if single:
-            raise ConfigError(
-                f"crash point {single[0]} lies between stages, and this pipeline has one stage"
-            )
-        return [known[n] for n in picked]
+        return pick_points(names, len(plan_stages(self.pipeline).stages))
 
     def random_kinds(self, rounds: int, only: KillKind | None = None) -> list[KillKind]:
         """Kill kinds of `rounds` random rounds: `only` that, else both among the first two."""

@@ -67,3 +67,18 @@ def test_the_events_file_has_every_event_unthrottled(tmp_path: Path) -> None:
 
 def test_every_event_reads_as_a_sentence() -> None:
     assert all(not describe(e).startswith("{") for e in EVENTS)
+
+
+def test_a_multi_stage_commit_shows_each_stage() -> None:
+    from laminar_kafka.runtime.events import StageProgress
+
+    event = CheckpointCommitted(
+        9,
+        1,
+        0.3,
+        stages=(StageProgress(0, 2, 1000, 1000, 0, 0.1), StageProgress(1, 2, 990, 990, 3, 0.2)),
+    )
+    lines = describe(event).splitlines()
+    assert lines[0] == "checkpoint 9 committed in 300 ms"
+    assert lines[1] == "  stage 0: 1000 in, 1000 out; committed 9 in 100 ms"
+    assert lines[2] == "  stage 1: 990 in, 990 out, 3 dead letters; committed 9 in 200 ms"

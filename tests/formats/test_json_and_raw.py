@@ -9,6 +9,7 @@ import pytest
 
 from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats import BytesFormat, JsonFormat, StringFormat
+from laminar_kafka.formats.batch import encode_batch
 
 
 @pytest.mark.parametrize(
@@ -72,3 +73,14 @@ def test_format_names() -> None:
         "bytes",
         "string",
     ]
+
+
+def test_strict_json_refuses_what_json_has_no_type_for() -> None:
+    import datetime
+
+    value = {"at": datetime.date(2026, 1, 2)}
+    assert JsonFormat().encode_one(value) == b'{"at":"2026-01-02"}'
+    with pytest.raises(RecordDecodeError, match="not encodable as JSON"):
+        JsonFormat(strict=True).encode_one(value)
+    assert encode_batch(JsonFormat(strict=True), [value]) is None  # then one by one
+    assert encode_batch(JsonFormat(strict=True), [{"n": 1}]) == [b'{"n":1}']

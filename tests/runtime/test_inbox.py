@@ -60,3 +60,37 @@ def test_older_generations_are_ignored_and_a_newer_one_makes_the_task_stale() ->
     assert inbox.pop() is None
     with pytest.raises(FencedError, match="generation 3 started"):
         _inbox([_a(0, Phase.ABORT, generation=3)]).catch_up()
+
+
+def _staged(
+    n: int, phase: Phase, stage: int, flags: BarrierFlags = BarrierFlags.NONE
+) -> Announcement:
+    return Announcement("p", n, 2, phase, flags=flags, stage=stage)
+
+
+def test_each_stage_opens_on_its_own_announcement_and_takes_only_its_decisions() -> None:
+    first = AnnouncementInbox(_Control(), generation=2, task=0, stage=0)  # type: ignore[arg-type]
+    second = AnnouncementInbox(_Control(), generation=2, task=2, stage=1)  # type: ignore[arg-type]
+    prepare = _staged(7, Phase.PREPARE, 0, BarrierFlags.DRAIN)
+    upstream_commit = _staged(7, Phase.COMMIT, 0, BarrierFlags.DRAIN)
+    opened = first.opens(prepare)
+    assert opened is not None and opened.checkpoint_id == 7 and opened.is_drain
+    assert first.opens(upstream_commit) is None
+    # Stage 1 opens N on stage 0's Commit(N), with its flags (a DRAIN must reach it).
+    assert second.opens(prepare) is None
+    opened = second.opens(upstream_commit)
+    assert opened is not None and opened.checkpoint_id == 7 and opened.is_drain
+    assert second.opens(_staged(7, Phase.COMMIT, 1)) is None
+    # An Abort concerns the stage it names only.
+    assert second.is_abort_here(_staged(7, Phase.ABORT, 1))
+    assert not second.is_abort_here(_staged(7, Phase.ABORT, 0))
+    inbox = AnnouncementInbox(
+        _Control([upstream_commit, _staged(7, Phase.COMMIT, 1)]),  # type: ignore[arg-type]
+        generation=2,
+        task=2,
+        stage=1,
+    )
+    inbox.fetch(0)
+    decision = inbox.take_decision(7)
+    assert decision is not None and decision.stage == 1
+    assert inbox.pop() == upstream_commit  # stage 0's commit stays for the loop

@@ -1,0 +1,43 @@
+"""The upstream half of a repartition: each record to the partition of its key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from laminar_kafka.api.specs import SinkSpec
+from laminar_kafka.formats import JsonFormat
+from laminar_kafka.operators.base import BatchContext
+from laminar_kafka.operators.partitioning import murmur2_partition
+from laminar_kafka.runtime.routing import route
+
+
+def _sink(key: Any) -> SinkSpec:
+    return SinkSpec(
+        "p.k.repartition", JsonFormat(strict=True), key=key, internal=True, partitioner="murmur2"
+    )
+
+
+def test_records_go_to_their_keys_partition_with_the_key_as_record_key() -> None:
+    ctx = BatchContext("in", 0, 1)
+    values = [{"k": "alice"}, {"k": "bob"}, {"k": 42}]
+    datas, keys, parts = route(_sink("k"), values, [10, 11, 12], ctx, 5)
+    assert keys == [b"alice", b"bob", b"42"]
+    assert parts == [murmur2_partition(k, 5) for k in (b"alice", b"bob", b"42")]
+    assert [JsonFormat().decode_one(d) for d in datas] == values
+    assert ctx.dead_letters == []
+
+
+def test_a_raising_key_a_none_key_and_an_unencodable_value_are_dead_letters() -> None:
+    def key(v: dict[str, Any]) -> Any:
+        if v.get("boom"):
+            raise KeyError("boom")
+        return v.get("k")
+
+    ctx = BatchContext("in", 1, 2)
+    values = [{"k": "a"}, {"boom": True}, {"k": None}, {"k": "b", "raw": b"\x00"}]
+    datas, keys, parts = route(_sink(key), values, [0, 1, 2, 3], ctx, 3)
+    assert keys == [b"a"] and len(datas) == len(parts) == 1
+    reasons = {letter.offset: letter.reason for letter in ctx.dead_letters}
+    assert reasons[1] == "key_by raised KeyError: 'boom'"
+    assert reasons[2] == "key_by key is None"
+    assert reasons[3].startswith("record cannot cross to the next stage (through p.k.repartition)")

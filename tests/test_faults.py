@@ -1,0 +1,32 @@
+"""Crash points by name: "all" follows the pipeline's shape, unknown names are refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from laminar_kafka.errors import ConfigError
+from laminar_kafka.faults import FaultPoint, pick_points
+
+BETWEEN_STAGES = {
+    FaultPoint.UPSTREAM_COMMITTED,
+    FaultPoint.DOWNSTREAM_ACKED,
+    FaultPoint.DURING_PURGE,
+}
+
+
+def test_all_means_every_point_the_pipeline_can_reach() -> None:
+    assert set(pick_points("all", stages=2)) == set(FaultPoint)
+    one = pick_points("all", stages=1)
+    assert set(one) == set(FaultPoint) - BETWEEN_STAGES
+    assert {p for p in FaultPoint if p.multi_stage} == BETWEEN_STAGES
+
+
+def test_named_points_keep_their_order_and_refuse_what_cannot_fire() -> None:
+    assert pick_points("during_purge, mid_epoch", stages=2) == [
+        FaultPoint.DURING_PURGE,
+        FaultPoint.MID_EPOCH,
+    ]
+    with pytest.raises(ConfigError, match="lies between stages"):
+        pick_points("mid_epoch,downstream_acked", stages=1)
+    with pytest.raises(ConfigError, match=r"unknown crash points \['nowhere'\]"):
+        pick_points("nowhere", stages=2)
