@@ -24,7 +24,7 @@ LAYERS: list[set[str]] = [
     {"api"},
     {"plan"},
     {"runtime"},
-    {"testing"},
+    {"testing", "metrics"},
     {"cli"},
     {"__init__", "__main__"},
 ]

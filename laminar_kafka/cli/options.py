@@ -80,6 +80,60 @@ def add_runtime_options(parser: Any) -> None:
     )
 
 
+def _port(text: str) -> int:
+    """A TCP port for argparse: 0 (any free port) to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is not between 0 and 65535")
+    return port
+
+
+def _lag_interval(text: str) -> float:
+    """Seconds between lag readings: 0 (off), or 1 and more (each costs broker requests)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if seconds != 0 and not 1 <= seconds < float("inf"):
+        raise argparse.ArgumentTypeError("the lag interval is 0 (off) or at least 1 second")
+    return seconds
+
+
+def add_metrics_options(parser: Any) -> None:
+    """Options of the Prometheus endpoint and of the consumer-lag reading."""
+    parser.add_argument(
+        "--metrics-port",
+        type=_port,
+        metavar="PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (0: any free port)",
+    )
+    parser.add_argument(
+        "--metrics-host",
+        metavar="HOST",
+        help="address the metrics endpoint listens on (default: 127.0.0.1; 0.0.0.0 for all)",
+    )
+    parser.add_argument(
+        "--lag-interval",
+        type=_lag_interval,
+        default=5.0,
+        metavar="SECONDS",
+        help="read the sources' consumer lag this often, for the progress lines and the "
+        "metrics; 0 turns it off (%(default)s)",
+    )
+
+
+def metrics_address(args: argparse.Namespace) -> tuple[str, int] | None:
+    """(host, port) of the metrics endpoint, or None when it is not asked for."""
+    if args.metrics_port is None:
+        if args.metrics_host is not None:
+            raise ConfigError("--metrics-host needs --metrics-port")
+        return None
+    return (args.metrics_host or "127.0.0.1", args.metrics_port)
+
+
 def resolve_bootstrap(explicit: str | None) -> str:
     if explicit:
         return explicit

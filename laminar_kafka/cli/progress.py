@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -18,6 +19,27 @@ from laminar_kafka.runtime.events import (
 )
 
 
+def describe_commit(event: CheckpointCommitted, details: Sequence[str] = (), note: str = "") -> str:
+    """A commit's line; `details` (throughput, lag) follow its duration, then `note`.
+
+    A commit of several stages adds a line per stage.
+    """
+    text = f"checkpoint {event.checkpoint_id} committed in {event.duration_s * 1000:.0f} ms"
+    if event.unaligned_tasks:
+        text += f" (unaligned in tasks {list(event.unaligned_tasks)})"
+    text += "".join(f" · {d}" for d in details)
+    if note:
+        text += f" ({note})"
+    if len(event.stages) > 1:
+        text += "".join(
+            f"\n  stage {s.stage}: {s.records_in} in, {s.records_out} out"
+            + (f", {s.dead_letters} dead letters" if s.dead_letters else "")
+            + f"; committed {event.checkpoint_id} in {s.duration_s * 1000:.0f} ms"
+            for s in event.stages
+        )
+    return text
+
+
 def describe(event: RuntimeEvent) -> str:
     """One line for a terminal."""
     if isinstance(event, GenerationStarted):
@@ -27,17 +49,7 @@ def describe(event: RuntimeEvent) -> str:
             text += f", {event.recovery_s:.1f}s after the failure"
         return text + ")"
     if isinstance(event, CheckpointCommitted):
-        text = f"checkpoint {event.checkpoint_id} committed in {event.duration_s * 1000:.0f} ms"
-        if event.unaligned_tasks:
-            text += f" (unaligned in tasks {list(event.unaligned_tasks)})"
-        if len(event.stages) > 1:
-            text += "".join(
-                f"\n  stage {s.stage}: {s.records_in} in, {s.records_out} out"
-                + (f", {s.dead_letters} dead letters" if s.dead_letters else "")
-                + f"; committed {event.checkpoint_id} in {s.duration_s * 1000:.0f} ms"
-                for s in event.stages
-            )
-        return text
+        return describe_commit(event)
     if isinstance(event, CheckpointAborted):
         return f"checkpoint {event.checkpoint_id} aborted: {event.reason}"
     if isinstance(event, WorkerLost):
@@ -56,19 +68,54 @@ def describe(event: RuntimeEvent) -> str:
     return event.to_json()
 
 
+class Throughput:
+    """Records per second read by the first stage, between two commits.
+
+    A commit carries the records its tasks read since their generation started,
+    so the rate is the increase between commits of one generation over the time
+    between them; a new generation counts from its start, at zero.
+    """
+
+    def __init__(self) -> None:
+        self._since: tuple[int, float, int] | None = None
+        """(generation, when, stage-0 records read) of the last reading taken."""
+
+    def started(self, event: GenerationStarted) -> None:
+        self._since = (event.generation, event.at, 0)
+
+    def rate(self, event: CheckpointCommitted) -> float | None:
+        """The rate since the last call (or the generation's start); None if unknown."""
+        first = next((s for s in event.stages if s.stage == 0), None)
+        if first is None:
+            return None
+        since, self._since = self._since, (event.generation, event.at, first.records_in)
+        if since is None or since[0] != event.generation or event.at <= since[1]:
+            return None
+        return max(0, first.records_in - since[2]) / (event.at - since[1])
+
+
 class ProgressPrinter:
     """Prints events, but routine commits at most every `every_s` seconds.
 
     The first commit of each worker generation is always shown: it says that
-    output flows again after a start or a restart. With `events_file`, every
-    event is also written there as a JSON line, unthrottled.
+    output flows again after a start or a restart. A commit's line shows the
+    records read per second since the last line and, with `lag` (a function
+    giving the sources' total consumer lag, None while unknown), the lag. With
+    `events_file`, every event is also written there as a JSON line, unthrottled.
     """
 
-    def __init__(self, every_s: float = 10.0, events_file: str | None = None) -> None:
+    def __init__(
+        self,
+        every_s: float = 10.0,
+        events_file: str | None = None,
+        lag: Callable[[], int | None] | None = None,
+    ) -> None:
         self._every_s = every_s
         self._last = 0.0
         self._fresh_generation = True
         self._quiet = 0
+        self._lag = lag
+        self._throughput = Throughput()
         self._file: IO[str] | None = None
         if events_file:
             self._file = Path(events_file).open("a", encoding="utf-8")  # noqa: SIM115
@@ -77,20 +124,32 @@ class ProgressPrinter:
         if self._file is not None:
             self._file.write(event.to_json() + "\n")
             self._file.flush()
-        message = describe(event)
         now = time.monotonic()
         if isinstance(event, CheckpointCommitted):
             if not self._fresh_generation and now - self._last < self._every_s:
                 self._quiet += 1
                 return
-            if self._quiet:
-                message += f" ({self._quiet} more since the last line)"
+            note = f"{self._quiet} more since the last line" if self._quiet else ""
+            message = describe_commit(event, self._details(event), note)
             self._fresh_generation = False
             self._quiet = 0
             self._last = now
-        elif isinstance(event, GenerationStarted):
-            self._fresh_generation = True
+        else:
+            if isinstance(event, GenerationStarted):
+                self._fresh_generation = True
+                self._throughput.started(event)
+            message = describe(event)
         print(message, flush=True)
+
+    def _details(self, event: CheckpointCommitted) -> list[str]:
+        details = []
+        rate = self._throughput.rate(event)
+        if rate is not None:
+            details.append(f"{rate:,.0f} records/s")
+        total = self._lag() if self._lag is not None else None
+        if total is not None:
+            details.append(f"lag {total:,}")
+        return details
 
     def close(self) -> None:
         if self._file is not None:

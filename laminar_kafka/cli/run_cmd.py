@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
+from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
 from laminar_kafka.api.loader import load_pipeline
-from laminar_kafka.cli.options import add_runtime_options, runtime_config
+from laminar_kafka.api.pipeline import Pipeline
+from laminar_kafka.cli.options import (
+    add_metrics_options,
+    add_runtime_options,
+    metrics_address,
+    runtime_config,
+)
 from laminar_kafka.cli.progress import ProgressPrinter
-from laminar_kafka.runtime.events import Stopped
+from laminar_kafka.metrics import LagPoller, MetricsServer, PipelineMetrics
+from laminar_kafka.runtime.config import RuntimeConfig
+from laminar_kafka.runtime.events import Listener, RuntimeEvent, Stopped
 from laminar_kafka.runtime.runner import PipelineRunner
 
 __all__ = ["register"]
@@ -32,6 +42,7 @@ def register(subparsers: Any) -> None:
         metavar="PATH",
         help="also write every runtime event to PATH as a JSON line (for scripts)",
     )
+    add_metrics_options(parser)
     parser.set_defaults(handler=run)
 
 
@@ -51,16 +62,63 @@ def install_stop_handlers(runner: PipelineRunner) -> None:
     signal.signal(signal.SIGTERM, on_signal)
 
 
+def chain(*listeners: Listener) -> Listener:
+    """One listener that hands each event to every one of `listeners`, in order."""
+
+    def each(event: RuntimeEvent) -> None:
+        for listener in listeners:
+            listener(event)
+
+    return each
+
+
+@contextlib.contextmanager
+def observed(
+    pipeline: Pipeline, config: RuntimeConfig, args: argparse.Namespace
+) -> Iterator[tuple[Listener, PipelineMetrics | None]]:
+    """The run's listener: the progress printer, and with --metrics-port the metrics.
+
+    The endpoint starts before the pipeline does: a port already taken fails
+    the command at once. The lag poller starts once the first worker generation
+    runs (the topics are checked by then), unless --lag-interval 0; everything
+    stops when the run ends.
+    """
+    address = metrics_address(args)
+    metrics = PipelineMetrics(pipeline.name) if address else None
+    with contextlib.ExitStack() as stack:
+        if metrics is not None and address is not None:
+            server = MetricsServer(metrics.registry, port=address[1], host=address[0])
+            stack.callback(server.close)
+            print(f"serving metrics at {server.url}", file=sys.stderr, flush=True)
+        poller = None
+        if args.lag_interval > 0:
+            poller = LagPoller.for_pipeline(
+                pipeline,
+                config.kafka,
+                interval_s=args.lag_interval,
+                on_update=metrics.set_lag if metrics is not None else None,
+            )
+            stack.callback(poller.close, 2.0)
+        lag = (lambda: poller.total) if poller is not None else None
+        progress = ProgressPrinter(events_file=args.events_file, lag=lag)
+        stack.callback(progress.close)
+        listeners: list[Listener] = [progress]
+        if metrics is not None:
+            listeners.append(metrics)
+        if poller is not None:
+            listeners.append(poller.on_event)
+        yield chain(*listeners), metrics
+
+
 def run(args: argparse.Namespace) -> int:
     pipeline = load_pipeline(args.pipeline)
     config = runtime_config(args)
     print(f"running {pipeline.name}: {config.describe()}", file=sys.stderr, flush=True)
-    progress = ProgressPrinter(events_file=args.events_file)
-    runner = PipelineRunner(pipeline, config, listener=progress)
-    install_stop_handlers(runner)
-    try:
+    with observed(pipeline, config, args) as (listener, metrics):
+        runner = PipelineRunner(pipeline, config, listener=listener)
+        if metrics is not None:
+            metrics.follow(runner.stats)
+        install_stop_handlers(runner)
         stats = runner.run()
-        progress(Stopped(stats.committed, stats.aborted, stats.restarts))
-    finally:
-        progress.close()
+        listener(Stopped(stats.committed, stats.aborted, stats.restarts))
     return 0

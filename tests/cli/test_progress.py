@@ -82,3 +82,50 @@ def test_a_multi_stage_commit_shows_each_stage() -> None:
     assert lines[0] == "checkpoint 9 committed in 300 ms"
     assert lines[1] == "  stage 0: 1000 in, 1000 out; committed 9 in 100 ms"
     assert lines[2] == "  stage 1: 990 in, 990 out, 3 dead letters; committed 9 in 200 ms"
+
+
+def _commit(checkpoint: int, generation: int, records_in: int, at: float) -> CheckpointCommitted:
+    from laminar_kafka.runtime.events import StageProgress
+
+    stage = StageProgress(0, 2, records_in, records_in, 0, 0.1)
+    return CheckpointCommitted(checkpoint, generation, 0.18, stages=(stage,), at=at)
+
+
+def test_a_commit_line_shows_records_per_second_and_the_lag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    lag: list[int | None] = [None]
+    show = ProgressPrinter(every_s=0, lag=lambda: lag[0])
+    show(GenerationStarted(1, 2, 3.0, at=1000.0))
+    show(_commit(12, 1, 82_400, at=1002.0))  # since the generation started
+    lag[0] = 1350
+    show(_commit(13, 1, 123_600, at=1003.0))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "checkpoint 12 committed in 180 ms · 41,200 records/s"
+    assert lines[2] == "checkpoint 13 committed in 180 ms · 41,200 records/s · lag 1,350"
+
+
+def test_the_rate_covers_the_commits_a_throttled_line_stood_for(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    show = ProgressPrinter(every_s=3600)
+    show(GenerationStarted(1, 2, 3.0, at=1000.0))
+    show(_commit(1, 1, 1000, at=1001.0))
+    show(_commit(2, 1, 3000, at=1002.0))  # throttled
+    show(GenerationStarted(2, 2, 3.0, at=1010.0))  # counts restart from zero
+    show(_commit(3, 2, 500, at=1012.0))
+    show(_commit(4, 2, 900, at=1013.0))  # throttled
+    assert capsys.readouterr().out.splitlines()[1::2] == [
+        "checkpoint 1 committed in 180 ms · 1,000 records/s",
+        "checkpoint 3 committed in 180 ms · 250 records/s (1 more since the last line)",
+    ]
+
+
+def test_a_commit_without_stage_counts_or_a_known_start_shows_no_rate() -> None:
+    from laminar_kafka.cli.progress import Throughput
+
+    rate = Throughput()
+    assert rate.rate(CheckpointCommitted(1, 1, 0.1)) is None
+    assert rate.rate(_commit(2, 1, 100, at=10.0)) is None  # no generation start seen
+    assert rate.rate(_commit(3, 1, 300, at=12.0)) == 100.0
+    assert rate.rate(_commit(4, 2, 50, at=13.0)) is None  # another generation, unseen start

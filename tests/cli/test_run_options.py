@@ -76,3 +76,58 @@ def test_contradictory_timeouts_are_config_errors(capsys: pytest.CaptureFixture[
     )
     assert code == 2
     assert "checkpoint timeout must exceed the alignment timeout" in capsys.readouterr().err
+
+
+PIPELINE = str(Path(__file__).resolve().parents[2] / "pipelines" / "orders_enrich.py")
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--metrics-port", "70000"], "not between 0 and 65535"),
+        (["--metrics-port", "http"], "not a port number"),
+        (["--lag-interval", "0.2"], "0 (off) or at least 1 second"),
+    ],
+)
+def test_bad_metrics_options_are_usage_errors(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", PIPELINE, "--bootstrap", "127.0.0.1:1", *flags]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_metrics_host_needs_a_port(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", PIPELINE, "--bootstrap", "127.0.0.1:1", "--metrics-host", "0.0.0.0"])
+    assert code == 2
+    assert "--metrics-host needs --metrics-port" in capsys.readouterr().err
+
+
+def test_a_taken_metrics_port_fails_the_run_before_it_starts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        code = main(["run", PIPELINE, "--bootstrap", "127.0.0.1:1", "--metrics-port", port])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"error: cannot serve metrics on 127.0.0.1:{port}" in err
+    assert "Traceback" not in err
+
+
+def test_metrics_options_default_to_off_and_loopback() -> None:
+    from laminar_kafka.cli.main import build_parser
+    from laminar_kafka.cli.options import metrics_address
+
+    args = build_parser().parse_args(["run", PIPELINE])
+    assert (args.metrics_port, args.lag_interval) == (None, 5.0)
+    assert metrics_address(args) is None
+    args = build_parser().parse_args(["run", PIPELINE, "--metrics-port", "9108"])
+    assert metrics_address(args) == ("127.0.0.1", 9108)
+    args = build_parser().parse_args(
+        ["run", PIPELINE, "--metrics-port", "0", "--metrics-host", "0.0.0.0"]
+    )
+    assert metrics_address(args) == ("0.0.0.0", 0)
