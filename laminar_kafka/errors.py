@@ -27,6 +27,10 @@ class BrokerError(LaminarError):
     """The local broker cannot be fetched, started, reached or stopped."""
 
 
+class ClusterError(LaminarError):
+    """The local Spark cluster cannot be started, reached or stopped, or is too small."""
+
+
 class CheckpointError(LaminarError):
     """The checkpoint store is unreadable, inconsistent or cannot be written."""
 

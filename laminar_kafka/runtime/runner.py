@@ -144,7 +144,7 @@ class PipelineRunner:
             from laminar_kafka.runtime.spark_session import spark_context
 
             self._sc = spark_context(
-                self.config.master or f"local[{tasks}]", f"laminar-{self.pipeline.name}"
+                self.config.master or f"local[{tasks}]", f"laminar-{self.pipeline.name}", tasks
             )
         partitions = [(t, p) for t in sorted(counts) for p in range(counts[t])]
         repeated: list[str] = []

@@ -5,9 +5,11 @@ the PATH: not the interpreter the driver runs in. A pipeline started as
 `/path/to/venv/bin/python -m laminar_kafka run ...` without an activated venv
 would then fail in every worker (no laminar-kafka, or no Python at all). In
 local mode the workers run on this machine, so they default to the driver's
-own interpreter; an explicit PYSPARK_PYTHON always wins, and on a cluster the
-choice is left to the user (PYSPARK_PYTHON or spark.pyspark.python must name a
-Python with laminar-kafka installed on every worker).
+own interpreter, and so do the workers of a standalone cluster on this
+machine (`laminar-kafka cluster start`, a master on 127.0.0.1 or localhost); an
+explicit PYSPARK_PYTHON always wins, and on any other cluster the choice is
+left to the user (PYSPARK_PYTHON or spark.pyspark.python must name a Python
+with laminar-kafka installed on every worker).
 
 PySpark reads PYSPARK_PYTHON from the environment when the SparkContext
 starts (`SparkContext.pythonExec`, sent with every task); the
@@ -25,20 +27,59 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from laminar_kafka.cluster import check_cores
+
 _LOG_CONFIG = Path(__file__).parent / "resources" / "spark-log4j2.properties"
 
 
 def worker_python(master: str, environ: Mapping[str, str], executable: str) -> str | None:
     """The Python to start the workers with, or None to leave Spark's own choice.
 
-    The driver's interpreter in local mode (a master starting with "local"),
-    unless PYSPARK_PYTHON is set (to anything but an empty string).
+    The driver's interpreter in local mode (a master starting with "local") and
+    on a standalone master of this machine, unless PYSPARK_PYTHON is set (to
+    anything but an empty string).
     """
     if environ.get("PYSPARK_PYTHON"):
         return None
-    if not master.startswith("local") or not executable:
+    if not (master.startswith("local") or on_this_machine(master)) or not executable:
         return None
     return executable
+
+
+def on_this_machine(master: str) -> bool:
+    """Whether `master` is a Spark standalone master on loopback (`spark://127.0.0.1:PORT`)."""
+    if not master.startswith("spark://"):
+        return False
+    host = master.removeprefix("spark://").split(",")[0].rsplit(":", 1)[0]
+    return host in ("127.0.0.1", "localhost")
+
+
+def standalone_settings(master: str, tasks: int | None, python: str | None) -> dict[str, str]:
+    """Settings for a Spark standalone master (none for any other master).
+
+    A barrier stage needs a free core per task, and a restarted generation may
+    be submitted while the executors replacing a lost worker's still register:
+    Spark checks again every second, for two minutes, instead of every 15 s.
+    With `tasks`, the application takes that many cores (so that pipelines can
+    share a cluster) and its first job waits until they registered.
+    """
+    if not master.startswith("spark://"):
+        return {}
+    conf = {
+        "spark.scheduler.barrier.maxConcurrentTasksCheck.interval": "1s",
+        "spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures": "120",
+    }
+    if tasks:
+        conf["spark.cores.max"] = str(tasks)
+        conf["spark.scheduler.minRegisteredResourcesRatio"] = "1.0"
+        conf["spark.scheduler.maxRegisteredResourcesWaitingTime"] = "60s"
+    if on_this_machine(master):  # the cluster of `laminar-kafka cluster start`
+        conf["spark.driver.host"] = "127.0.0.1"
+        conf["spark.driver.bindAddress"] = "127.0.0.1"
+        conf["spark.executor.memory"] = "512m"
+        if python:
+            conf["spark.executorEnv.PYSPARK_PYTHON"] = python
+    return conf
 
 
 @contextmanager
@@ -67,10 +108,16 @@ def driver_python_for_local_workers(
             env["PYSPARK_PYTHON"] = previous
 
 
-def spark_context(master: str, app_name: str) -> Any:
-    """Get (or create) a SparkContext quiet enough for a terminal."""
+def spark_context(master: str, app_name: str, tasks: int | None = None) -> Any:
+    """Get (or create) a SparkContext quiet enough for a terminal.
+
+    `tasks`: how many tasks the barrier job runs; a local cluster with fewer
+    cores is refused before anything starts (see `cluster.check_cores`).
+    """
     from pyspark.sql import SparkSession
 
+    if tasks and master.startswith("spark://"):
+        check_cores(master, tasks)
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
@@ -80,7 +127,10 @@ def spark_context(master: str, app_name: str) -> Any:
         # Barrier tasks run for the life of the pipeline: do not speculate.
         .config("spark.speculation", "false")
     )
-    with driver_python_for_local_workers(master):
+    with driver_python_for_local_workers(master) as chosen:
+        python = chosen or os.environ.get("PYSPARK_PYTHON")
+        for key, value in standalone_settings(master, tasks, python).items():
+            builder = builder.config(key, value)
         session = builder.getOrCreate()
     sc = session.sparkContext
     sc.setLogLevel("ERROR")

@@ -1,0 +1,211 @@
+"""A Spark standalone cluster on this machine: started, inspected and stopped from the CLI;
+a pipeline runs on it exactly once, and rides out a worker machine that dies (kill -9)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from laminar_kafka import AvroFormat, JsonFormat, Pipeline, RuntimeConfig
+from laminar_kafka.cli.main import main
+from laminar_kafka.cluster import ClusterInfo, SparkCluster, master_state
+from laminar_kafka.cluster.processes import descendants, group_alive
+from laminar_kafka.errors import ClusterError
+from laminar_kafka.runtime.events import GenerationStarted
+from laminar_kafka.runtime.runner import PipelineRunner
+from laminar_kafka.testing import TopicFactory
+from laminar_kafka.testing.orders import (
+    compare_totals,
+    expected_totals,
+    produce_orders,
+    read_committed,
+)
+from laminar_kafka.testing.run import BackgroundRun
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+decode_json = JsonFormat().decode_one
+
+
+START = ["cluster", "start", "--workers", "3", "--cores-per-worker", "1"]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterInfo]:
+    """One cluster for the file, started and stopped through the CLI: three workers of one
+    core each, for a pipeline of two tasks and a spare machine.
+
+    Its home is the default one while the module runs (no --home), so that a
+    run finds the cluster (and its core count) from the master URL alone. The
+    teardown checks that `cluster stop` leaves no process of any group behind.
+    """
+    home = tmp_path_factory.mktemp("spark-cluster")
+    saved = os.environ.get("LAMINAR_CLUSTER_HOME")
+    os.environ["LAMINAR_CLUSTER_HOME"] = str(home)
+    groups: list[int] = []
+    try:
+        assert main(START) == 0
+        info = SparkCluster().status()
+        assert info is not None
+        groups = [info.master_pid, *(w.pid for w in info.workers)]
+        yield info
+    finally:
+        from pyspark import SparkContext
+
+        active = SparkContext._active_spark_context
+        if active is not None:  # the runs' driver: let go of the cluster first
+            active.stop()
+        try:
+            assert main(["cluster", "stop"]) == 0
+            assert not [pid for pid in groups if group_alive(pid)]
+            assert not (home / "cluster.json").exists()
+            assert main(["cluster", "status"]) == 3
+        finally:
+            SparkCluster(home).stop()
+            if saved is None:
+                os.environ.pop("LAMINAR_CLUSTER_HOME", None)
+            else:
+                os.environ["LAMINAR_CLUSTER_HOME"] = saved
+
+
+def customer_totals(name: str, source: str, sink: str) -> Pipeline:
+    """Totals per customer, kept where the orders arrive: one stage."""
+    p = Pipeline(name)
+    (
+        p.source(source, value_format=AvroFormat.from_schema("order"), partitioned_by="customer")
+        .key_by("customer")
+        .aggregate(
+            initial=lambda: (0, 0),
+            add=lambda t, o: (t[0] + 1, t[1] + o["amount"]),
+            emit=lambda c, t: {"customer": c, "orders": t[0], "amount": t[1]},
+        )
+        .sink(sink, key="customer")
+    )
+    return p
+
+
+def config(bootstrap: str, tmp_path: Path, master: str, parallelism: int = 2) -> RuntimeConfig:
+    return RuntimeConfig(
+        bootstrap=bootstrap,
+        checkpoint_dir=str(tmp_path / "checkpoints"),
+        parallelism=parallelism,
+        master=master,
+        checkpoint_interval_s=0.5,
+        checkpoint_timeout_s=30.0,
+        alignment_timeout_s=5.0,
+    )
+
+
+def test_the_started_cluster_is_recorded_and_reported(
+    cluster: ClusterInfo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = json.loads((cluster.home / "cluster.json").read_text())
+    assert state["master_url"] == cluster.master_url
+    assert re.fullmatch(r"spark://127\.0\.0\.1:\d+", cluster.master_url)
+    groups = [state["master"]["pid"], *(w["pid"] for w in state["workers"])]
+    assert len(groups) == 4
+    assert all(os.getpgid(pid) == pid for pid in groups)  # each leads its own group
+    seen = master_state(state["ui_url"])
+    assert seen.alive_ports() == {w["port"] for w in state["workers"]}
+    assert seen.cores == 3
+
+    capsys.readouterr()
+    assert main(START) == 0  # already running: the same cluster, nothing started
+    assert f"master={cluster.master_url}" in capsys.readouterr().out.splitlines()
+    assert SparkCluster().status() == cluster
+    assert main(["cluster", "status"]) == 0
+    out = capsys.readouterr().out
+    assert "3 alive workers, 3 cores" in out and out.count(" registered") == 3, out
+    assert f"master={cluster.master_url}" in out.splitlines()
+
+
+def test_a_run_needing_more_cores_than_the_cluster_has_is_refused_before_it_starts(
+    cluster: ClusterInfo, kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
+) -> None:
+    source = topic_factory.create("orders", partitions=4)
+    pipeline = customer_totals("cl-big-" + source[-8:], source, source + "-out")
+    cfg = config(kafka_bootstrap, tmp_path, cluster.master_url, parallelism=4)
+    with pytest.raises(ClusterError, match=r"has 3 cores .* runs 4 worker tasks"):
+        PipelineRunner(pipeline, cfg).run()
+
+
+def test_a_pipeline_runs_exactly_once_on_the_cluster(
+    cluster: ClusterInfo, kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
+) -> None:
+    source = topic_factory.create("orders", partitions=2)
+    sink = source + "-out"
+    produce_orders(kafka_bootstrap, source, range(1000))
+    run = BackgroundRun(
+        customer_totals("cl-" + source[-8:], source, sink),
+        config(kafka_bootstrap, tmp_path, cluster.master_url),
+    )
+    run.wait_for_output(kafka_bootstrap, sink, decode_json, 1000, timeout_s=180)
+    # The tasks run in the cluster's executors: one application holding two cores.
+    seen = master_state(cluster.ui_url)
+    assert seen.active_apps == 1 and seen.cores - seen.cores_free == 2, seen
+    produce_orders(kafka_bootstrap, source, range(1000, 1500))
+    run.wait_for_output(kafka_bootstrap, sink, decode_json, 1500, timeout_s=120)
+    stats = run.stop()
+
+    report = compare_totals(
+        expected_totals(range(1500)), read_committed(kafka_bootstrap, sink, decode_json)
+    )
+    assert (report.duplicates, report.losses, report.wrong) == (0, 0, 0), report
+    assert stats.restarts == 0 and stats.committed >= 2
+
+
+def _kill_machine(worker_pid: int) -> int:
+    """SIGKILL a worker JVM with everything below it (executor, its Python daemon and
+    workers, which lead groups of their own): as if its machine died. The groups killed."""
+    groups = {os.getpgid(pid) for pid in [worker_pid, *descendants(worker_pid)]}
+    for group in groups:
+        os.killpg(group, signal.SIGKILL)
+    return len(groups)
+
+
+def test_a_worker_machine_that_dies_is_recovered_exactly_once(
+    cluster: ClusterInfo,
+    kafka_bootstrap: str,
+    topic_factory: TopicFactory,
+    tmp_path: Path,
+    record_property: Any,
+) -> None:
+    source = topic_factory.create("orders", partitions=2)
+    sink = source + "-out"
+    produce_orders(kafka_bootstrap, source, range(2000))
+    run = BackgroundRun(
+        customer_totals("cl-kill-" + source[-8:], source, sink),
+        config(kafka_bootstrap, tmp_path, cluster.master_url),
+    )
+    run.wait_for_output(kafka_bootstrap, sink, decode_json, 2000, timeout_s=180)
+    busy = {w.port for w in master_state(cluster.ui_url).alive_workers if w.cores_used}
+    victim = next(w for w in cluster.workers if w.port in busy)
+    groups = _kill_machine(victim.pid)
+    killed_at = time.monotonic()
+    assert groups >= 2  # the worker's group, and the executor's Python daemon's
+    produce_orders(kafka_bootstrap, source, range(2000, 3000))
+
+    run.wait_for(lambda: run.count(GenerationStarted) >= 2, 180, "a new generation")
+    recovered_s = time.monotonic() - killed_at
+    run.wait_for_output(kafka_bootstrap, sink, decode_json, 3000, timeout_s=180)
+    stats = run.stop()
+
+    report = compare_totals(
+        expected_totals(range(3000)), read_committed(kafka_bootstrap, sink, decode_json)
+    )
+    assert (report.duplicates, report.losses, report.wrong) == (0, 0, 0), report
+    assert stats.restarts >= 1
+    # The spare worker took the dead one's place.
+    seen = master_state(cluster.ui_url)
+    assert victim.port not in seen.alive_ports() and len(seen.alive_workers) == 2
+    record_property("recovery_s", round(recovered_s, 1))
+    record_property("runtime_recovery_s", stats.recovery_s)
+    print(f"\nworker killed -> new generation running: {recovered_s:.1f}s; runtime: {stats}")
