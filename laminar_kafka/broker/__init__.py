@@ -1,5 +1,6 @@
-"""A local single-node Kafka broker (official Apache Kafka jars on the machine's Java)."""
+"""A local Kafka broker or KRaft cluster (official Apache Kafka jars on the machine's Java)."""
 
+from laminar_kafka.broker.cluster import ClusterInfo, LocalCluster, is_cluster_home
 from laminar_kafka.broker.jars import ensure_jars, jar_dir, require_java, require_tool
 from laminar_kafka.broker.local import (
     DEFAULT_KAFKA_VERSION,
@@ -11,9 +12,12 @@ from laminar_kafka.broker.local import (
 __all__ = [
     "DEFAULT_KAFKA_VERSION",
     "BrokerInfo",
+    "ClusterInfo",
     "LocalBroker",
+    "LocalCluster",
     "default_home",
     "ensure_jars",
+    "is_cluster_home",
     "jar_dir",
     "require_java",
     "require_tool",

@@ -60,7 +60,6 @@ log = logging.getLogger("laminar_kafka.broker")
 DEFAULT_KAFKA_VERSION = "4.1.1"
 
 _NODE_ID = 1
-_HEAP = "-Xmx512m"
 
 
 @dataclass(frozen=True)
@@ -88,6 +87,9 @@ class LocalBroker:
     at the same home: the pid and state files are the truth, and a file lock
     serialises `start` and `stop`.
     """
+
+    heap = "-Xmx512m"
+    """The JVM's maximum heap (a node of a local cluster gets less)."""
 
     def __init__(
         self, home: Path | None = None, kafka_version: str = DEFAULT_KAFKA_VERSION
@@ -156,7 +158,7 @@ class LocalBroker:
                 info = self._launch(java, lib, port, timeout_s)
                 write_atomic(self.files.ports, json.dumps([port, controller_port]) + "\n")
                 return info
-            except _PortTaken:
+            except PortTaken:
                 log.info("port taken before the broker bound it, retrying (%d)", attempt + 1)
         raise BrokerError("could not bind the local broker to free loopback ports")
 
@@ -182,7 +184,7 @@ class LocalBroker:
     def _launch(self, java: str, lib: Path, port: int, timeout_s: float) -> BrokerInfo:
         cmd = [
             java,
-            _HEAP,
+            self.heap,
             *self._jvm_flags(),
             "-cp",
             f"{lib}/*",
@@ -234,7 +236,7 @@ class LocalBroker:
         if proc.returncode is not None:
             if "Address already in use" in self._log_tail(lines=None):
                 self._clear_state()
-                raise _PortTaken()
+                raise PortTaken()
             raise BrokerError(
                 f"local broker exited with code {proc.returncode} while starting "
                 f"(log: {self.log_file}):\n{self._log_tail()}"
@@ -287,5 +289,5 @@ class LocalBroker:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-class _PortTaken(Exception):
+class PortTaken(Exception):
     """The broker lost the race for a port it was given; try other ports."""

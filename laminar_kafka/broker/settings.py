@@ -73,7 +73,7 @@ PROPERTIES_TEMPLATE = """\
 # Written by laminar-kafka on every start of the local broker; edits are lost.
 process.roles=broker,controller
 node.id={node_id}
-controller.quorum.voters={node_id}@127.0.0.1:{controller_port}
+controller.quorum.voters={voters}
 listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}
 advertised.listeners=PLAINTEXT://127.0.0.1:{port}
 controller.listener.names=CONTROLLER
@@ -81,15 +81,7 @@ listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
 log.dirs={data}
 
-# One node: every internal topic has one replica, or transactions cannot start.
-default.replication.factor=1
-min.insync.replicas=1
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-
+{replication}
 # Fast to start and to test against.
 num.partitions=1
 auto.create.topics.enable=true
@@ -103,6 +95,17 @@ background.threads=4
 num.recovery.threads.per.data.dir=1
 log.cleaner.threads=1
 log.cleaner.dedupe.buffer.size=16777216
+"""
+
+SINGLE_NODE_REPLICATION = """\
+# One node: every internal topic has one replica, or transactions cannot start.
+default.replication.factor=1
+min.insync.replicas=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
 """
 
 LOG4J2_TEMPLATE = """\
@@ -129,14 +132,16 @@ logger.request.level = WARN
 """
 
 
-def format_storage(java: list[str], lib: Path, properties: Path, data: Path) -> None:
-    """Format KRaft storage with a new cluster id, unless it already is."""
+def format_storage(
+    java: list[str], lib: Path, properties: Path, data: Path, cluster_id: str | None = None
+) -> None:
+    """Format KRaft storage with `cluster_id` (else a new one), unless it already is."""
     if (data / "meta.properties").exists():
         return
     if data.exists():  # an interrupted format: start over
         shutil.rmtree(data)
     cmd = [*java, "-cp", f"{lib}/*", "kafka.tools.StorageTool", "format"]
-    cmd += ["-t", new_cluster_id(), "-c", str(properties)]
+    cmd += ["-t", cluster_id or new_cluster_id(), "-c", str(properties)]
     try:
         done = subprocess.run(
             cmd,
@@ -162,11 +167,21 @@ def write_log_config(files: BrokerFiles) -> None:
     )
 
 
-def write_properties(files: BrokerFiles, node_id: int, port: int, controller_port: int) -> None:
+def write_properties(
+    files: BrokerFiles,
+    node_id: int,
+    port: int,
+    controller_port: int,
+    voters: str | None = None,
+    replication: str = SINGLE_NODE_REPLICATION,
+) -> None:
+    """The node's server.properties; `voters` defaults to this node alone."""
     text = PROPERTIES_TEMPLATE.format(
         node_id=node_id,
+        voters=voters or f"{node_id}@127.0.0.1:{controller_port}",
         port=port,
         controller_port=controller_port,
         data=str(files.data).replace("\\", "\\\\"),
+        replication=replication,
     )
     write_atomic(files.properties, text)

@@ -84,8 +84,9 @@ def register(subparsers: Any) -> None:
         "--broker-home",
         type=Path,
         help="broker-bounce rounds kill and restart the local broker of this home (see "
-        "`laminar-kafka broker`; started if it does not run); by default they start a broker "
-        "of their own and stop it at the end. No other broker is ever killed",
+        "`laminar-kafka broker`; started if it does not run; a cluster's nodes are killed in "
+        "turn); by default they start a broker of their own and stop it at the end. No other "
+        "broker is ever killed",
     )
     parser.set_defaults(handler=chaos)
 

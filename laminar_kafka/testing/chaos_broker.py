@@ -8,6 +8,10 @@ a SIGKILL of the broker's process, a moment's wait, and a start on the same
 home, which brings the broker back on the same address (`LocalBroker` reuses
 the previous start's ports when they are free): clients that knew the old
 address reconnect to the new process.
+
+A home that holds a local cluster (`laminar-kafka broker start --brokers 3`)
+is bounced one node at a time, each bounce the next node (1, 2, 3, 1, ...):
+the cluster keeps serving on the other two while that node is down.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from laminar_kafka.broker.local import LocalBroker
+from laminar_kafka.broker.cluster import LocalCluster, is_cluster_home
+from laminar_kafka.broker.local import BrokerInfo, LocalBroker
 from laminar_kafka.broker.processes import settle_child, signal_tree, wait_exit
 from laminar_kafka.errors import LaminarError
 
@@ -52,7 +57,9 @@ class BounceableBroker:
 
     def __init__(self, home: Path) -> None:
         self.broker = LocalBroker(home)
+        self.cluster = LocalCluster(home) if is_cluster_home(home) else None
         self._started_here = False
+        self._bounces = 0
 
     @property
     def home(self) -> Path:
@@ -60,13 +67,20 @@ class BounceableBroker:
 
     def start(self) -> str:
         """Its bootstrap address, starting it if it does not run (then `close` stops it)."""
-        running = self.broker.status()
-        if running is not None:
-            return running.bootstrap
-        info = self.broker.start(timeout_s=BROKER_START_TIMEOUT_S)
-        self._started_here = True
-        await_group_coordinator(info.bootstrap, BROKER_START_TIMEOUT_S)
-        return info.bootstrap
+        if self.cluster is not None:
+            status = self.cluster.status()
+            if status is not None and status.running == len(status.nodes):
+                return status.bootstrap
+            bootstrap = self.cluster.start(timeout_s=BROKER_START_TIMEOUT_S).bootstrap
+            self._started_here = status is None
+        else:
+            running = self.broker.status()
+            if running is not None:
+                return running.bootstrap
+            bootstrap = self.broker.start(timeout_s=BROKER_START_TIMEOUT_S).bootstrap
+            self._started_here = True
+        await_group_coordinator(bootstrap, BROKER_START_TIMEOUT_S)
+        return bootstrap
 
     def bounce(self, reacted: Callable[[], bool], max_down_s: float) -> Bounce:
         """SIGKILL the broker; start it again once `reacted()` or after `max_down_s`.
@@ -74,9 +88,14 @@ class BounceableBroker:
         Fails unless it comes back on the address it had: a pipeline told that
         address once could never find it otherwise.
         """
-        info = self.broker.status()
+        target: LocalBroker = self.broker
+        if self.cluster is not None:  # the next node in turn
+            nodes = self.cluster.node_ids()
+            target = self.cluster.node(nodes[self._bounces % len(nodes)])
+            self._bounces += 1
+        info = target.status()
         if info is None:
-            raise LaminarError(f"the broker of {self.home} does not run: nothing to bounce")
+            raise LaminarError(f"the broker of {target.home} does not run: nothing to bounce")
         killed_at = time.time()
         signal_tree(info.pid, signal.SIGKILL)
         if not wait_exit(info.pid, 30):
@@ -85,7 +104,7 @@ class BounceableBroker:
         deadline = time.monotonic() + max_down_s
         while not reacted() and time.monotonic() < deadline:
             time.sleep(POLL_S)  # the events file gives no notification
-        back = self.broker.start(timeout_s=BROKER_START_TIMEOUT_S)
+        back: BrokerInfo = target.start(timeout_s=BROKER_START_TIMEOUT_S)
         back_at = time.time()
         if back.bootstrap != info.bootstrap:
             raise LaminarError(
@@ -97,7 +116,10 @@ class BounceableBroker:
     def close(self) -> None:
         """Stop the broker if this harness started it; a broker it was handed stays up."""
         if self._started_here:
-            self.broker.stop()
+            if self.cluster is not None:
+                self.cluster.stop()
+            else:
+                self.broker.stop()
             self._started_here = False
 
 
