@@ -1,18 +1,22 @@
 """laminar-kafka against the ceiling, Quix Streams and Spark Structured Streaming, in one run.
 
     python -m benchmarks.compare [--records 2000000] [--partitions 8] [--bootstrap HOST:PORT]
-                                 [--systems laminar,ceiling,quix,spark] [--skip-latency]
+                                 [--systems laminar,ceiling,quix,spark]
+                                 [--workloads stateless,keyed,rekey] [--skip-latency]
 
-One pre-produced input topic; both workloads of `benchmarks.workloads` on each
-system, each system in a worker process of its own (`benchmarks.workers`). The
+One pre-produced input topic; the workloads of `benchmarks.workloads` on each
+system that implements them (the others get an "n/a" row), each system in a
+worker process of its own (`benchmarks.workers`). The
 baselines run before laminar-kafka: its coordinator writes barriers into the
 input topic, which they would not know to skip. Then, per system, a latency
 phase (`benchmarks.latency`) and, for laminar-kafka, a kill -9 run. The table
 (`benchmarks.report`; benchmarks/README.md "Comparison") goes to stdout, ending
 
     laminar/quix=Q laminar/ceiling=C laminar/spark=S checkpoint_p99_ms=P
+    rekey_laminar/quix=R rekey_checkpoint_p99_ms=E rekey_stage_p99_ms=S0/S1
 
-for workload (a) with 1 s checkpoints; progress goes to stderr.
+(one line) for workload (a) and the rekey workload with 1 s checkpoints;
+progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -26,9 +30,9 @@ from typing import Any, Final
 
 from benchmarks.broker import benchmark_broker
 from benchmarks.comparison import CompareSettings, Comparison, Row
-from benchmarks.harness import BaselineJob
 from benchmarks.latency import LatencyProbe, with_latency
 from benchmarks.memory import tree_rss_bytes
+from benchmarks.planning import not_applicable_rows, plan_tasks
 from benchmarks.preload import preload
 from benchmarks.records import DEFAULT_NUM_KEYS
 from benchmarks.report import LABELS, format_report, summary_line, table_order, table_rows
@@ -41,7 +45,7 @@ from benchmarks.workers import (
     run_tasks,
     worker_main,
 )
-from benchmarks.workloads import WORKLOADS, Workload
+from benchmarks.workloads import WORKLOADS
 
 __all__ = [
     "SYSTEMS",
@@ -63,55 +67,6 @@ _RUN_ORDER: Final[tuple[System, ...]] = ("ceiling", "quix", "spark", "laminar")
 
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-def _plan(
-    system: System, settings: CompareSettings, input_topic: str, make_topic: TopicMaker
-) -> list[Task]:
-    """The tasks of `system`, their output (and latency input) topics created."""
-
-    def job(
-        workload: Workload, interval_s: float, prefix: str = "out", **changes: Any
-    ) -> BaselineJob:
-        base = BaselineJob(
-            bootstrap="",
-            input_topic=input_topic,
-            output_topic=make_topic(f"bench-{prefix}-{system}-{workload}", settings.partitions),
-            partitions=settings.partitions,
-            records=settings.records,
-            workload=workload,
-            commit_interval_s=interval_s,
-            num_keys=settings.num_keys,
-            progress=settings.progress,
-        )
-        return replace(base, **changes)
-
-    laminar = system == "laminar"
-    intervals = settings.intervals_s if laminar else (settings.commit_interval_s,)
-    reference = intervals[0]
-    tasks = [
-        Task("throughput", job(workload, interval), _pipeline(laminar, workload, interval))
-        for workload in WORKLOADS
-        for interval in intervals
-    ]
-    if settings.latency:
-        lat_in = make_topic(f"bench-lat-in-{system}", settings.partitions)
-        latency = job(
-            "stateless", reference, "lat-out", input_topic=lat_in, records=settings.latency_records
-        )
-        tasks.append(Task("latency", latency, _pipeline(laminar, "stateless", reference, "lat-")))
-    if laminar and settings.recovery:
-        kill = job("stateless", reference)
-        tasks.append(Task("recovery", kill, _pipeline(laminar, "stateless", reference, "kill-")))
-    return tasks
-
-
-def _pipeline(laminar: bool, workload: Workload, interval_s: float, tag: str = "") -> str:
-    if not laminar:
-        return ""
-    from benchmarks.laminar import pipeline_name
-
-    return pipeline_name(workload, interval_s, tag)
 
 
 def _run_system(
@@ -190,7 +145,10 @@ def run_comparison(
     rows: list[Row] = []
     failures: list[str] = []
     for system in (s for s in _RUN_ORDER if s in settings.systems):
-        tasks = _plan(system, settings, input_topic, make)
+        rows += not_applicable_rows(system, settings)
+        tasks = plan_tasks(system, settings, input_topic, make)
+        if not tasks:
+            continue
         results = _run_system(system, tasks, settings, bootstrap, spark_context)
         rows += table_rows(system, tasks, results)
         failures += [
@@ -202,12 +160,17 @@ def run_comparison(
     return Comparison(bootstrap, settings, tuple(rows), tuple(failures), load)
 
 
-def _systems(text: str) -> tuple[System, ...]:
-    chosen = tuple(name.strip() for name in text.split(",") if name.strip())
-    for name in chosen:
-        if name not in SYSTEMS:
-            raise argparse.ArgumentTypeError(f"unknown system {name!r}; choose from {SYSTEMS}")
-    return chosen  # type: ignore[return-value]
+def _choices(kind: str, names: tuple[str, ...]) -> Callable[[str], tuple[Any, ...]]:
+    """An argparse type: a comma-separated selection of `names`."""
+
+    def parse(text: str) -> tuple[Any, ...]:
+        chosen = tuple(name.strip() for name in text.split(",") if name.strip())
+        for name in chosen:
+            if name not in names:
+                raise argparse.ArgumentTypeError(f"unknown {kind} {name!r}; choose from {names}")
+        return chosen
+
+    return parse
 
 
 def _intervals(text: str) -> tuple[float, ...]:
@@ -232,7 +195,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="Kafka bootstrap servers (default: $LAMINAR_KAFKA_BOOTSTRAP, else the local broker)",
     )
     parser.add_argument(
-        "--systems", type=_systems, default=SYSTEMS, help="comma-separated, default: all"
+        "--systems",
+        type=_choices("system", SYSTEMS),
+        default=SYSTEMS,
+        help="comma-separated, default: all",
+    )
+    parser.add_argument(
+        "--workloads",
+        type=_choices("workload", WORKLOADS),
+        default=WORKLOADS,
+        help="comma-separated, default: all (latency and kill -9 runs need stateless)",
     )
     parser.add_argument(
         "--intervals", type=_intervals, default=(1.0, 5.0), help="laminar checkpoint seconds"
@@ -256,6 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         records=args.records,
         partitions=args.partitions,
         systems=args.systems,
+        workloads=args.workloads,
         intervals_s=args.intervals,
         parallelism=args.parallelism,
         spark_master=args.spark_master,

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from benchmarks.records import DEFAULT_NUM_KEYS
 from benchmarks.workers import SYSTEMS, System, TaskResult, WorkerSettings
-from benchmarks.workloads import Workload
+from benchmarks.workloads import WORKLOADS, Workload
 from laminar_kafka.errors import ConfigError
 
 __all__ = ["CompareSettings", "Comparison", "Row"]
@@ -22,6 +22,8 @@ class Row:
     result: TaskResult
     latency: TaskResult | None = None
     recovery: TaskResult | None = None
+    not_applicable: str | None = None
+    """Set (to the reason) when the system has no implementation of the workload."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,8 @@ class CompareSettings:
     records: int = 2_000_000
     partitions: int = 8
     systems: tuple[System, ...] = SYSTEMS
+    workloads: tuple[Workload, ...] = WORKLOADS
+    """Latency and kill -9 runs go with the stateless workload: without it, none."""
     intervals_s: tuple[float, ...] = (1.0, 5.0)
     """laminar-kafka checkpoint intervals; the first is the reference for ratios."""
     commit_interval_s: float = 1.0
@@ -54,6 +58,9 @@ class CompareSettings:
         unknown = set(self.systems) - set(SYSTEMS)
         if unknown or not self.systems:
             raise ConfigError(f"unknown systems {sorted(unknown)}; choose from {SYSTEMS}")
+        strange = set(self.workloads) - set(WORKLOADS)
+        if strange or not self.workloads:
+            raise ConfigError(f"unknown workloads {sorted(strange)}; choose from {WORKLOADS}")
 
     @property
     def latency_records(self) -> int:
@@ -61,9 +68,23 @@ class CompareSettings:
         return self.latency_warmup + round(self.latency_rate * self.latency_seconds)
 
     @property
+    def laminar_slots(self) -> int:
+        """Spark slots laminar-kafka needs: `parallelism` tasks per stage of its deepest pipeline.
+
+        Each stage of a pipeline runs `parallelism` tasks at once (rekey: two stages).
+        """
+        from benchmarks.laminar_pipelines import stage_count
+
+        return self.parallelism * max(stage_count(workload) for workload in self.workloads)
+
+    @property
     def worker(self) -> WorkerSettings:
         """The part of these settings a worker process needs."""
-        return WorkerSettings(parallelism=self.parallelism, spark_master=self.spark_master)
+        return WorkerSettings(
+            parallelism=self.parallelism,
+            spark_master=self.spark_master,
+            laminar_slots=self.laminar_slots,
+        )
 
 
 @dataclass(frozen=True)

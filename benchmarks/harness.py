@@ -12,15 +12,19 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from benchmarks.broker import benchmark_broker
 from benchmarks.preload import preload
 from benchmarks.records import DEFAULT_NUM_KEYS
 from benchmarks.results import RunResult, format_table
 from benchmarks.topics import delete_topics, new_topic_maker
-from benchmarks.workloads import WORKLOADS, Workload, parse_workload
+from benchmarks.workloads import Workload, parse_workload
 
-__all__ = ["Baseline", "BaselineJob", "add_common_args", "run_baseline_cli"]
+__all__ = ["BOTH", "Baseline", "BaselineJob", "add_common_args", "run_baseline_cli"]
+
+BOTH: Final[tuple[Workload, ...]] = ("stateless", "keyed")
+"""`--workload both`: the one-hop workloads, which every baseline implements."""
 
 
 @dataclass(frozen=True)
@@ -65,18 +69,24 @@ def run_baseline_cli(
     parser: argparse.ArgumentParser,
     bind: Callable[[argparse.Namespace], Baseline],
     argv: Sequence[str] | None = None,
+    *,
+    workloads: tuple[Workload, ...] = BOTH,
 ) -> int:
-    """Parse `argv`, run `bind(args)` on the chosen workloads, print the results."""
+    """Parse `argv`, run `bind(args)` on the chosen workloads, print the results.
+
+    `workloads` are those the system implements: `--workload all` runs them all.
+    """
     add_common_args(parser)
     parser.add_argument(
         "--workload",
-        choices=[*WORKLOADS, "both"],
+        choices=[*workloads, "both", "all"],
         default="both",
-        help="which workload(s) to run",
+        help="which workload(s) to run (both: stateless and keyed)",
     )
     args = parser.parse_args(argv)
     baseline = bind(args)
-    workloads = WORKLOADS if args.workload == "both" else (parse_workload(args.workload),)
+    chosen = {"both": BOTH, "all": workloads}.get(args.workload)
+    workloads = chosen or (parse_workload(args.workload),)
     rows: list[RunResult] = []
     with benchmark_broker(args.bootstrap) as bootstrap:
         make_topic = new_topic_maker(bootstrap)

@@ -21,6 +21,7 @@ __all__ = [
     "COUNT_SCHEMA",
     "COUNT_SCHEMA_JSON",
     "DEFAULT_NUM_KEYS",
+    "NUM_PRODUCTS",
     "RECORD_SCHEMA",
     "RECORD_SCHEMA_JSON",
     "VALUE_SIZE",
@@ -31,12 +32,17 @@ __all__ = [
     "encode_record",
     "key_of",
     "make_record",
+    "product_of",
 ]
 
 Record = dict[str, Any]
 
 VALUE_SIZE: Final = 100
 DEFAULT_NUM_KEYS: Final = 1000
+NUM_PRODUCTS: Final = 97
+"""Distinct `product_of` values. Prime, so a record's product (its id mod 97) is
+independent of its `key` (a function of its id mod `num_keys`, 1000 by default):
+every product has records in every input partition."""
 
 RECORD_SCHEMA_JSON: Final = json.dumps(
     {
@@ -88,6 +94,11 @@ def _long_size(value: int) -> int:
 def key_of(record_id: int, num_keys: int = DEFAULT_NUM_KEYS) -> str:
     """The key of input record `record_id`: one of `num_keys` keys, spread."""
     return f"key-{(record_id * _KEY_SPREAD) % num_keys:06d}"
+
+
+def product_of(record_id: int) -> str:
+    """The product of input record `record_id`: the rekey workload's new key."""
+    return f"product-{record_id % NUM_PRODUCTS:02d}"
 
 
 def make_record(record_id: int, num_keys: int = DEFAULT_NUM_KEYS) -> Record:

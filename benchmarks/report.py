@@ -12,6 +12,7 @@ from typing import Final
 
 from benchmarks.comparison import Comparison, Row
 from benchmarks.memory import RSS_INTERVAL_S
+from benchmarks.records import NUM_PRODUCTS
 from benchmarks.workers import SYSTEMS, System, Task, TaskResult
 from benchmarks.workloads import WORKLOADS, Workload
 
@@ -80,7 +81,15 @@ def _num(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
+def _stages(values: Sequence[float], sep: str = " / ") -> str:
+    """Per-stage figures, stage 0 first: "41 / 63"."""
+    return sep.join(f"{value:.0f}" for value in values) or "-"
+
+
 def _cells(comparison: Comparison, row: Row) -> list[str]:
+    if row.not_applicable is not None:
+        head = [LABELS[row.system], row.workload, f"{row.interval_s:g} s", "n/a", "n/a"]
+        return head + ["-"] * (len(_HEADER) - len(head))
     result = row.result
     reference = _reference(comparison, row.workload)
     ours = None if reference is None else reference.result.records_per_s
@@ -99,6 +108,8 @@ def _cells(comparison: Comparison, row: Row) -> list[str]:
         "-" if ours is None or not rate else f"{ours / rate:.2f}",
         _num(result.checkpoint_p50_ms),
         _num(result.checkpoint_p99_ms),
+        _stages(result.stage_checkpoint_p50_ms),
+        _stages(result.stage_checkpoint_p99_ms),
         _num(result.alignment_p50_ms),
         _num(result.alignment_p99_ms),
         _num(None if latency is None else latency.latency_p50_ms),
@@ -117,6 +128,8 @@ _HEADER: Final = [
     "laminar/x",
     "ckpt p50 ms",
     "ckpt p99 ms",
+    "stage p50 ms",
+    "stage p99 ms",
     "align p50 ms",
     "align p99 ms",
     "e2e p50 ms",
@@ -155,17 +168,41 @@ def _notes(comparison: Comparison) -> list[str]:
         " barrier) to its snapshot (RunStats.alignment_ms). Behind a backlog a barrier comes"
         f" late: after the alignment timeout ({_alignment_timeout_s():g} s) a task snapshots"
         " unaligned.",
+        "stage: laminar, the part of a checkpoint each stage took, stage 0 first (RunStats."
+        "stage_checkpoint_s): stage 0 from its Prepare (barriers injected), stage s from stage"
+        " s-1's Commit, to the stage's Commit decided; with the injection they add up to ckpt."
+        " keyed declares its source"
+        " partitioned by key (one stage); rekey's key_by(product) repartitions through an"
+        f" internal topic of {s.parallelism} partitions into a second stage, which sees"
+        " barrier N only once stage 0 committed N.",
         "peak MiB: largest sum of RSS over the system's process tree (laminar and spark:"
         " Python driver, Spark JVM, Python workers; ceiling, quix: the one process), sampled"
         f" every {RSS_INTERVAL_S:g} s over the timed span (pages shared by processes count in"
         " each).",
         "The ceiling and Quix run in one Python process (one core at most); laminar runs"
-        f" {s.parallelism} worker tasks (Spark local[{s.parallelism}]) and Spark runs on"
+        f" {s.parallelism} worker tasks per stage (Spark local[{s.laminar_slots}]"
+        f"{'; rekey: two stages' if 'rekey' in s.workloads else ''}) and Spark runs on"
         f" {s.spark_master}: they can use more than one core.",
         "Spark's Kafka sink is at-least-once: its records are visible before their micro-batch"
         " commits, which favours it in records/s and e2e.",
     ]
-    if s.latency:
+    if "rekey" in s.workloads:
+        notes.append(
+            f"rekey: running count per product ({NUM_PRODUCTS} products, the id mod"
+            f" {NUM_PRODUCTS}) of records partitioned"
+            " by key; one output per input. laminar: source(not partitioned_by product)"
+            " .key_by(product): two stages, two transactional hops (JSON between them). quix:"
+            " group_by(product) through a repartition topic (JSON, as many partitions as the"
+            " input), then a stateful count, in the same one process. spark: groupBy(product)"
+            " .applyInPandasWithState, a Spark shuffle, no Kafka hop."
+        )
+    notes += [
+        f"n/a: {LABELS[row.system]} {row.workload}: {row.not_applicable}."
+        for row in comparison.rows
+        if row.not_applicable is not None
+    ]
+    stateless = "stateless" in s.workloads
+    if s.latency and stateless:
         notes.append(
             f"e2e: workload (a) at {ref} (baselines {s.commit_interval_s:g} s), a separate phase"
             f" on a fresh topic: {s.latency_warmup:,} warm-up records, then {s.latency_rate:,}"
@@ -173,7 +210,8 @@ def _notes(comparison: Comparison) -> list[str]:
             " visible to a read_committed consumer, over the records after the warm-up."
         )
     else:
-        notes.append("e2e: not measured (--skip-latency).")
+        why = "--skip-latency" if not s.latency else "no stateless workload"
+        notes.append(f"e2e: not measured ({why}).")
     kill = next((row.recovery for row in comparison.rows if row.recovery is not None), None)
     if kill is not None and kill.error is None:
         output = (
@@ -187,7 +225,7 @@ def _notes(comparison: Comparison) -> list[str]:
             f" running again (RunStats.recovery_s); {kill.kill_to_running_s:.1f} s from the kill"
             f"{output}; the output was then checked exact."
         )
-    elif "laminar" in s.systems and s.recovery:
+    elif "laminar" in s.systems and s.recovery and stateless:
         notes.append("recovery s: the kill -9 run failed, see below.")
     notes += [f"FAILED {failure}" for failure in comparison.failures]
     return notes
@@ -200,17 +238,24 @@ def _alignment_timeout_s() -> float:
 
 
 def summary_line(comparison: Comparison) -> str:
-    """The last line: workload (a) ratios at the reference interval and its checkpoint p99."""
-    reference = _reference(comparison, "stateless")
+    """The last line: workload (a)'s and rekey's ratios and checkpoint p99s, 1st interval."""
 
-    def ratio(system: System) -> str:
-        value = _ratio(comparison, system, "stateless")
+    def ratio(system: System, workload: Workload = "stateless") -> str:
+        value = _ratio(comparison, system, workload)
         return "-" if value is None else f"{value:.2f}"
 
-    p99 = None if reference is None else reference.result.checkpoint_p99_ms
+    def p99(workload: Workload) -> str:
+        reference = _reference(comparison, workload)
+        value = None if reference is None else reference.result.checkpoint_p99_ms
+        return _num(value).replace(",", "")
+
+    rekey = _reference(comparison, "rekey")
+    stages = () if rekey is None else rekey.result.stage_checkpoint_p99_ms
     return (
         f"laminar/quix={ratio('quix')} laminar/ceiling={ratio('ceiling')}"
-        f" laminar/spark={ratio('spark')} checkpoint_p99_ms={_num(p99).replace(',', '')}"
+        f" laminar/spark={ratio('spark')} checkpoint_p99_ms={p99('stateless')}"
+        f" rekey_laminar/quix={ratio('quix', 'rekey')} rekey_checkpoint_p99_ms={p99('rekey')}"
+        f" rekey_stage_p99_ms={_stages(stages, '/')}"
     )
 
 
@@ -219,7 +264,8 @@ def format_report(comparison: Comparison) -> str:
     s = comparison.settings
     heading = (
         f"compare: {s.records:,} records of 100 B Avro, {s.partitions} partitions, broker"
-        f" {comparison.bootstrap}; laminar parallelism {s.parallelism}, spark {s.spark_master};"
+        f" {comparison.bootstrap}; laminar parallelism {s.parallelism} per stage"
+        f" (local[{s.laminar_slots}]), spark {s.spark_master};"
         f" {os.cpu_count()} cores, load average {comparison.load_at_start:.1f} at the start"
     )
     table = _table([_HEADER, *(_cells(comparison, row) for row in comparison.rows)])

@@ -22,7 +22,14 @@ from typing import Any, Final
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from benchmarks.progress import Progress
-from benchmarks.records import DEFAULT_NUM_KEYS, decode_count, decode_record, key_of, make_record
+from benchmarks.records import (
+    DEFAULT_NUM_KEYS,
+    decode_count,
+    decode_record,
+    key_of,
+    make_record,
+    product_of,
+)
 from benchmarks.workloads import Workload, expected_output_count, keep, map_record
 from laminar_kafka.errors import BrokerError, PipelineError
 
@@ -130,22 +137,25 @@ def _check_stateless(pairs: list[KeyValue], records: int, num_keys: int) -> None
             raise _fail("stateless", f"id {record_id} has Kafka key {key!r}")
 
 
-def _check_keyed(pairs: list[KeyValue], records: int, num_keys: int) -> None:
+def _check_counts(
+    workload: Workload, pairs: list[KeyValue], records: int, key_of_id: Callable[[int], str]
+) -> None:
+    """Count records {id, key, count}: each id once, keyed `key_of_id(id)`, counts 1..n per key."""
     ids: set[int] = set()
     counts: dict[str, list[int]] = {}
     for key, value in pairs:
         out = decode_count(value)
         record_id: int = out["id"]
         if record_id in ids or not 0 <= record_id < records:
-            raise _fail("keyed", f"id {record_id} is a duplicate or out of range")
+            raise _fail(workload, f"id {record_id} is a duplicate or out of range")
         ids.add(record_id)
-        if out["key"] != key_of(record_id, num_keys) or key != out["key"].encode():
-            raise _fail("keyed", f"id {record_id} has key {out['key']!r} / Kafka key {key!r}")
+        if out["key"] != key_of_id(record_id) or key != out["key"].encode():
+            raise _fail(workload, f"id {record_id} has key {out['key']!r} / Kafka key {key!r}")
         counts.setdefault(out["key"], []).append(out["count"])
-    per_key = Counter(key_of(i, num_keys) for i in range(records))
+    per_key = Counter(key_of_id(i) for i in range(records))
     for name, seen in counts.items():
         if sorted(seen) != list(range(1, per_key[name] + 1)):
-            raise _fail("keyed", f"key {name} counts are not 1..{per_key[name]}")
+            raise _fail(workload, f"key {name} counts are not 1..{per_key[name]}")
 
 
 def check_output(
@@ -157,8 +167,10 @@ def check_output(
         raise _fail(workload, f"{len(pairs)} records, expected {expected}")
     if workload == "stateless":
         _check_stateless(pairs, records, num_keys)
+    elif workload == "keyed":
+        _check_counts(workload, pairs, records, lambda i: key_of(i, num_keys))
     else:
-        _check_keyed(pairs, records, num_keys)
+        _check_counts(workload, pairs, records, product_of)
 
 
 class OutputWatcher:

@@ -1,4 +1,4 @@
-"""The two benchmark workloads, defined once so that every system does the same work.
+"""The three benchmark workloads, defined once so that every system does the same work.
 
 Input: `RECORD_SCHEMA` records made by `records.make_record(i)` for i in 0..N-1,
 keyed by their `key` field (UTF-8), spread over the input topic's partitions.
@@ -13,6 +13,14 @@ keyed
            -> emit one `COUNT_SCHEMA` record {id, key, count} per input record;
               the output's Kafka key is `key`.
     Output count: N. Per key, the counts are exactly 1..(records with that key).
+rekey
+    decode -> re-key by `new_key(record)` (its product, `records.product_of(id)`;
+              the input is partitioned by `key`, so a product's records are in
+              every partition and must be repartitioned first)
+           -> running count of records seen so far per product (this one included)
+           -> emit one `COUNT_SCHEMA` record {id, key: product, count} per input
+              record; the output's Kafka key is the product.
+    Output count: N. Per product, the counts are exactly 1..(records of it).
 
 Systems that express the work in their own language (Spark's DataFrame
 functions, Quix's StreamingDataFrame) implement these same rules; the checks in
@@ -28,6 +36,7 @@ from benchmarks.records import (
     decode_record,
     encode_count,
     encode_record,
+    product_of,
 )
 
 __all__ = [
@@ -37,11 +46,12 @@ __all__ = [
     "expected_output_count",
     "keep",
     "map_record",
+    "new_key",
     "parse_workload",
     "transform_stateless",
 ]
 
-Workload = Literal["stateless", "keyed"]
+Workload = Literal["stateless", "keyed", "rekey"]
 WORKLOADS: Final[tuple[Workload, ...]] = get_args(Workload)
 
 FILTER_MODULUS: Final = 10
@@ -70,6 +80,11 @@ def map_record(record: Record) -> Record:
     }
 
 
+def new_key(record: Record) -> str:
+    """The rekey workload's key: the record's product."""
+    return product_of(record["id"])
+
+
 def transform_stateless(value: bytes) -> tuple[bytes, bytes] | None:
     """decode -> filter -> map -> encode; `(kafka key, value)` or None when filtered out."""
     record = decode_record(value)
@@ -96,7 +111,7 @@ class KeyedCounter:
 
 def expected_output_count(workload: Workload, records: int) -> int:
     """Output records that `records` inputs (ids 0..records-1) must yield."""
-    if workload == "keyed":
+    if workload != "stateless":
         return records
     dropped = (records + FILTER_MODULUS - 1) // FILTER_MODULUS
     return records - dropped

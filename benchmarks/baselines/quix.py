@@ -1,6 +1,6 @@
-"""Quix Streams baseline: the same two workloads as a Quix `Application`, exactly-once.
+"""Quix Streams baseline: the same workloads as a Quix `Application`, exactly-once.
 
-    <bench venv>/bin/python -m benchmarks.baselines.quix [--records N] [--workload both]
+    <bench venv>/bin/python -m benchmarks.baselines.quix [--records N] [--workload all]
 
 Quix Streams 3.28.1 pins confluent-kafka below 2.13 while laminar-kafka needs
 2.16, so it lives in its own virtualenv that sees the system packages (see
@@ -8,13 +8,20 @@ benchmarks/README.md). The app is what a Quix user would write:
 
     stateless  topic(Avro) -> filter(keep) -> apply(map_record) -> to_topic(key=new key)
     keyed      topic(Avro) -> apply(count, stateful=True)       -> to_topic (same key)
+    rekey      topic(Avro) -> group_by(new_key, name="product")
+               -> apply(count, stateful=True, metadata=True) -> to_topic (the product)
 
 with `processing_guarantee="exactly-once"` (Kafka transactions; the keyed
 state is RocksDB backed by a changelog topic, Quix's own recovery mechanism).
-The app runs in this thread; an `OutputWatcher` follows the output topic with
-read_committed and stops the app once every expected record is visible. The
-timed span runs from `app.run()` to that moment; `warmup_s` is the part before
-the first output record was visible (group join, state recovery, first commit).
+`group_by` writes every record to the repartition topic
+`repartition__<group>--...--product` (JSON, Quix's default; as many partitions
+as the input), which the same app (same consumer, same transactional producer)
+reads back once a commit made it visible: one process, two hops, like
+laminar-kafka's two stages. The app runs in this thread; an `OutputWatcher`
+follows the output topic with read_committed and stops the app once every
+expected record is visible. The timed span runs from `app.run()` to that
+moment; `warmup_s` is the part before the first output record was visible
+(group join, state recovery, first commit).
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from benchmarks.records import COUNT_SCHEMA_JSON, RECORD_SCHEMA_JSON, Record
 from benchmarks.results import RunResult
 from benchmarks.topics import delete_topics
 from benchmarks.verify import OutputWatcher, check_output, read_topic
-from benchmarks.workloads import expected_output_count, keep, map_record
+from benchmarks.workloads import WORKLOADS, expected_output_count, keep, map_record, new_key
 from laminar_kafka.errors import ConfigError, PipelineError
 
 __all__ = ["QUIX_VERSION", "run_quix"]
@@ -62,16 +69,24 @@ def _count(value: Record, state: Any) -> Record:
     return {"id": value["id"], "key": value["key"], "count": count}
 
 
+def _count_with_key(value: Record, key: str, _timestamp: int, _headers: Any, state: Any) -> Record:
+    """Rekey workload step: as `_count`, under the message key that `group_by` set."""
+    count = int(state.get("count", 0)) + 1
+    state.set("count", count)
+    return {"id": value["id"], "key": key, "count": count}
+
+
 def _new_key(value: Record) -> str:
     key: str = value["key"]
     return key
 
 
 def _delete_internal_topics(bootstrap: str, group: str) -> None:
-    """Delete the changelog topics Quix created for `group`'s state."""
+    """Delete the changelog and repartition topics Quix created for `group`."""
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
     names = admin.list_topics(timeout=30.0).topics
-    delete_topics(bootstrap, [name for name in names if name.startswith(f"changelog__{group}")])
+    mine = (f"changelog__{group}", f"repartition__{group}")
+    delete_topics(bootstrap, [name for name in names if name.startswith(mine)])
 
 
 def run_quix(job: BaselineJob) -> RunResult:
@@ -96,7 +111,7 @@ def run_quix(job: BaselineJob) -> RunResult:
             key_deserializer="str",
             value_deserializer=avro.AvroDeserializer(schema=json.loads(RECORD_SCHEMA_JSON)),
         )
-        out_schema = COUNT_SCHEMA_JSON if job.workload == "keyed" else RECORD_SCHEMA_JSON
+        out_schema = RECORD_SCHEMA_JSON if job.workload == "stateless" else COUNT_SCHEMA_JSON
         sink = app.topic(
             job.output_topic,
             key_serializer="str",
@@ -105,6 +120,10 @@ def run_quix(job: BaselineJob) -> RunResult:
         sdf = app.dataframe(source)
         if job.workload == "keyed":
             sdf = sdf.apply(_count, stateful=True)
+            sdf.to_topic(sink)
+        elif job.workload == "rekey":
+            sdf = sdf.group_by(new_key, name="product")
+            sdf = sdf.apply(_count_with_key, stateful=True, metadata=True)
             sdf.to_topic(sink)
         else:
             sdf = sdf.filter(keep).apply(map_record)
@@ -149,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m benchmarks.baselines.quix",
         description=f"Quix Streams {QUIX_VERSION} exactly-once baseline.",
     )
-    return run_baseline_cli("quix", parser, lambda _args: run_quix, argv)
+    return run_baseline_cli("quix", parser, lambda _args: run_quix, argv, workloads=WORKLOADS)
 
 
 if __name__ == "__main__":

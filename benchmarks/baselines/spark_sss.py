@@ -1,6 +1,6 @@
 """Spark Structured Streaming baseline: Spark's own Kafka source and sink, same workloads.
 
-    <bench venv>/bin/python -m benchmarks.baselines.spark_sss [--records N] [--workload both]
+    <bench venv>/bin/python -m benchmarks.baselines.spark_sss [--records N] [--workload all]
 
 The query is what a Spark user would write, in DataFrame code:
 
@@ -9,6 +9,8 @@ The query is what a Spark user would write, in DataFrame code:
     keyed      kafka source -> from_avro -> groupBy(key).applyInPandasWithState
                (running count per key, one row out per row in, rows of a key in
                offset order) -> to_avro -> kafka sink
+    rekey      the same, grouped by the product ("product-" + lpad(id % 97, 2, "0"),
+               `records.product_of`) instead of `key`: Spark shuffles, no Kafka hop
 
 with a 1 s processing-time trigger and a checkpoint in a temporary directory.
 The Kafka and Avro connectors come from Maven Central through
@@ -40,14 +42,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.avro.functions import from_avro, to_avro
-from pyspark.sql.functions import col, struct, upper
+from pyspark.sql.functions import col, concat, lit, lpad, struct, upper
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from benchmarks.harness import BaselineJob, run_baseline_cli
-from benchmarks.records import COUNT_SCHEMA_JSON, RECORD_SCHEMA_JSON
+from benchmarks.records import COUNT_SCHEMA_JSON, NUM_PRODUCTS, RECORD_SCHEMA_JSON
 from benchmarks.results import RunResult
 from benchmarks.verify import OutputWatcher, check_output, read_topic
-from benchmarks.workloads import FILTER_MODULUS, expected_output_count
+from benchmarks.workloads import FILTER_MODULUS, WORKLOADS, expected_output_count
 from laminar_kafka.errors import ConfigError, PipelineError
 
 if TYPE_CHECKING:
@@ -142,11 +144,17 @@ def _stateless(records: DataFrame) -> DataFrame:
     return mapped.select(col("key").cast("binary").alias("key"), value.alias("value"))
 
 
+def _products(records: DataFrame) -> DataFrame:
+    """The rekey workload's input: `key` replaced by the product (`records.product_of`)."""
+    product = concat(lit("product-"), lpad((col("id") % NUM_PRODUCTS).cast("string"), 2, "0"))
+    return records.withColumn("key", product)
+
+
 def _keyed(records: DataFrame) -> DataFrame:
     missing = [name for name in ("pandas", "pyarrow") if importlib.util.find_spec(name) is None]
     if missing:
         raise ConfigError(
-            f"the keyed Spark workload needs {' and '.join(missing)}: run it with the bench"
+            f"the keyed Spark workloads need {' and '.join(missing)}: run them with the bench"
             " virtualenv (see benchmarks/README.md)"
         )
     counted = (
@@ -180,7 +188,10 @@ def run_spark(job: BaselineJob, spark: SparkSession) -> RunResult:
     records = source.select(
         from_avro(col("value"), RECORD_SCHEMA_JSON).alias("r"), "partition", "offset"
     ).select("r.*", "partition", "offset")
-    output = _keyed(records) if job.workload == "keyed" else _stateless(records)
+    if job.workload == "stateless":
+        output = _stateless(records)
+    else:
+        output = _keyed(_products(records) if job.workload == "rekey" else records)
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as checkpoint:
         writer = (
             output.writeStream.format("kafka")
@@ -253,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run
 
     try:
-        return run_baseline_cli("spark_sss", parser, bind, argv)
+        return run_baseline_cli("spark_sss", parser, bind, argv, workloads=WORKLOADS)
     finally:
         for spark in sessions:
             spark.stop()

@@ -41,7 +41,7 @@ from benchmarks.workloads import (
     expected_output_count,
     transform_stateless,
 )
-from laminar_kafka.errors import BrokerError, PipelineError, TransactionError
+from laminar_kafka.errors import BrokerError, ConfigError, PipelineError, TransactionError
 
 __all__ = ["run_job", "run_transactional_loop"]
 
@@ -56,7 +56,9 @@ Process = Callable[[bytes], "tuple[bytes, bytes] | None"]
 def _processor(workload: Workload) -> Process:
     if workload == "keyed":
         return KeyedCounter().process
-    return transform_stateless
+    if workload == "stateless":
+        return transform_stateless
+    raise ConfigError(f"the transactional loop has one hop: no {workload} workload")
 
 
 def _retry_txn_call(what: str, call: Callable[[], None]) -> None:

@@ -130,9 +130,8 @@ class PipelineRunner:
             wanted = self.config.parallelism
             widths = stage_parallelism(self._plan, counts, wanted)
             if min(widths) < wanted:
-                stage = widths.index(min(widths))
-                inputs = sum(counts[t] for t in self._plan.stages[stage].inputs)
-                self._emit(ParallelismCapped(wanted, min(widths), inputs))
+                inputs = self._plan.stages[widths.index(min(widths))].inputs
+                self._emit(ParallelismCapped(wanted, min(widths), sum(counts[t] for t in inputs)))
             self._run_generations(counts, sum(widths))
         finally:
             self._store.unlock()
@@ -140,12 +139,13 @@ class PipelineRunner:
 
     # -- steps 2-4 --------------------------------------------------------
     def _run_generations(self, counts: dict[str, int], tasks: int) -> None:
-        if self._sc is None:
-            from laminar_kafka.runtime.spark_session import spark_context
+        from laminar_kafka.runtime.spark_session import check_local_slots, spark_context
 
+        if self._sc is None:
             self._sc = spark_context(
                 self.config.master or f"local[{tasks}]", f"laminar-{self.pipeline.name}", tasks
             )
+        check_local_slots(self._sc, tasks)
         partitions = [(t, p) for t in sorted(counts) for p in range(counts[t])]
         repeated: list[str] = []
         while True:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from laminar_kafka.cluster import check_cores
+from laminar_kafka.errors import ConfigError
 
 _LOG_CONFIG = Path(__file__).parent / "resources" / "spark-log4j2.properties"
 
@@ -135,3 +136,20 @@ def spark_context(master: str, app_name: str, tasks: int | None = None) -> Any:
     sc = session.sparkContext
     sc.setLogLevel("ERROR")
     return sc
+
+
+def check_local_slots(spark_context: Any, tasks: int) -> None:
+    """Refuse a `local[N]` context with fewer slots than the barrier job has tasks.
+
+    A barrier stage runs all its tasks at once or not at all: on too few slots
+    Spark waits and fails minutes later with no word about the cause.
+    """
+    master = str(spark_context.master)
+    if not master.startswith("local"):
+        return  # a cluster's cores are checked where it is known (cluster/capacity.py)
+    slots = int(spark_context.defaultParallelism)
+    if slots < tasks:
+        raise ConfigError(
+            f"the Spark context {master} has {slots} task slots, and this pipeline runs "
+            f"{tasks} worker tasks at once (stages times --parallelism): give it local[{tasks}]"
+        )

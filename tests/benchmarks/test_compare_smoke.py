@@ -19,6 +19,8 @@ _NUMBER = r"(\d+\.\d\d|-)"
 LAST_LINE = re.compile(
     rf"laminar/quix={_NUMBER} laminar/ceiling={_NUMBER} laminar/spark={_NUMBER}"
     r" checkpoint_p99_ms=(\d+|-)"
+    rf" rekey_laminar/quix={_NUMBER} rekey_checkpoint_p99_ms=(\d+|-)"
+    r" rekey_stage_p99_ms=(\d+(?:/\d+)*|-)"
 )
 
 
@@ -36,6 +38,7 @@ def test_laminar_and_ceiling_rows_check_out_and_the_report_ends_with_the_summary
         records=RECORDS,
         partitions=PARTITIONS,
         systems=("laminar", "ceiling"),
+        workloads=("stateless", "keyed"),
         intervals_s=(1.0,),
         latency_rate=1_000,
         latency_seconds=1.0,
@@ -79,3 +82,6 @@ def test_laminar_and_ceiling_rows_check_out_and_the_report_ends_with_the_summary
     assert match.group(1) == "-" and match.group(3) == "-"  # quix and spark did not run
     assert float(match.group(2)) > 0
     assert int(match.group(4)) == round(laminar.checkpoint_p99_ms)
+    assert match.group(5) == match.group(6) == match.group(7) == "-"  # rekey did not run
+    keyed = rows["laminar", "keyed"].result
+    assert len(keyed.stage_checkpoint_p99_ms) == 1  # partitioned_by="key": one stage

@@ -91,3 +91,18 @@ def test_workers_run_when_python3_on_the_path_is_broken(tmp_path: Path) -> None:
     assert "sum 285" in done.stdout
     assert f"worker {sys.executable}" in done.stdout
     assert "restored True" in done.stdout
+
+
+def test_a_local_context_with_fewer_slots_than_tasks_is_refused() -> None:
+    from laminar_kafka.errors import ConfigError
+    from laminar_kafka.runtime.spark_session import check_local_slots
+
+    class _Context:
+        master = "local[2]"
+        defaultParallelism = 2  # noqa: N815  (pyspark's name)
+
+    check_local_slots(_Context(), 2)
+    with pytest.raises(ConfigError, match=r"has 2 task slots, .* runs 4 worker tasks"):
+        check_local_slots(_Context(), 4)
+    _Context.master = "spark://127.0.0.1:7077"
+    check_local_slots(_Context(), 4)  # a cluster's cores are checked elsewhere

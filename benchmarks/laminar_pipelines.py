@@ -1,0 +1,82 @@
+"""The laminar-kafka pipelines of the benchmark workloads.
+
+They use the functions of `benchmarks.workloads` and the schemas of
+`benchmarks.records`, decoded and encoded as schemaless Avro (`framing="raw"`),
+so their output is byte for byte what the other systems write:
+
+    stateless  source(Avro) -> filter(keep) -> map(map_record) -> sink(Avro, key=key)
+    keyed      source(Avro, partitioned_by="key") -> key_by("key")
+               -> aggregate(running count, last id) -> sink({id, key, count}, key=key)
+    rekey      source(Avro) -> key_by(new_key)   [repartition: internal topic, stage 1]
+               -> aggregate(running count, last id) -> sink({id, product, count}, key=key)
+
+The input is partitioned by `key` with Kafka's murmur2 partitioner
+(`benchmarks.preload`), which the keyed source declares: its `key_by("key")`
+needs no repartition and the pipeline is one stage. The rekey source declares
+nothing, and its records are not partitioned by product anyway: `key_by`
+writes them to the internal topic `<pipeline>.by-product.repartition` (JSON,
+as laminar-kafka writes every internal topic), read by a second stage.
+
+The aggregates keep the id of the last record counted, so that every output
+record names its input; the count itself is what `KeyedStream.count()` keeps.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from benchmarks.records import COUNT_SCHEMA_JSON, RECORD_SCHEMA_JSON, Record
+from benchmarks.workloads import Workload, keep, map_record, new_key
+from laminar_kafka import AvroFormat, Pipeline
+from laminar_kafka.plan.stages import plan_stages
+
+__all__ = ["build_pipeline", "pipeline_name", "stage_count"]
+
+
+def _initial() -> tuple[int, int]:
+    """Keyed state: (running count, id of the last record counted)."""
+    return 0, -1
+
+
+def _add(state: tuple[int, int], record: Record) -> tuple[int, int]:
+    return state[0] + 1, record["id"]
+
+
+def _emit(key: str, state: tuple[int, int]) -> Record:
+    return {"id": state[1], "key": key, "count": state[0]}
+
+
+def _avro(schema_json: str) -> AvroFormat:
+    # No per-record validation on encode: no other system validates, and every
+    # output record is checked against the workload afterwards.
+    return AvroFormat(json.loads(schema_json), framing="raw", validate=False)
+
+
+def build_pipeline(name: str, workload: Workload, input_topic: str, output_topic: str) -> Pipeline:
+    """The laminar-kafka pipeline of `workload` from `input_topic` to `output_topic`."""
+    pipeline = Pipeline(name)
+    records = _avro(RECORD_SCHEMA_JSON)
+    if workload == "stateless":
+        mapped = pipeline.source(input_topic, value_format=records).filter(keep).map(map_record)
+        mapped.sink(output_topic, value_format=_avro(RECORD_SCHEMA_JSON), key="key")
+        return pipeline
+    if workload == "keyed":
+        source = pipeline.source(input_topic, value_format=records, partitioned_by="key")
+        keyed = source.key_by("key")
+    else:
+        source = pipeline.source(input_topic, value_format=records)
+        keyed = source.key_by(new_key, name="by-product")
+    counted = keyed.aggregate(_initial, _add, _emit)
+    counted.sink(output_topic, value_format=_avro(COUNT_SCHEMA_JSON), key="key")
+    return pipeline
+
+
+def pipeline_name(workload: Workload, interval_s: float, tag: str = "") -> str:
+    """A fresh pipeline name: its checkpoints, topics and transactional ids are its own."""
+    return f"bench-{tag}{workload}-{interval_s:g}s-{uuid.uuid4().hex[:8]}"
+
+
+def stage_count(workload: Workload) -> int:
+    """How many stages the pipeline of `workload` has (rekey: 2)."""
+    return len(plan_stages(build_pipeline("stages", workload, "in", "out")).stages)
