@@ -4,5 +4,13 @@ from laminar_kafka.formats.avro import AvroFormat
 from laminar_kafka.formats.base import Format
 from laminar_kafka.formats.json import JsonFormat
 from laminar_kafka.formats.raw import BytesFormat, StringFormat
+from laminar_kafka.formats.registry import RegistryAvroFormat
 
-__all__ = ["AvroFormat", "BytesFormat", "Format", "JsonFormat", "StringFormat"]
+__all__ = [
+    "AvroFormat",
+    "BytesFormat",
+    "Format",
+    "JsonFormat",
+    "RegistryAvroFormat",
+    "StringFormat",
+]

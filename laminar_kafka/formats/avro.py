@@ -14,8 +14,9 @@ bytes are refused instead of becoming wrong values.
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from fastavro.schema import fingerprint, to_parsing_canonical_form
@@ -23,6 +24,9 @@ from fastavro.validation import validate as validate_datum
 
 from laminar_kafka.errors import ConfigError, RecordDecodeError
 from laminar_kafka.formats.avro_strict import StrictAvro, may_overflow
+
+if TYPE_CHECKING:
+    from laminar_kafka.formats.registry import RegistryAvroFormat
 
 SINGLE_OBJECT_MARKER = b"\xc3\x01"
 Framing = Literal["single-object", "raw"]
@@ -84,6 +88,37 @@ class AvroFormat:
         from laminar_kafka.control.schemas import load_schema
 
         return cls(load_schema(name), framing=framing)
+
+    @staticmethod
+    def from_registry(
+        url: str,
+        subject: str,
+        *,
+        reader_schema: Any = None,
+        writer_schema: Any = None,
+        auto_register: bool = True,
+        validate: bool = True,
+        client_config: Mapping[str, Any] | None = None,
+    ) -> RegistryAvroFormat:
+        """Avro in the Confluent wire format (magic byte, schema id), schemas in a registry.
+
+        Sources decode each record with the schema its id names, resolved into
+        `reader_schema` when given; sinks write with `writer_schema` (else
+        `reader_schema`, else the subject's latest), registered under `subject`
+        if `auto_register`. `client_config` adds settings of confluent-kafka's
+        SchemaRegistryClient (e.g. `basic.auth.user.info`). See `formats/registry.py`.
+        """
+        from laminar_kafka.formats.registry import RegistryAvroFormat
+
+        return RegistryAvroFormat.create(
+            url,
+            subject,
+            reader_schema=reader_schema,
+            writer_schema=writer_schema,
+            auto_register=auto_register,
+            validate=validate,
+            client_config=client_config,
+        )
 
     def decode_one(self, data: bytes | None) -> Any:
         if data is None:

@@ -99,7 +99,7 @@ def test_a_local_context_with_fewer_slots_than_tasks_is_refused() -> None:
 
     class _Context:
         master = "local[2]"
-        defaultParallelism = 2  # noqa: N815  (pyspark's name)
+        defaultParallelism = 2
 
     check_local_slots(_Context(), 2)
     with pytest.raises(ConfigError, match=r"has 2 task slots, .* runs 4 worker tasks"):
