@@ -1,8 +1,9 @@
 """laminar-kafka against the ceiling, Quix Streams and Spark Structured Streaming, in one run.
 
     python -m benchmarks.compare [--records 2000000] [--partitions 8] [--bootstrap HOST:PORT]
-                                 [--systems laminar,ceiling,quix,spark]
+                                 [--systems laminar,limit,ceiling,quix,spark]
                                  [--workloads stateless,keyed,rekey] [--skip-latency]
+                                 [--parallelism 2] [--repeat 1]
 
 One pre-produced input topic; the workloads of `benchmarks.workloads` on each
 system that implements them (the others get an "n/a" row), each system in a
@@ -12,7 +13,7 @@ input topic, which they would not know to skip. Then, per system, a latency
 phase (`benchmarks.latency`) and, for laminar-kafka, a kill -9 run. The table
 (`benchmarks.report`; benchmarks/README.md "Comparison") goes to stdout, ending
 
-    laminar/quix=Q laminar/ceiling=C laminar/spark=S checkpoint_p99_ms=P
+    P=N laminar/quix=Q laminar/ceiling=C laminar/spark=S laminar/limit=L checkpoint_p99_ms=P
     rekey_laminar/quix=R rekey_checkpoint_p99_ms=E rekey_stage_p99_ms=S0/S1
 
 (one line) for workload (a) and the rekey workload with 1 s checkpoints;
@@ -62,7 +63,7 @@ __all__ = [
     "tree_rss_bytes",
 ]
 
-_RUN_ORDER: Final[tuple[System, ...]] = ("ceiling", "quix", "spark", "laminar")
+_RUN_ORDER: Final[tuple[System, ...]] = ("limit", "ceiling", "quix", "spark", "laminar")
 
 
 def _say(message: str) -> None:
@@ -210,9 +211,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--intervals", type=_intervals, default=(1.0, 5.0), help="laminar checkpoint seconds"
     )
     parser.add_argument(
-        "--parallelism", type=int, default=2, help="laminar worker tasks (Spark local[N])"
+        "--parallelism",
+        type=int,
+        default=2,
+        help="P: laminar tasks per stage, ceiling/limit/quix processes, Spark local[P]",
     )
-    parser.add_argument("--spark-master", default="local[2]", help="master of the Spark baseline")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="timed runs each, medians reported (full run: 3)"
+    )
+    parser.add_argument("--spark-master", default="", help="Spark baseline master (local[P])")
     parser.add_argument("--skip-latency", action="store_true", help="no end-to-end latency phase")
     parser.add_argument("--skip-recovery", action="store_true", help="no kill -9 run")
     parser.add_argument("--latency-rate", type=int, default=5_000, help="records/s, latency phase")
@@ -232,6 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         intervals_s=args.intervals,
         parallelism=args.parallelism,
         spark_master=args.spark_master,
+        repeat=args.repeat,
         latency=not args.skip_latency,
         latency_rate=args.latency_rate,
         latency_seconds=args.latency_seconds,

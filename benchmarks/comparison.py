@@ -24,6 +24,9 @@ class Row:
     recovery: TaskResult | None = None
     not_applicable: str | None = None
     """Set (to the reason) when the system has no implementation of the workload."""
+    spread: tuple[float, float] | None = None
+    """Lowest and highest records/s over the repeated runs (`result` holds medians)."""
+    runs: int = 1
 
 
 @dataclass(frozen=True)
@@ -40,8 +43,11 @@ class CompareSettings:
     commit_interval_s: float = 1.0
     """Commit interval of the ceiling and Quix, trigger interval of Spark."""
     parallelism: int = 2
-    """laminar-kafka worker tasks (Spark local[N]); the ceiling and Quix use one process."""
-    spark_master: str = "local[2]"
+    """P: laminar-kafka tasks per stage; processes of the ceiling loop, the limit and Quix."""
+    spark_master: str = ""
+    """Master of the Spark baseline; empty: local[P]."""
+    repeat: int = 1
+    """Timed runs per system, workload and interval; the table gives medians and spread."""
     latency: bool = True
     latency_rate: int = 5_000
     latency_seconds: float = 10.0
@@ -51,8 +57,10 @@ class CompareSettings:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        if self.records < 1 or self.partitions < 1 or self.parallelism < 1:
-            raise ConfigError("records, partitions and parallelism must be positive")
+        if min(self.records, self.partitions, self.parallelism, self.repeat) < 1:
+            raise ConfigError("records, partitions, parallelism and repeat must be positive")
+        if not self.spark_master:
+            object.__setattr__(self, "spark_master", f"local[{self.parallelism}]")
         if not self.intervals_s or min(self.intervals_s) <= 0:
             raise ConfigError("give at least one positive checkpoint interval")
         unknown = set(self.systems) - set(SYSTEMS)

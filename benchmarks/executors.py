@@ -76,20 +76,36 @@ class _LaminarExecutor:
 
 
 class _CeilingExecutor:
+    """The transactional loop, or with `copy` the physical limit, as P processes.
+
+    The ceiling's latency phase runs one process: its input is produced while
+    it runs, so no process knows beforehand how many records its share holds.
+    """
+
+    def __init__(self, settings: WorkerSettings, copy: bool) -> None:
+        self._parallelism = settings.parallelism
+        self._copy = copy
+
     def run(self, task: Task) -> TaskResult:
+        from benchmarks.baselines.parallel import run_loops
         from benchmarks.baselines.transactional_loop import run_job
 
-        return TaskResult.of_run(run_job(task.job))
+        if not self._copy and (self._parallelism == 1 or task.kind == "latency"):
+            return TaskResult.of_run(run_job(task.job))
+        return TaskResult.of_run(run_loops(task.job, self._parallelism, copy=self._copy))
 
     def close(self) -> None:
         pass
 
 
 class _QuixExecutor:
+    def __init__(self, settings: WorkerSettings) -> None:
+        self._parallelism = settings.parallelism
+
     def run(self, task: Task) -> TaskResult:
         from benchmarks.baselines.quix import run_quix
 
-        return TaskResult.of_run(run_quix(task.job))
+        return TaskResult.of_run(run_quix(task.job, self._parallelism))
 
     def close(self) -> None:
         pass
@@ -116,10 +132,10 @@ def executor_for(system: System, settings: WorkerSettings, spark_context: Any = 
     if system == "laminar":
         return _LaminarExecutor(settings, spark_context)
     if system == "quix":
-        return _QuixExecutor()
+        return _QuixExecutor(settings)
     if system == "spark":
         return _SparkExecutor(settings)
-    return _CeilingExecutor()
+    return _CeilingExecutor(settings, copy=system == "limit")
 
 
 def execute(executor: Executor, task: Task) -> TaskResult:

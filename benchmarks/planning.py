@@ -2,10 +2,10 @@
 
 Per system: one timed task per chosen workload it implements and commit
 interval (laminar-kafka: every `--intervals` value; the others: their commit
-interval), each with an output topic of its own; with the stateless workload
-chosen, a latency phase on a fresh input topic and, for laminar-kafka, a kill -9
-run. A chosen workload the system does not implement (`tasks.UNSUPPORTED`)
-gets an "n/a" row instead.
+interval), `repeat` times, each with an output topic of its own; with the
+stateless workload chosen, a latency phase on a fresh input topic (not for the
+limit) and, for laminar-kafka, a kill -9 run. A chosen workload the system does
+not implement (`tasks.UNSUPPORTED`) gets an "n/a" row instead.
 """
 
 from __future__ import annotations
@@ -51,10 +51,11 @@ def plan_tasks(
         for workload in settings.workloads
         if workload in SYSTEM_WORKLOADS[system]
         for interval in intervals
+        for _ in range(settings.repeat)
     ]
     if "stateless" not in settings.workloads:
         return tasks
-    if settings.latency:
+    if settings.latency and system != "limit":
         lat_in = make_topic(f"bench-lat-in-{system}", settings.partitions)
         latency = job(
             "stateless", reference, "lat-out", input_topic=lat_in, records=settings.latency_records

@@ -26,12 +26,13 @@ __all__ = [
     "one_line",
 ]
 
-System = Literal["laminar", "ceiling", "quix", "spark"]
-SYSTEMS: Final[tuple[System, ...]] = ("laminar", "ceiling", "quix", "spark")
+System = Literal["laminar", "limit", "ceiling", "quix", "spark"]
+SYSTEMS: Final[tuple[System, ...]] = ("laminar", "limit", "ceiling", "quix", "spark")
 TaskKind = Literal["throughput", "latency", "recovery"]
 
 SYSTEM_WORKLOADS: Final[dict[System, tuple[Workload, ...]]] = {
     "laminar": WORKLOADS,
+    "limit": WORKLOADS,
     "ceiling": ("stateless", "keyed"),
     "quix": WORKLOADS,
     "spark": WORKLOADS,
@@ -47,7 +48,11 @@ UNSUPPORTED: Final[dict[tuple[System, Workload], str]] = {
 
 @dataclass(frozen=True)
 class WorkerSettings:
-    """What a worker needs beyond its tasks: laminar's task count, Spark's master."""
+    """What a worker needs beyond its tasks: the parallelism P, Spark's master.
+
+    P is laminar's tasks per stage and the processes of the ceiling loop, the
+    limit and Quix (one consumer group).
+    """
 
     parallelism: int = 2
     spark_master: str = "local[2]"

@@ -30,6 +30,7 @@ from benchmarks.tasks import (
     WorkerSettings,
     one_line,
 )
+from benchmarks.venv import BENCH_VENV_ENV, bench_python
 
 __all__ = [
     "BENCH_VENV_ENV",
@@ -46,15 +47,13 @@ __all__ = [
     "worker_main",
 ]
 
-BENCH_VENV_ENV: Final = "BENCH_VENV"
-_DEFAULT_VENV: Final = Path.home() / ".cache" / "laminar-kafka" / "bench-venv"
 _REPO: Final = Path(__file__).resolve().parents[1]
-_REQUIREMENTS: Final = _REPO / "benchmarks" / "requirements-baselines.txt"
 _NEEDS: Final[dict[System, tuple[str, ...]]] = {
     "laminar": (),
+    "limit": (),
     "ceiling": (),
     "quix": ("quixstreams",),
-    "spark": ("pandas", "pyarrow"),
+    "spark": ("pyspark", "pandas", "pyarrow"),
 }
 _EVENT: Final = "@@compare "
 
@@ -96,22 +95,7 @@ def _interpreter(system: System) -> str:
     needs = _NEEDS[system]
     if all(importlib.util.find_spec(module) is not None for module in needs):
         return sys.executable
-    venv = Path(os.environ.get(BENCH_VENV_ENV) or _DEFAULT_VENV).expanduser()
-    python = venv / "bin" / "python"
-    if not python.exists():
-        _say(f"creating the bench virtualenv {venv} (see benchmarks/README.md)")
-        subprocess.run(
-            [sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True
-        )
-    probe = subprocess.run([python, "-c", f"import {', '.join(needs)}"], capture_output=True)
-    if probe.returncode != 0:
-        _say(f"installing {_REQUIREMENTS.name} into {venv} (first run only)")
-        subprocess.run(
-            [python, "-m", "pip", "install", "-r", str(_REQUIREMENTS)],
-            check=True,
-            stdout=sys.stderr,
-        )
-    return str(python)
+    return str(bench_python())
 
 
 def run_tasks(

@@ -89,50 +89,52 @@ def _delete_internal_topics(bootstrap: str, group: str) -> None:
     delete_topics(bootstrap, [name for name in names if name.startswith(mine)])
 
 
-def run_quix(job: BaselineJob) -> RunResult:
-    """Run one workload in a Quix Streams app until its whole output is committed."""
+def build_app(job: BaselineJob, group: str, state_dir: str) -> Any:
+    """The Quix app of `job.workload`, ready to `run()`, in consumer group `group`."""
     quixstreams = _import("quixstreams")
     avro = _import("quixstreams.models.serializers.avro")
-    label = f"quix {job.workload}"
-    expected = expected_output_count(job.workload, job.records)
-    group = f"bench-quix-{uuid.uuid4().hex[:10]}"
-    with tempfile.TemporaryDirectory(prefix="bench-quix-") as state_dir:
-        app = quixstreams.Application(
-            broker_address=job.bootstrap,
-            consumer_group=group,
-            auto_offset_reset="earliest",
-            commit_interval=job.commit_interval_s,
-            processing_guarantee="exactly-once",
-            state_dir=state_dir,
-            loglevel="WARNING",
-        )
-        source = app.topic(
-            job.input_topic,
-            key_deserializer="str",
-            value_deserializer=avro.AvroDeserializer(schema=json.loads(RECORD_SCHEMA_JSON)),
-        )
-        out_schema = RECORD_SCHEMA_JSON if job.workload == "stateless" else COUNT_SCHEMA_JSON
-        sink = app.topic(
-            job.output_topic,
-            key_serializer="str",
-            value_serializer=avro.AvroSerializer(schema=json.loads(out_schema)),
-        )
-        sdf = app.dataframe(source)
-        if job.workload == "keyed":
-            sdf = sdf.apply(_count, stateful=True)
-            sdf.to_topic(sink)
-        elif job.workload == "rekey":
-            sdf = sdf.group_by(new_key, name="product")
-            sdf = sdf.apply(_count_with_key, stateful=True, metadata=True)
-            sdf.to_topic(sink)
-        else:
-            sdf = sdf.filter(keep).apply(map_record)
-            sdf.to_topic(sink, key=_new_key)
+    app = quixstreams.Application(
+        broker_address=job.bootstrap,
+        consumer_group=group,
+        auto_offset_reset="earliest",
+        commit_interval=job.commit_interval_s,
+        processing_guarantee="exactly-once",
+        state_dir=state_dir,
+        loglevel="WARNING",
+    )
+    source = app.topic(
+        job.input_topic,
+        key_deserializer="str",
+        value_deserializer=avro.AvroDeserializer(schema=json.loads(RECORD_SCHEMA_JSON)),
+    )
+    out_schema = RECORD_SCHEMA_JSON if job.workload == "stateless" else COUNT_SCHEMA_JSON
+    sink = app.topic(
+        job.output_topic,
+        key_serializer="str",
+        value_serializer=avro.AvroSerializer(schema=json.loads(out_schema)),
+    )
+    sdf = app.dataframe(source)
+    if job.workload == "keyed":
+        sdf = sdf.apply(_count, stateful=True)
+        sdf.to_topic(sink)
+    elif job.workload == "rekey":
+        sdf = sdf.group_by(new_key, name="product")
+        sdf = sdf.apply(_count_with_key, stateful=True, metadata=True)
+        sdf.to_topic(sink)
+    else:
+        sdf = sdf.filter(keep).apply(map_record)
+        sdf.to_topic(sink, key=_new_key)
+    return app
 
+
+def _run_here(job: BaselineJob, group: str) -> tuple[float, OutputWatcher]:
+    """One app in this thread; the start of the timed span and the output's watcher."""
+    with tempfile.TemporaryDirectory(prefix="bench-quix-") as state_dir:
+        app = build_app(job, group, state_dir)
         watcher = OutputWatcher(
             job.bootstrap,
             job.output_topic,
-            expected,
+            expected_output_count(job.workload, job.records),
             app.stop,
             timeout_s=_RUN_TIMEOUT_S,
             progress=job.progress,
@@ -144,7 +146,28 @@ def run_quix(job: BaselineJob) -> RunResult:
         finally:
             watcher.stop()
             watcher.join()
-            _delete_internal_topics(job.bootstrap, group)
+    return start, watcher
+
+
+def run_quix(job: BaselineJob, parallelism: int = 1) -> RunResult:
+    """Run one workload in `parallelism` Quix app processes until its output is committed.
+
+    One app runs in this thread; more run as processes of the same consumer group
+    (`benchmarks.baselines.parallel`).
+    """
+    from benchmarks.baselines.parallel import run_quix_apps
+
+    _import("quixstreams")
+    label = f"quix {job.workload}"
+    expected = expected_output_count(job.workload, job.records)
+    group = f"bench-quix-{uuid.uuid4().hex[:10]}"
+    try:
+        if parallelism > 1:
+            start, watcher = run_quix_apps(job, parallelism, group)
+        else:
+            start, watcher = _run_here(job, group)
+    finally:
+        _delete_internal_topics(job.bootstrap, group)
     if watcher.error is not None:
         raise PipelineError(f"{label}: {watcher.error}") from watcher.error
     if watcher.done_at is None:

@@ -17,8 +17,8 @@ PARTITIONS = 2
 
 _NUMBER = r"(\d+\.\d\d|-)"
 LAST_LINE = re.compile(
-    rf"laminar/quix={_NUMBER} laminar/ceiling={_NUMBER} laminar/spark={_NUMBER}"
-    r" checkpoint_p99_ms=(\d+|-)"
+    rf"P=\d+ laminar/quix={_NUMBER} laminar/ceiling={_NUMBER} laminar/spark={_NUMBER}"
+    rf" laminar/limit={_NUMBER} checkpoint_p99_ms=(\d+|-)"
     rf" rekey_laminar/quix={_NUMBER} rekey_checkpoint_p99_ms=(\d+|-)"
     r" rekey_stage_p99_ms=(\d+(?:/\d+)*|-)"
 )
@@ -79,9 +79,9 @@ def test_laminar_and_ceiling_rows_check_out_and_the_report_ends_with_the_summary
     assert len([line for line in report if line.startswith(("laminar ", "ceiling "))]) == 4
     match = LAST_LINE.fullmatch(report[-1])
     assert match is not None, report[-1]
-    assert match.group(1) == "-" and match.group(3) == "-"  # quix and spark did not run
+    assert match.group(1) == match.group(3) == match.group(4) == "-"  # no quix, spark, limit
     assert float(match.group(2)) > 0
-    assert int(match.group(4)) == round(laminar.checkpoint_p99_ms)
-    assert match.group(5) == match.group(6) == match.group(7) == "-"  # rekey did not run
+    assert int(match.group(5)) == round(laminar.checkpoint_p99_ms)
+    assert match.group(6) == match.group(7) == match.group(8) == "-"  # rekey did not run
     keyed = rows["laminar", "keyed"].result
     assert len(keyed.stage_checkpoint_p99_ms) == 1  # partitioned_by="key": one stage

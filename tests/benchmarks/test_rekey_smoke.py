@@ -26,8 +26,8 @@ PARTITIONS = 2
 
 _NUMBER = r"(\d+\.\d\d|-)"
 LAST_LINE = re.compile(
-    rf"laminar/quix={_NUMBER} laminar/ceiling={_NUMBER} laminar/spark={_NUMBER}"
-    r" checkpoint_p99_ms=(\d+|-)"
+    rf"P=\d+ laminar/quix={_NUMBER} laminar/ceiling={_NUMBER} laminar/spark={_NUMBER}"
+    rf" laminar/limit={_NUMBER} checkpoint_p99_ms=(\d+|-)"
     rf" rekey_laminar/quix={_NUMBER} rekey_checkpoint_p99_ms=(\d+|-)"
     r" rekey_stage_p99_ms=(\d+(?:/\d+)*|-)"
 )
@@ -110,9 +110,9 @@ def test_laminar_rekey_runs_two_stages_and_the_ceiling_row_is_not_applicable(
     assert any("n/a: ceiling (txn loop) rekey" in line for line in report)
     match = LAST_LINE.fullmatch(report[-1])
     assert match is not None, report[-1]
-    assert match.group(1) == match.group(4) == match.group(5) == "-"  # no stateless, no quix
-    assert int(match.group(6)) == round(laminar.checkpoint_p99_ms)
-    assert match.group(7) == "/".join(f"{ms:.0f}" for ms in laminar.stage_checkpoint_p99_ms)
+    assert match.group(1) == match.group(5) == match.group(6) == "-"  # no stateless, no quix
+    assert int(match.group(7)) == round(laminar.checkpoint_p99_ms)
+    assert match.group(8) == "/".join(f"{ms:.0f}" for ms in laminar.stage_checkpoint_p99_ms)
 
 
 def _bench_python() -> Path:
