@@ -50,8 +50,10 @@ def settings(bootstrap: str, work_dir: Path) -> ChaosSettings:
         checkpoint_interval_s=0.5,
         work_dir=work_dir,
         say=lambda _m: None,
-        chunks=16,
-        pause_s=0.25,
+        # Input keeps arriving (a chunk every 60 ms, about 4 s in all): whatever moment a
+        # point fires at, records delivered after the last cut are in flight.
+        chunks=64,
+        pause_s=0.06,
     )
 
 

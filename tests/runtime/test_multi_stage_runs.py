@@ -241,3 +241,34 @@ def test_a_pipeline_whose_stages_changed_is_refused_at_start(
     with pytest.raises(CheckpointError, match="through") as info:
         PipelineRunner(two_stages, cfg, spark_context).run()
     assert "orders" in str(info.value) or source in str(info.value)
+
+
+def test_an_internal_topic_keeps_its_partition_count_and_refuses_another(
+    kafka_bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    from laminar_kafka.errors import ConfigError
+    from laminar_kafka.kafka.admin import partition_counts
+    from laminar_kafka.plan.stages import plan_stages
+    from laminar_kafka.runtime.internal_topics import prepare_internal_topics
+
+    source = topic_factory.create("orders", partitions=2)
+    kafka = KafkaConnection(kafka_bootstrap)
+
+    def pipeline(partitions: int | None) -> Pipeline:
+        p = Pipeline("count-" + source[-8:])
+        p.source(source).key_by("k", name="by-k", partitions=partitions).count().sink(
+            source + "-out"
+        )
+        return p
+
+    first = prepare_internal_topics(kafka, plan_stages(pipeline(None)), parallelism=3)
+    (topic,) = first
+    assert first == {topic: 3} and partition_counts(kafka)[topic] == 3
+    # Another parallelism later: the count stays (state lives per partition).
+    assert prepare_internal_topics(kafka, plan_stages(pipeline(None)), parallelism=5) == first
+    assert prepare_internal_topics(kafka, plan_stages(pipeline(3)), parallelism=1) == first
+    with pytest.raises(ConfigError, match=r"has 3 partitions, but key_by asks for 4"):
+        prepare_internal_topics(kafka, plan_stages(pipeline(4)), parallelism=2)
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    for future in admin.delete_topics([topic]).values():
+        future.result(30)
