@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from laminar_kafka.testing import TopicFactory, session_bootstrap
+from laminar_kafka.testing.object_store import LocalS3
 
 # -- Kafka -------------------------------------------------------------------------
 
@@ -51,7 +52,25 @@ def pid_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def spark_context(pid_dir: Path) -> Iterator[Any]:
+def local_s3() -> Iterator[LocalS3]:
+    """An S3 API on loopback (moto's server); its AWS variables go into the environment,
+    so that every process started afterwards (Spark's workers too) finds it."""
+    server = LocalS3()
+    os.environ.update(server.environment())
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_bucket(local_s3: LocalS3) -> str:
+    """A fresh bucket's URL, `s3://laminar-<random>`."""
+    return local_s3.bucket()
+
+
+@pytest.fixture(scope="session")
+def spark_context(pid_dir: Path, local_s3: LocalS3) -> Iterator[Any]:
     """One Spark local[4] context for the session's in-process pipeline runs."""
     from laminar_kafka.runtime.spark_session import spark_context as make
 

@@ -33,6 +33,7 @@ from laminar_kafka.checkpoint.inspection_report import (
     StoreReport,
     TopologyStep,
 )
+from laminar_kafka.checkpoint.locations import StorePath, store_path
 from laminar_kafka.checkpoint.manifest import Manifest
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import CheckpointError
@@ -45,12 +46,12 @@ _STATE_FILE = re.compile(r"task-([0-9]+)-g([0-9]+)\.state")
 _HOME_FILES = ("generation.json", "MARKERS_SEEN", "LOCK")
 
 
-def _checkpoint_id(entry: Path) -> int | None:
+def _checkpoint_id(entry: StorePath) -> int | None:
     match = _CHECKPOINT_DIR.fullmatch(entry.name)
     return int(match.group(1)) if match and entry.is_dir() else None
 
 
-def _is_home(directory: Path) -> bool:
+def _is_home(directory: StorePath) -> bool:
     """Whether `directory` is one pipeline's part of a store (`<root>/<pipeline>`)."""
     if not directory.is_dir():
         return False
@@ -59,7 +60,7 @@ def _is_home(directory: Path) -> bool:
     return any(_checkpoint_id(entry) is not None for entry in directory.iterdir())
 
 
-def find_pipelines(root: Path) -> list[str]:
+def find_pipelines(root: StorePath) -> list[str]:
     """The names of the pipelines that have a home under `root`, sorted."""
     return sorted(entry.name for entry in root.iterdir() if _is_home(entry))
 
@@ -161,7 +162,7 @@ def _read_manifests(
             continue
         manifests[checkpoint_id] = manifest
         for path, partitions in sorted(_files_of(manifest).items()):
-            if not Path(path).is_file() and _still_there(store, checkpoint_id):
+            if not store_path(path).is_file() and _still_there(store, checkpoint_id):
                 problems.append(
                     f"checkpoint {checkpoint_id}: state file {path} is missing: the state of "
                     f"{', '.join(partitions)} cannot be restored from it"
@@ -207,7 +208,7 @@ def _incomplete(store: CheckpointStore, complete: list[int]) -> tuple[Incomplete
 def _newest(manifest: Manifest, problems: list[str], notes: list[str]) -> NewestCheckpoint:
     files = []
     for path, partitions in sorted(_files_of(manifest).items()):
-        if Path(path).is_file():  # a missing one is already a problem
+        if store_path(path).is_file():  # a missing one is already a problem
             state = _state_file(path, partitions, problems, notes)
             if state is not None:
                 files.append(state)
@@ -220,7 +221,7 @@ def _state_file(
 ) -> StateFile | None:
     """What one task's state file holds per step; None (and a problem) if it is unreadable."""
     try:
-        data = Path(path).read_bytes()
+        data = store_path(path).read_bytes()
         body = pickle.loads(data)
         if not isinstance(body, dict):
             raise TypeError(f"it holds a {type(body).__name__}, not partitions")

@@ -9,20 +9,29 @@ Layout under `<root>/<pipeline>/`:
     chk-<id>/MANIFEST.json             written by the coordinator: the Commit decision
                                        (rewritten per stage; partial until the last)
 
-Only local paths (or `file://` URIs) are supported so far; on a cluster the
-directory must be shared by the driver and every executor.
+The root is a local path, a `file://` URL or an object store URL such as
+`s3://bucket/checkpoints` (see `locations`); on a cluster it must be reachable
+from the driver and every executor. On an object store there is no LOCK file:
+the runner's Kafka lease keeps a second driver out (`kafka/group_lease.py`).
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
-import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from laminar_kafka.checkpoint.files import make_dirs, write_atomic
+from laminar_kafka.checkpoint.files import make_dirs
+from laminar_kafka.checkpoint.locations import (
+    StorePath,
+    remove_file,
+    remove_tree,
+    store_path,
+    write_whole,
+)
 from laminar_kafka.checkpoint.manifest import Manifest
 from laminar_kafka.errors import CheckpointError
 
@@ -33,7 +42,7 @@ class GenerationInfo:
     max_parallelism: int
 
 
-def _checkpoint_id(entry: Path) -> int | None:
+def _checkpoint_id(entry: StorePath) -> int | None:
     """The id of a `chk-<id>` directory; None for any other entry."""
     name = entry.name
     if not name.startswith("chk-") or not name[4:].isdigit():
@@ -41,31 +50,25 @@ def _checkpoint_id(entry: Path) -> int | None:
     return int(name[4:])
 
 
-def _root_path(uri: str) -> Path:
-    if uri.startswith("file://"):
-        return Path(uri[len("file://") :])
-    if "://" in uri:
-        raise CheckpointError(
-            f"checkpoint directory {uri!r}: only local paths and file:// URIs are supported"
-        )
-    return Path(uri)
-
-
 class CheckpointStore:
     """Reads and writes one pipeline's checkpoints under a root directory."""
 
     def __init__(self, root: str, pipeline: str) -> None:
-        self.root = _root_path(root).expanduser().resolve()
+        self.root = store_path(root)
         self.pipeline = pipeline
         self.home = self.root / pipeline
         self._lock_file: IO[bytes] | None = None
+        self._fence: Callable[[], None] | None = None
 
     # -- application lock -------------------------------------------------
     def lock(self) -> None:
         """Refuse to run two applications of one pipeline on one store.
 
-        An flock on `LOCK`: released by the kernel when the holder exits, however it exits.
+        An flock on `LOCK`: released by the kernel when the holder exits, however it
+        exits. An object store has no such lock: there the Kafka lease does it alone.
         """
+        if not isinstance(self.home, Path):
+            return
         make_dirs(self.home)
         handle = open(self.home / "LOCK", "ab")  # noqa: SIM115 - held for the run
         try:
@@ -82,6 +85,10 @@ class CheckpointStore:
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
+
+    def fence_manifests(self, check: Callable[[], None]) -> None:
+        """Call `check` before every manifest write: it raises once this driver lost its lease."""
+        self._fence = check
 
     # -- generations ------------------------------------------------------
     def read_generation(self) -> GenerationInfo:
@@ -101,7 +108,7 @@ class CheckpointStore:
         body = {"generation": new.generation, "max_parallelism": new.max_parallelism}
         path = self.home / "generation.json"
         try:
-            write_atomic(path, json.dumps(body).encode())
+            write_whole(path, json.dumps(body).encode())
         except OSError as exc:
             raise CheckpointError(f"{path}: cannot be written: {exc}") from None
         return new
@@ -111,39 +118,41 @@ class CheckpointStore:
         """Record that Kafka held committed offset markers for this pipeline."""
         path = self.home / "MARKERS_SEEN"
         if not path.exists():
-            write_atomic(path, b"offset markers were committed for this pipeline\n")
+            write_whole(path, b"offset markers were committed for this pipeline\n")
 
     def markers_seen(self) -> bool:
         """Whether Kafka ever held committed offset markers for this pipeline."""
         return (self.home / "MARKERS_SEEN").exists()
 
     # -- snapshots (written by tasks) -------------------------------------
-    def checkpoint_dir(self, checkpoint_id: int) -> Path:
+    def checkpoint_dir(self, checkpoint_id: int) -> StorePath:
         return self.home / f"chk-{checkpoint_id:012d}"
 
-    def snapshot_path(self, checkpoint_id: int, task: int, generation: int) -> Path:
+    def snapshot_path(self, checkpoint_id: int, task: int, generation: int) -> StorePath:
         # The generation in the name keeps a zombie task of an older generation
         # from overwriting the snapshot that the current one acknowledged.
         return self.checkpoint_dir(checkpoint_id) / f"task-{task}-g{generation}.state"
 
-    def write_snapshot(self, path: Path, data: bytes) -> None:
+    def write_snapshot(self, path: StorePath, data: bytes) -> None:
         """Write a state snapshot durably; a crash leaves no torn file under `path`."""
         try:
-            write_atomic(path, data)
+            write_whole(path, data)
         except OSError as exc:
             raise CheckpointError(f"state snapshot {path} cannot be written: {exc}") from None
 
     def read_snapshot(self, path: str) -> bytes:
         try:
-            return Path(path).read_bytes()
+            return store_path(path).read_bytes()
         except OSError as exc:
             raise CheckpointError(f"state snapshot {path} is unreadable: {exc}") from None
 
     # -- manifests (written by the coordinator) ---------------------------
-    def write_manifest(self, manifest: Manifest) -> Path:
+    def write_manifest(self, manifest: Manifest) -> StorePath:
+        if self._fence is not None:
+            self._fence()
         path = self.checkpoint_dir(manifest.checkpoint_id) / "MANIFEST.json"
         try:
-            write_atomic(path, manifest.to_json())
+            write_whole(path, manifest.to_json())
         except OSError as exc:
             raise CheckpointError(f"{path}: cannot be written: {exc}") from None
         return path
@@ -220,7 +229,7 @@ class CheckpointStore:
         for entry in self.home.iterdir():
             checkpoint_id = _checkpoint_id(entry)
             if checkpoint_id is not None and checkpoint_id < oldest_kept:
-                shutil.rmtree(entry, ignore_errors=True)
+                remove_tree(entry)
                 removed.append(checkpoint_id)
         return sorted(removed)
 
@@ -236,6 +245,6 @@ class CheckpointStore:
             if entry.name in ("LOCK", "generation.json"):
                 continue
             if entry.is_dir():
-                shutil.rmtree(entry)
+                remove_tree(entry)
             else:
-                entry.unlink()
+                remove_file(entry)

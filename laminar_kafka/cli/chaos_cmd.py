@@ -78,6 +78,16 @@ def register(subparsers: Any) -> None:
         default=20.0,
         help="seconds (%(default)s); pause rounds stop a worker for longer than this",
     )
+    parser.add_argument(
+        "--checkpoint-dir",
+        help="where the rounds' checkpoints go, a directory or a URL such as s3://bucket/chaos "
+        "(each round in its own folder under it); default: the run's work directory",
+    )
+    parser.add_argument(
+        "--master",
+        help="Spark master of the pipeline's applications, e.g. spark://127.0.0.1:7077 "
+        "(see `laminar-kafka cluster`); default local[N]",
+    )
     parser.add_argument("--seed", type=int, help="replay the run that printed this seed")
     parser.add_argument("--bootstrap", help="Kafka bootstrap servers")
     parser.add_argument(
@@ -116,6 +126,8 @@ def chaos(args: argparse.Namespace) -> int:
         checkpoint_interval_s=args.checkpoint_interval,
         checkpoint_timeout_s=args.checkpoint_timeout,
         broker_home=args.broker_home,
+        checkpoint_root=args.checkpoint_dir,
+        master=args.master,
     )
     make_input = load_input_function(args.input) if args.input else None
     with ChaosRun(args.pipeline, settings, seed=args.seed, make_input=make_input) as run:

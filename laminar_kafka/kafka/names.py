@@ -36,3 +36,8 @@ def control_topic(pipeline: str) -> str:
 def dead_letter_topic(pipeline: str, override: str | None = None) -> str:
     """Where records the pipeline cannot process go, with the reason."""
     return override or f"{pipeline}.dlq"
+
+
+def driver_group(pipeline: str) -> str:
+    """The consumer group whose lease lets one driver run the pipeline (kafka/group_lease.py)."""
+    return f"laminar-{pipeline}-driver"

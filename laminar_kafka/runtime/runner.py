@@ -3,8 +3,9 @@
 The runner only wires parts that live elsewhere. A run, in order:
 
 1. check the transaction timeout against the brokers, lock the checkpoint store
-   (one application per pipeline), check the topology and the offset markers,
-   create the control, dead-letter and sink topics that are missing;
+   and take the driver lease in Kafka (one driver per pipeline), create the
+   control, dead-letter, sink and internal topics that are missing, check the
+   topology and the offset markers;
 2. start a worker generation: a new generation number (durable), an announcement
    that makes older tasks stale, fencing of the transactional ids of tasks that
    a smaller parallelism removed, then the Spark barrier job;
@@ -29,17 +30,14 @@ from laminar_kafka.checkpoint.coordinator import CheckpointCoordinator, PendingC
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import Ack, BarrierFlags
 from laminar_kafka.control.transport import ControlChannel
-from laminar_kafka.errors import ConfigError, LaminarError, WorkerStartError
-from laminar_kafka.kafka.admin import (
-    end_offset,
-    ensure_topics,
-    record_limits,
-    source_partition_counts,
-)
+from laminar_kafka.errors import ConfigError, FencedError, LaminarError, WorkerStartError
+from laminar_kafka.kafka.admin import end_offset
+from laminar_kafka.kafka.group_lease import GroupLease
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.plan.tasks import lay_out_tasks, stage_parallelism, tasks_by_stage
 from laminar_kafka.runtime.config import RuntimeConfig
+from laminar_kafka.runtime.driver_lease import hold_driver_lease, manifest_fence
 from laminar_kafka.runtime.events import (
     CheckpointAborted,
     CheckpointCommitted,
@@ -52,12 +50,12 @@ from laminar_kafka.runtime.events import (
 )
 from laminar_kafka.runtime.fencing import fence_removed_tasks
 from laminar_kafka.runtime.internal_purge import InternalPurge, check_internal_topics
-from laminar_kafka.runtime.internal_topics import prepare_internal_topics
 from laminar_kafka.runtime.preflight import check_transaction_timeout
 from laminar_kafka.runtime.spark_job import WorkerJob
 from laminar_kafka.runtime.start_checks import check_where_to_start
 from laminar_kafka.runtime.stats import RunStats, stage_progress
 from laminar_kafka.runtime.task_spec import TaskSpec
+from laminar_kafka.runtime.topics import prepare_topics
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +90,7 @@ class PipelineRunner:
         self._control_topic = config.control_topic(pipeline.name)
         self._failed_at: float | None = None
         self._limits: dict[str, int] = {}  # sink topic → largest record it accepts
+        self._lease: GroupLease | None = None
 
     def stop(self) -> None:
         """Ask for a graceful stop: a final DRAIN checkpoint, then the tasks exit."""
@@ -103,27 +102,14 @@ class PipelineRunner:
         else:
             log.info("%s", event.to_json())
 
-    # -- step 1 -----------------------------------------------------------
-    def _prepare_topics(self) -> dict[str, int]:
-        """Partitions of every topic a stage reads, sources and internal topics."""
-        cfg, name = self.config, self.pipeline.name
-        counts = source_partition_counts(cfg.kafka, self.pipeline.source_topics)
-        sinks = dict.fromkeys(self.pipeline.sink_topics, max(counts.values()))
-        wanted = {**sinks, cfg.dead_letters_to(name): 1}
-        counts.update(prepare_internal_topics(cfg.kafka, self._plan, cfg.parallelism))
-        ensure_topics(cfg.kafka, wanted)
-        ensure_topics(
-            cfg.kafka, {self._control_topic: 1}, config={"retention.ms": str(24 * 3600 * 1000)}
-        )
-        self._limits = record_limits(cfg.kafka, [*wanted, *self._plan.internal])
-        return counts
-
     def run(self) -> RunStats:
         ship_pipeline_code(self.pipeline)
         check_transaction_timeout(self.config)  # before anything is touched
         self._store.lock()
         try:
-            counts = self._prepare_topics()
+            self._lease = hold_driver_lease(self.config, self.pipeline.name)
+            topics = prepare_topics(self.config, self.pipeline, self._plan)
+            counts, self._limits = topics.counts, topics.limits
             partitions = [(t, p) for t in sorted(counts) for p in range(counts[t])]
             check_where_to_start(self._store, self.pipeline, self.config, partitions)
             check_internal_topics(self.config, self.pipeline.name, self._plan, counts)
@@ -134,6 +120,9 @@ class PipelineRunner:
                 self._emit(ParallelismCapped(wanted, min(widths), sum(counts[t] for t in inputs)))
             self._run_generations(counts, sum(widths))
         finally:
+            if self._lease is not None:
+                self._lease.release()
+                self._lease = None
             self._store.unlock()
         return self.stats
 
@@ -180,6 +169,8 @@ class PipelineRunner:
         parallelism = len(layouts)
         info = self._store.next_generation(parallelism)
         generation = info.generation
+        assert self._lease is not None
+        self._store.fence_manifests(manifest_fence(self._lease, self._store, generation))
         self.stats.generations += 1
         control = ControlChannel(
             cfg.kafka, self._control_topic, name, end_offset(cfg.kafka, self._control_topic), Ack
@@ -225,8 +216,8 @@ class PipelineRunner:
             return self._checkpoint_loop(coordinator, job, purge)
         except WorkerStartError as exc:
             return _Lost(str(exc), starting=True)
-        except ConfigError:
-            raise  # no restart can fix a setting or a permission
+        except (ConfigError, FencedError):
+            raise  # no restart fixes a setting, a permission or another driver
         except LaminarError as exc:
             return _Lost(str(exc))
         finally:

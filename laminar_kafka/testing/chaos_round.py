@@ -63,6 +63,10 @@ class ChaosSettings:
     fire at checkpoint 2 to 4); by default, spread over six checkpoint intervals."""
     broker_home: Path | None = None
     """Broker-bounce rounds: the home of the local broker to bounce (None: their own)."""
+    checkpoint_root: str | None = None
+    """Where rounds keep checkpoints, a directory or URL (None: each round's directory)."""
+    master: str | None = None
+    """The applications' Spark master (None: local[N])."""
 
     @property
     def chunk_pause_s(self) -> float:
@@ -174,9 +178,13 @@ class ChaosRound:
                 source=pipeline_file, name=self.name, topics={**self.sources, **self.sinks}
             )
         )
+        checkpoints = str(round_dir / "checkpoints")
+        if settings.checkpoint_root is not None:
+            checkpoints = f"{settings.checkpoint_root.rstrip('/')}/{round_dir.name}"
         self.args = [
             *("run", str(wrapper), "--bootstrap", settings.bootstrap),
-            *("--checkpoint-dir", str(round_dir / "checkpoints")),
+            *("--checkpoint-dir", checkpoints),
+            *(("--master", settings.master) if settings.master else ()),
             *("--parallelism", str(settings.parallelism)),
             *("--checkpoint-interval", str(settings.checkpoint_interval_s)),
             *("--checkpoint-timeout", str(settings.checkpoint_timeout_s)),

@@ -64,10 +64,12 @@ def test_layout(store: CheckpointStore, tmp_path: Path) -> None:
     }
 
 
-def test_root_may_be_a_file_uri_but_not_a_remote_one(tmp_path: Path) -> None:
+def test_root_may_be_a_file_uri_and_an_unknown_protocol_is_a_clear_error(
+    tmp_path: Path,
+) -> None:
     assert CheckpointStore(f"file://{tmp_path}", "p").home == tmp_path / "p"
-    with pytest.raises(CheckpointError, match="only local paths and file:// URIs"):
-        CheckpointStore("s3://bucket/checkpoints", "p")
+    with pytest.raises(CheckpointError, match="protocol 'nosuch' is not usable"):
+        CheckpointStore("nosuch://bucket/checkpoints", "p")
 
 
 def test_snapshot_round_trip_and_missing_snapshot(store: CheckpointStore) -> None:

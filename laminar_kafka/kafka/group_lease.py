@@ -1,0 +1,188 @@
+"""A lease held through a Kafka consumer group: at most one holder, freed when it dies.
+
+The holder is the group member assigned partition 0 of a one-partition topic. With
+the cooperative-sticky assignor a member that joins later never takes the partition
+from a live holder: it joins with nothing assigned and is refused. A holder that
+dies (even by SIGKILL) leaves the group when its session times out, and the
+partition passes to whoever waits. A holder that was cut off long enough (paused,
+partitioned) loses the partition the same way; `check` then raises, so it stops
+before it writes anything a newer holder owns. The lease alone cannot tell a
+holder whether someone held it while it was cut off and has left since: the
+runner checks the store's generation for that as well.
+
+Unlike a lock file, this works whatever the checkpoint store is (an object store
+has no `flock`), and it needs nothing but the cluster the pipeline already uses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from laminar_kafka.errors import FencedError
+from laminar_kafka.kafka.clients import KafkaConnection
+
+
+class LeaseHeld(FencedError):
+    """Another live member holds the lease; `holder` names it (client id and host)."""
+
+    def __init__(self, holder: str) -> None:
+        super().__init__(f"held by {holder}")
+        self.holder = holder
+
+
+def holder_name() -> str:
+    """How the holder shows up to the one refused: host and pid."""
+    return f"laminar-driver@{socket.gethostname()}:{os.getpid()}"
+
+
+class GroupLease:
+    """Acquire, keep and release the lease of `group` over the one-partition `topic`."""
+
+    def __init__(
+        self,
+        kafka: KafkaConnection,
+        group: str,
+        topic: str,
+        session_timeout_ms: int = 10_000,
+    ) -> None:
+        self.group = group
+        self.topic = topic
+        self.session_timeout_s = session_timeout_ms / 1000
+        self._kafka = kafka
+        self._consumer = Consumer(
+            kafka.settings(
+                {"session.timeout.ms": session_timeout_ms, "heartbeat.interval.ms": 1000},
+                {
+                    "group.id": group,
+                    "client.id": holder_name(),
+                    "partition.assignment.strategy": "cooperative-sticky",
+                    "enable.auto.commit": False,
+                    "auto.offset.reset": "latest",
+                },
+            )
+        )
+        self._held = threading.Event()
+        self._lost = threading.Event()
+        self._stop = threading.Event()
+        self._poller: threading.Thread | None = None
+        self._error: str | None = None
+        self._member_id: str | None = None
+
+    # -- rebalance callbacks (run inside poll, on the poller thread) ---------
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if any(tp.partition == 0 for tp in partitions):
+            self._held.set()
+            self._lost.clear()  # given back by the group: no live member held it meanwhile
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if self._held.is_set() and any(tp.partition == 0 for tp in partitions):
+            self._lost.set()
+            self._held.clear()
+
+    def _poll(self) -> None:
+        # Polling serves the rebalances; the topic's records are not wanted, so the
+        # assigned partition is paused once held.
+        paused = False
+        while not self._stop.is_set():
+            try:
+                self._consumer.poll(0.2)
+                # Read here, between polls: from another thread it can block on the group.
+                self._member_id = self._consumer.memberid()
+                if self._held.is_set() and not paused:
+                    self._consumer.pause([TopicPartition(self.topic, 0)])
+                    paused = True
+            except (KafkaException, RuntimeError) as exc:
+                self._error = str(exc)
+                self._lost.set()
+                return
+
+    # -- the lease ------------------------------------------------------------
+    def acquire(
+        self, wait_s: float | None = None, on_wait: Callable[[str], None] | None = None
+    ) -> None:
+        """Hold the lease, or raise LeaseHeld naming the live holder.
+
+        Waits up to `wait_s` (default: the session timeout and some) for a holder
+        that died to be dropped by the group.
+        """
+        wait_s = self.session_timeout_s * 1.5 + 5 if wait_s is None else wait_s
+        self._consumer.subscribe(
+            [self.topic],
+            on_assign=self._on_assign,
+            on_revoke=self._on_revoke,
+            on_lost=self._on_revoke,
+        )
+        self._poller = threading.Thread(target=self._poll, name=f"lease-{self.group}", daemon=True)
+        self._poller.start()
+        deadline = time.monotonic() + wait_s
+        announced = False
+        while not self._held.wait(1.0):
+            holder = self._live_holder()
+            if holder is not None:
+                self.release()
+                raise LeaseHeld(holder)
+            if time.monotonic() > deadline:
+                self.release()
+                raise FencedError(
+                    f"could not take the lease of Kafka group {self.group!r} in {wait_s:.0f} s"
+                    + (f": {self._error}" if self._error else "")
+                )
+            if on_wait is not None and not announced:
+                on_wait(f"waiting for Kafka group {self.group!r} to drop a previous holder")
+                announced = True
+
+    def _live_holder(self) -> str | None:
+        """Another member that kept the partition through a rebalance we took part in.
+
+        Only once we are a member of the stable group: before our join completes the
+        group may still list a holder that died and whose session has not expired.
+        """
+        admin = AdminClient(self._kafka.settings({}))
+        try:
+            (future,) = admin.describe_consumer_groups([self.group], request_timeout=5).values()
+            description = future.result()
+        except KafkaException:
+            return None
+        if str(description.state).rsplit(".", 1)[-1] != "STABLE":
+            return None
+        me = self._member_id
+        if not me or me not in {m.member_id for m in description.members}:
+            return None
+        for member in description.members:
+            assigned = member.assignment.topic_partitions if member.assignment else []
+            if member.member_id != me and any(tp.partition == 0 for tp in assigned):
+                return f"{member.client_id} (host {member.host})"
+        return None
+
+    def check(self, regain_s: float | None = None) -> None:
+        """Raise FencedError if the lease is lost and not regained within `regain_s`.
+
+        A lease is also lost when the brokers were unreachable for a session (a
+        broker bounce); the group gives it back once they are reachable again, so
+        a loss is given a session's time (the default) to heal before it counts.
+        """
+        regain_s = self.session_timeout_s if regain_s is None else regain_s
+        if self._lost.is_set() and self._error is None:
+            self._held.wait(regain_s)  # set again by the poller if the group gives it back
+        if self._lost.is_set():
+            why = f": {self._error}" if self._error else ""
+            raise FencedError(
+                f"this driver lost the lease of Kafka group {self.group!r}{why}; another driver "
+                "may run the pipeline now, so this one stops without writing a checkpoint"
+            )
+
+    def release(self) -> None:
+        """Leave the group at once, so that a successor need not wait for the session timeout."""
+        self._stop.set()
+        if self._poller is not None and self._poller is not threading.current_thread():
+            self._poller.join(5)
+        with contextlib.suppress(RuntimeError):  # already closed
+            self._consumer.close()

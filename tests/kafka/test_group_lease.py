@@ -1,0 +1,128 @@
+"""The driver lease through a Kafka consumer group, on a real broker: one holder, a
+second refused while it lives, the lease passed on when the holder is killed, and a
+holder that was paused past its session finds out that it lost the lease."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from laminar_kafka.errors import FencedError
+from laminar_kafka.kafka.clients import KafkaConnection
+from laminar_kafka.kafka.group_lease import GroupLease, LeaseHeld
+from laminar_kafka.testing import TopicFactory
+
+pytestmark = pytest.mark.integration
+
+SESSION_MS = 6000  # the broker's group.min.session.timeout.ms
+
+HOLDER = """
+import sys
+from laminar_kafka.errors import FencedError
+from laminar_kafka.kafka.clients import KafkaConnection
+from laminar_kafka.kafka.group_lease import GroupLease
+lease = GroupLease(KafkaConnection(sys.argv[1]), sys.argv[2], sys.argv[3], session_timeout_ms=6000)
+lease.acquire()
+print("held", flush=True)
+for line in sys.stdin:
+    try:
+        lease.check()
+        print("still held", flush=True)
+    except FencedError as exc:
+        print("lost:", exc, flush=True)
+"""
+
+
+def start_holder(bootstrap: str, group: str, topic: str) -> subprocess.Popen[str]:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, bootstrap, group, topic],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_second_member_is_refused_while_the_holder_lives_and_takes_over_after_release(
+    kafka_bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory.create("lease", partitions=1)
+    kafka = KafkaConnection(kafka_bootstrap)
+    first = GroupLease(kafka, topic + ".driver", topic, SESSION_MS)
+    first.acquire()
+    second = GroupLease(kafka, topic + ".driver", topic, SESSION_MS)
+    with pytest.raises(LeaseHeld) as refused:
+        second.acquire()
+    assert "laminar-driver@" in refused.value.holder and str(os.getpid()) in refused.value.holder
+    first.check()  # the refused member never took it
+    first.release()
+    third = GroupLease(kafka, topic + ".driver", topic, SESSION_MS)
+    began = time.monotonic()
+    third.acquire()
+    # A clean release leaves the group at once: no session timeout to wait out.
+    assert time.monotonic() - began < SESSION_MS / 1000, time.monotonic() - began
+    third.check()
+    third.release()
+
+
+def test_the_lease_passes_on_when_its_holder_is_killed(
+    kafka_bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory.create("lease", partitions=1)
+    holder = start_holder(kafka_bootstrap, topic + ".driver", topic)
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(10)
+    successor = GroupLease(KafkaConnection(kafka_bootstrap), topic + ".driver", topic, SESSION_MS)
+    waits: list[str] = []
+    successor.acquire(on_wait=waits.append)
+    assert waits, "the successor took the lease without waiting for the dead holder's session"
+    successor.check()
+    successor.release()
+
+
+def test_a_holder_paused_past_its_session_learns_it_lost_the_lease(
+    kafka_bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory.create("lease", partitions=1)
+    holder = start_holder(kafka_bootstrap, topic + ".driver", topic)
+    assert holder.stdin is not None and holder.stdout is not None
+    holder.send_signal(signal.SIGSTOP)
+    try:
+        successor = GroupLease(
+            KafkaConnection(kafka_bootstrap), topic + ".driver", topic, SESSION_MS
+        )
+        successor.acquire()
+    finally:
+        holder.send_signal(signal.SIGCONT)
+    deadline = time.monotonic() + 30
+    answer = ""
+    while time.monotonic() < deadline:
+        holder.stdin.write("check\n")
+        holder.stdin.flush()
+        answer = holder.stdout.readline().strip()
+        if answer.startswith("lost:"):
+            break
+        time.sleep(0.5)  # the woken holder's poller has to meet the rebalance first
+    assert answer.startswith("lost:"), answer
+    assert "stops without writing a checkpoint" in answer
+    with pytest.raises(LeaseHeld):  # the successor kept it
+        GroupLease(KafkaConnection(kafka_bootstrap), topic + ".driver", topic, SESSION_MS).acquire()
+    successor.release()
+    holder.stdin.close()
+    holder.wait(10)
+
+
+def test_check_raises_fenced_error_once_lost() -> None:
+    lease = GroupLease(KafkaConnection("127.0.0.1:1"), "g", "t")
+    lease.check()
+    lease._lost.set()
+    with pytest.raises(FencedError, match="lost the lease of Kafka group 'g'"):
+        lease.check(regain_s=0.2)
+    lease.release()

@@ -1,0 +1,85 @@
+"""Pipelines whose checkpoints live on S3 (moto's server on loopback), on a real broker
+and Spark: exactly-once across a restart, state restored from S3, a second driver
+refused through the Kafka lease, and a driver killed at its manifest write."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from laminar_kafka import PipelineRunner
+from laminar_kafka.checkpoint import CheckpointStore
+from laminar_kafka.checkpoint.locations import store_path
+from laminar_kafka.errors import CheckpointError
+from laminar_kafka.faults import FaultPoint
+from laminar_kafka.testing import TopicFactory
+from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings, RecoveryPath
+from laminar_kafka.testing.orders import produce_orders, read_committed
+from laminar_kafka.testing.product_checks import compare_product_totals
+from laminar_kafka.testing.run import BackgroundRun
+from tests.runtime.test_multi_stage_runs import decode_json, product_totals
+from tests.runtime.test_pipeline_runs import config
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
+
+
+def test_two_stages_checkpoint_to_s3_resume_from_it_and_refuse_a_second_driver(
+    kafka_bootstrap: str,
+    topic_factory: TopicFactory,
+    spark_context: Any,
+    tmp_path: Path,
+    s3_bucket: str,
+) -> None:
+    source = topic_factory.create("orders", partitions=3)
+    sink = source + "-out"
+    name = "s3-" + source[-8:]
+    pipeline = product_totals(name, source, sink)
+    cfg = config(kafka_bootstrap, tmp_path, checkpoint_dir=f"{s3_bucket}/checkpoints")
+    produce_orders(kafka_bootstrap, source, range(1000))
+    first = BackgroundRun(pipeline, cfg, spark_context)
+    first.wait_for_output(kafka_bootstrap, sink, decode_json, 1000)
+    # The first driver holds the lease: a second one is refused before it touches anything.
+    with pytest.raises(CheckpointError, match=f"pipeline '{name}' is already running") as info:
+        PipelineRunner(pipeline, cfg, spark_context).run()
+    assert "laminar-driver@" in str(info.value)
+    first.stop()
+    store = CheckpointStore(cfg.checkpoint_dir, name)
+    assert store.complete_ids(), "no checkpoint reached S3"
+    # The totals per product continue from the state restored from S3.
+    produce_orders(kafka_bootstrap, source, range(1000, 1600))
+    second = BackgroundRun(pipeline, cfg, spark_context)
+    second.wait_for_output(kafka_bootstrap, sink, decode_json, 1600)
+    second.stop()
+    report = compare_product_totals(range(1600), read_committed(kafka_bootstrap, sink, decode_json))
+    assert report.exact, report
+    assert store.read_generation().generation == 2
+
+
+def test_a_driver_killed_at_its_manifest_write_leaves_the_s3_store_usable(
+    kafka_bootstrap: str, tmp_path: Path, s3_bucket: str, local_s3: Any
+) -> None:
+    settings = ChaosSettings(
+        bootstrap=kafka_bootstrap,
+        records=600,
+        checkpoint_interval_s=0.5,
+        work_dir=tmp_path,
+        say=lambda _m: None,
+        chunks=48,
+        pause_s=0.06,
+        checkpoint_root=f"{s3_bucket}/chaos",
+    )
+    with ChaosRun(str(PIPELINES / "product_totals.py"), settings) as run:
+        # Killed right after the manifest of a decided stage reached S3, before the
+        # Commit went out: the next driver (once the lease passed) must finish it.
+        result = run.run_round(1, FaultPoint.AFTER_DECISION_BEFORE_ANNOUNCE, None)
+    assert result.report.exact, result.line()
+    assert result.recovery is RecoveryPath.NEW_APPLICATION, result.line()
+    assert result.exit_codes == (-signal.SIGKILL, 0), result.line()
+    assert result.in_flight.records > 0, result.line()
+    (home,) = store_path(f"{s3_bucket}/chaos/round-1").iterdir()
+    assert CheckpointStore(f"{s3_bucket}/chaos/round-1", home.name).complete_ids()
