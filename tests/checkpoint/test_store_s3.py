@@ -5,25 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from laminar_kafka.checkpoint import CheckpointStore, Manifest
+from laminar_kafka.checkpoint import CheckpointStore
 from laminar_kafka.checkpoint.inspection import inspect_store
 from laminar_kafka.errors import CheckpointError
 from laminar_kafka.testing.object_store import LocalS3
 from tests.checkpoint.test_inspection import write_checkpoint
-
-PIPELINE = "orders"
-
-
-def _manifest(checkpoint_id: int, **extra: object) -> Manifest:
-    return Manifest(
-        pipeline=PIPELINE,
-        checkpoint_id=checkpoint_id,
-        generation=1,
-        created_ms=1_700_000_000_000 + checkpoint_id,
-        positions={"orders:0": 10 * checkpoint_id},
-        barrier_offsets={"orders:0": 10 * checkpoint_id - 1},
-        **extra,  # type: ignore[arg-type]
-    )
+from tests.checkpoint.test_store import PIPELINE, _manifest
 
 
 def _populate(store: CheckpointStore, complete: list[int], incomplete: list[int]) -> None:
