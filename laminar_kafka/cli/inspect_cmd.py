@@ -21,7 +21,7 @@ from laminar_kafka.checkpoint.inspection_report import (
     PipelineReport,
     StoreReport,
 )
-from laminar_kafka.cli.options import resolve_bootstrap
+from laminar_kafka.cli.options import add_client_options, client_settings, resolve_bootstrap
 from laminar_kafka.kafka.clients import KafkaConnection
 
 __all__ = ["format_report", "register"]
@@ -59,6 +59,7 @@ def register(subparsers: Any) -> None:
         "an error (default: $LAMINAR_KAFKA_BOOTSTRAP, else the local broker if it runs, "
         "else localhost:9092; skipped with a note if it does not answer)",
     )
+    add_client_options(parser)
     parser.add_argument(
         "--json", action="store_true", help="print the report as one JSON object (for scripts)"
     )
@@ -71,7 +72,9 @@ def inspect(args: argparse.Namespace) -> int:
     report = inspect_store(
         args.checkpoint_dir,
         args.pipeline,
-        read_markers=kafka_marker_reader(KafkaConnection(bootstrap), timeout_s),
+        read_markers=kafka_marker_reader(
+            KafkaConnection(bootstrap, client_settings(args)), timeout_s
+        ),
         bootstrap=bootstrap,
         markers_required=bool(args.bootstrap),
     )

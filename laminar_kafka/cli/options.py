@@ -53,18 +53,7 @@ def add_runtime_options(parser: Any) -> None:
         help="switch to an unaligned checkpoint after this many seconds (%(default)s)",
     )
     parser.add_argument("--master", help="Spark master (default: local[PARALLELISM])")
-    parser.add_argument(
-        "--client-config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="Kafka client setting for every client (SASL, SSL, ...); repeatable",
-    )
-    parser.add_argument(
-        "--client-config-file",
-        type=Path,
-        help="a .properties file of Kafka client settings (KEY=VALUE lines)",
-    )
+    add_client_options(parser)
     start = parser.add_mutually_exclusive_group()
     start.add_argument(
         "--from-checkpoint",
@@ -77,6 +66,22 @@ def add_runtime_options(parser: Any) -> None:
         action="store_true",
         help="start over on purpose: delete the pipeline's checkpoints and committed offsets, "
         "then read the sources from their start",
+    )
+
+
+def add_client_options(parser: Any) -> None:
+    """--client-config and --client-config-file: how to reach a secured cluster."""
+    parser.add_argument(
+        "--client-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Kafka client setting for every client (SASL, SSL, ...); repeatable",
+    )
+    parser.add_argument(
+        "--client-config-file",
+        type=Path,
+        help="a .properties file of Kafka client settings (KEY=VALUE lines)",
     )
 
 
@@ -159,7 +164,8 @@ def _parse_pairs(lines: list[str], where: str) -> dict[str, str]:
     return out
 
 
-def runtime_config(args: argparse.Namespace) -> RuntimeConfig:
+def client_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The Kafka client settings of --client-config-file, then --client-config."""
     client: dict[str, str] = {}
     if args.client_config_file:
         try:
@@ -171,6 +177,11 @@ def runtime_config(args: argparse.Namespace) -> RuntimeConfig:
     for reserved in ("bootstrap.servers", "transactional.id", "group.id", "isolation.level"):
         if reserved in client:
             raise ConfigError(f"client setting {reserved!r} is managed by laminar-kafka")
+    return client
+
+
+def runtime_config(args: argparse.Namespace) -> RuntimeConfig:
+    client = client_settings(args)
     return RuntimeConfig(
         bootstrap=resolve_bootstrap(args.bootstrap),
         checkpoint_dir=str(args.checkpoint_dir),

@@ -80,6 +80,11 @@ def standalone_settings(master: str, tasks: int | None, python: str | None) -> d
         conf["spark.executor.memory"] = "512m"
         if python:
             conf["spark.executorEnv.PYSPARK_PYTHON"] = python
+        # Crash points and pid files of fault-injection runs reach the executors as
+        # they reach local[N] workers (which inherit the driver's environment).
+        for name, value in os.environ.items():
+            if name.startswith("LAMINAR_"):
+                conf[f"spark.executorEnv.{name}"] = value
     return conf
 
 

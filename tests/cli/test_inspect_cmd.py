@@ -30,9 +30,11 @@ class Brokers:
         self.markers = dict(markers or {})
         self.answers = answers
         self.connections: list[tuple[str, float]] = []
+        self.settings: list[dict[str, str]] = []
 
     def reader(self, kafka: KafkaConnection, timeout_s: float = 10.0) -> MarkerReader:
         self.connections.append((kafka.bootstrap, timeout_s))
+        self.settings.append(dict(kafka.client_config))
 
         def read(
             pipeline: str, partitions: Sequence[PartitionKey]
@@ -177,3 +179,20 @@ def test_nothing_to_inspect_says_so_without_a_traceback(
 
     assert main(["inspect", str(tmp_path), "--pipeline", "other", "--json"]) == 2
     assert "no checkpoints of pipeline 'other'" in capsys.readouterr().err
+
+
+def test_client_settings_reach_the_marker_reader_and_reserved_ones_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    build_store(tmp_path)
+    brokers = use(monkeypatch, Brokers(AT_5))
+    properties = tmp_path / "client.properties"
+    properties.write_text("# a secured cluster\nsecurity.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n")
+    args = ["inspect", str(tmp_path), "--client-config-file", str(properties)]
+    assert main([*args, "--client-config", "sasl.mechanism=SCRAM-SHA-512"]) == 0
+    assert brokers.settings == [
+        {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512"}
+    ]
+    capsys.readouterr()
+    assert main(["inspect", str(tmp_path), "--client-config", "group.id=mine"]) == 2
+    assert "client setting 'group.id' is managed by laminar-kafka" in capsys.readouterr().err

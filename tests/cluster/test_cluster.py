@@ -15,13 +15,17 @@ from typing import Any
 import pytest
 
 from laminar_kafka import AvroFormat, JsonFormat, Pipeline, RuntimeConfig
+from laminar_kafka.broker import LocalCluster
 from laminar_kafka.cli.main import main
 from laminar_kafka.cluster import ClusterInfo, SparkCluster, master_state
 from laminar_kafka.cluster.processes import descendants, group_alive
 from laminar_kafka.errors import ClusterError
+from laminar_kafka.faults import FaultPoint
 from laminar_kafka.runtime.runner import PipelineRunner
 from laminar_kafka.testing import TopicFactory
+from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings, KillKind, RecoveryPath
 from laminar_kafka.testing.chaos_app import ChaosApp
+from laminar_kafka.testing.object_store import LocalS3
 from laminar_kafka.testing.orders import (
     compare_totals,
     expected_totals,
@@ -32,17 +36,19 @@ from laminar_kafka.testing.orders import (
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 decode_json = JsonFormat().decode_one
+PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
 
 
 START = ["cluster", "start", "--workers", "3", "--cores-per-worker", "1"]
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterInfo]:
+def cluster(tmp_path_factory: pytest.TempPathFactory, local_s3: LocalS3) -> Iterator[ClusterInfo]:
     """One cluster for the file, started and stopped through the CLI: three workers of one
     core each, for a pipeline of two tasks and a spare machine.
 
-    Its home is the default one while the module runs (no --home), so that a
+    Started after `local_s3`: the workers, and so their executors, inherit its AWS
+    variables. Its home is the default one while the module runs (no --home), so that a
     run finds the cluster (and its core count) from the master URL alone. The
     teardown checks that `cluster stop` leaves no process of any group behind.
     """
@@ -255,3 +261,47 @@ def test_a_worker_machine_that_dies_is_recovered_exactly_once(
     assert victim.port not in seen.alive_ports() and len(seen.alive_workers) == 2
     record_property("recovery_s", round(recovered_s, 1))
     print(f"\nworker killed -> new generation running: {recovered_s:.1f}s")
+
+
+@pytest.fixture(scope="module")
+def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Three KRaft nodes of their own (RF 3, min.insync.replicas 2); their bootstrap."""
+    brokers = LocalCluster(tmp_path_factory.mktemp("kafka-cluster") / "home")
+    try:
+        yield brokers.start().bootstrap
+    finally:
+        brokers.stop()
+
+
+def test_a_chaos_round_on_the_spark_cluster_with_three_brokers_and_an_s3_store(
+    cluster: ClusterInfo,
+    kafka_cluster: str,
+    s3_bucket: str,
+    tmp_path: Path,
+    record_property: Any,
+) -> None:
+    settings = ChaosSettings(
+        bootstrap=kafka_cluster,
+        records=600,
+        parallelism=1,  # two stages of one task: two of the three one-core workers
+        checkpoint_interval_s=0.5,
+        checkpoint_timeout_s=30.0,
+        work_dir=tmp_path,
+        say=lambda _m: None,
+        chunks=48,
+        pause_s=0.06,
+        checkpoint_root=f"{s3_bucket}/chaos",
+        master=cluster.master_url,
+    )
+    with ChaosRun(str(PIPELINES / "product_totals.py"), settings) as run:
+        # A task killed in an executor of the cluster after its snapshot reached S3.
+        worker = run.run_round(1, FaultPoint.AFTER_SNAPSHOT, None)
+        # The driver killed once a decided stage's manifest is on S3, before its Commit.
+        driver = run.run_round(2, FaultPoint.AFTER_DECISION_BEFORE_ANNOUNCE, None)
+    for result, kind in ((worker, KillKind.WORKER), (driver, KillKind.APPLICATION)):
+        assert result.report.exact, result.line()
+        assert result.kill.kind is kind, result.line()
+        assert result.in_flight.records > 0, result.line()
+    assert worker.recovery is RecoveryPath.IN_PLACE, worker.line()
+    assert driver.recovery is RecoveryPath.NEW_APPLICATION, driver.line()
+    record_property("recovery_s", {"worker": worker.recovery_s, "driver": driver.recovery_s})
