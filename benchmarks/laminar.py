@@ -59,6 +59,9 @@ class LaminarResult:
     stage_checkpoint_p99_ms: tuple[float, ...]
     alignment_p50_ms: float | None
     alignment_p99_ms: float | None
+    injection_p50_ms: float | None = None
+    """Barrier injection into every source partition (`RunStats.injection_s`)."""
+    injection_p99_ms: float | None = None
 
 
 class Session:
@@ -209,6 +212,8 @@ def run_laminar(
         stage_checkpoint_p99_ms=_per_stage(stats, 0.99),
         alignment_p50_ms=quantile(alignments, 0.5),
         alignment_p99_ms=quantile(alignments, 0.99),
+        injection_p50_ms=_ms(quantile(stats.injection_s, 0.5)),
+        injection_p99_ms=_ms(quantile(stats.injection_s, 0.99)),
     )
 
 

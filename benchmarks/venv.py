@@ -32,6 +32,8 @@ VENV_MODULES: Final = (
     "pyarrow",
     "fastavro",
     "prometheus_client",
+    "fsspec",
+    "upath",
 )
 """What the requirements install; a virtualenv missing one gets them (again)."""
 

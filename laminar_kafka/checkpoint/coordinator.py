@@ -132,6 +132,7 @@ class CheckpointCoordinator:
         )
         try:
             pending.barrier_offsets = dict(self._injector.inject(barrier, self._timeout_s))
+            pending.injection_s = time.monotonic() - pending.started
         except ConfigError:
             raise  # refused for good (authorization): no checkpoint can succeed
         except LaminarError as exc:

@@ -102,6 +102,8 @@ class PendingCheckpoint:
     """Per decided stage: seconds from its opening (Prepare or the Commit above) to its Commit."""
     reason: str = ""
     duration_s: float = 0.0
+    injection_s: float = 0.0
+    """How long writing Barrier(N) into every source partition took (part of duration_s)."""
     missing_tasks: tuple[int, ...] = ()
     """Tasks that did not acknowledge in time: stalled or cut off, not merely failed."""
 

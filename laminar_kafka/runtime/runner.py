@@ -272,6 +272,7 @@ class PipelineRunner:
             self.stats.committed += 1
             self.stats.last_checkpoint_id = result.checkpoint_id
             self.stats.checkpoint_s.append(result.duration_s)
+            self.stats.injection_s.append(result.injection_s)
             for stage, seconds in result.stage_durations_s.items():
                 self.stats.stage_checkpoint_s.setdefault(stage, []).append(seconds)
             self.stats.alignment_ms.extend(a.alignment_ms for a in result.acks.values())

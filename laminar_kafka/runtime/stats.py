@@ -23,6 +23,8 @@ class RunStats:
     last_checkpoint_id: int = 0
     stage_checkpoint_s: dict[int, list[float]] = field(default_factory=dict)
     """Stage → how long each committed checkpoint took in it."""
+    injection_s: list[float] = field(default_factory=list)
+    """Per committed checkpoint: the barrier injection into every source partition."""
 
 
 def stage_progress(result: PendingCheckpoint) -> tuple[StageProgress, ...]:

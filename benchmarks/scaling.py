@@ -1,0 +1,206 @@
+"""How laminar-kafka's cost grows: with source partitions, and with state size.
+
+    python -m benchmarks.scaling                      # 8, 64, 256, 1024 partitions; 10k..1M keys
+    python -m benchmarks.scaling --partition-counts 8,64 --key-counts 10000 --records 50000
+
+Part 1 runs the keyed workload (a running count per key, one stage) on the
+same records spread over 8, 64, 256 and 1,024 source partitions at P tasks, and
+prints checkpoint p50/p99, barrier injection p50/p99 (the driver writes Barrier(N)
+into every source partition), records/s and the driver's peak RSS (this process:
+the runner, its coordinator and injector; Spark's JVM and workers excluded).
+
+Part 2 times what a task does at a snapshot, for one table of 10k, 100k and 1M
+keys: encode the task's state file and write it durably to a checkpoint store (a
+local directory), and reports its size. Snapshots are full, so their time should
+grow no faster than the state.
+
+The last line: `P=.. partitions=8/64/256/1024 checkpoint_p99_ms=../../../..
+injection_p99_ms=.. snapshot_ms_per_mib=..`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks.broker import benchmark_broker
+from benchmarks.harness import BaselineJob
+from benchmarks.laminar import LaminarResult, run_laminar
+from benchmarks.preload import preload
+from benchmarks.topics import delete_topics, new_topic_maker
+from laminar_kafka.checkpoint.store import CheckpointStore
+from laminar_kafka.state.keyed_state import KeyedState
+from laminar_kafka.state.snapshot import encode_task_snapshot
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+class OwnPeakRss:
+    """The peak resident memory of this process alone, sampled every 0.2 s on a thread."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while True:
+            with open("/proc/self/statm") as statm:
+                self.peak = max(self.peak, int(statm.read().split()[1]) * PAGE)
+            if self._stop.wait(0.2):
+                return
+
+    def __enter__(self) -> OwnPeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@dataclass(frozen=True)
+class PartitionRow:
+    partitions: int
+    result: LaminarResult
+    driver_peak_mib: float
+
+
+@dataclass(frozen=True)
+class StateRow:
+    keys: int
+    bytes: int
+    encode_ms: float
+    write_ms: float
+
+
+def run_partitions(
+    bootstrap: str,
+    counts: list[int],
+    records: int,
+    parallelism: int,
+    interval_s: float,
+    spark_context: Any = None,
+) -> list[PartitionRow]:
+    """One keyed run per partition count, on fresh topics deleted afterwards."""
+    rows = []
+    make_topic = new_topic_maker(bootstrap)
+    for count in counts:
+        print(f"== {count} source partitions: {records:,} records, P={parallelism} ==", flush=True)
+        source = preload(bootstrap, records, count, make_topic=make_topic, progress=False)
+        sink = make_topic("bench-out-scaling", count)
+        job = BaselineJob(
+            bootstrap, source, sink, count, records, "keyed", interval_s, progress=False
+        )
+        try:
+            with OwnPeakRss() as rss:
+                result = run_laminar(
+                    job,
+                    parallelism=parallelism,
+                    name=f"scaling-{count}-{sink[-6:]}",
+                    spark_context=spark_context,
+                )
+        finally:
+            delete_topics(bootstrap, [source, sink])
+        rows.append(PartitionRow(count, result, rss.peak / 2**20))
+    return rows
+
+
+def time_snapshots(key_counts: list[int], repeat: int = 3) -> list[StateRow]:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-snapshot-") as root:
+        store = CheckpointStore(root, "scaling")
+        for keys in key_counts:
+            table = KeyedState({f"key-{k}": (k, k * 3) for k in range(keys)})
+            encodes, writes, size = [], [], 0
+            for n in range(repeat):
+                began = time.perf_counter()
+                data = encode_task_snapshot({("orders", 0): {"count": table}})
+                encoded = time.perf_counter()
+                store.write_snapshot(store.snapshot_path(n + 1, 0, 1), data)
+                written = time.perf_counter()
+                encodes.append((encoded - began) * 1000)
+                writes.append((written - encoded) * 1000)
+                size = len(data)
+            rows.append(
+                StateRow(keys, size, sorted(encodes)[repeat // 2], sorted(writes)[repeat // 2])
+            )
+    return rows
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def print_tables(parallelism: int, part: list[PartitionRow], state: list[StateRow]) -> None:
+    if part:
+        print(f"\nsource partitions (keyed, P={parallelism}, same records):")
+        print(
+            "partitions  records/s  ckpt p50 ms  ckpt p99 ms  inject p50 ms  inject p99 ms  "
+            "driver peak MiB"
+        )
+        for row in part:
+            r = row.result
+            print(
+                f"{row.partitions:>10}  {r.run.records_per_s:>9,.0f}  "
+                f"{_ms(r.checkpoint_p50_ms):>11}  "
+                f"{_ms(r.checkpoint_p99_ms):>11}  {_ms(r.injection_p50_ms):>13}  "
+                f"{_ms(r.injection_p99_ms):>13}  {row.driver_peak_mib:>15,.0f}"
+            )
+    if state:
+        print("\nstate size vs snapshot time (one table, medians of 3):")
+        print("      keys   state MiB  encode ms  write ms  total ms  ms per MiB")
+        for snap in state:
+            mib = snap.bytes / 2**20
+            total = snap.encode_ms + snap.write_ms
+            print(
+                f"{snap.keys:>10,}  {mib:>10.1f}  {snap.encode_ms:>9,.0f}  {snap.write_ms:>8,.0f}  "
+                f"{total:>8,.0f}  {total / mib:>10.1f}"
+            )
+    p99 = "/".join(_ms(r.result.checkpoint_p99_ms) for r in part) or "-"
+    inject = "/".join(_ms(r.result.injection_p99_ms) for r in part) or "-"
+    per_mib = (
+        "/".join(f"{(r.encode_ms + r.write_ms) / (r.bytes / 2**20):.1f}" for r in state) or "-"
+    )
+    counts = "/".join(str(r.partitions) for r in part) or "-"
+    print(
+        f"P={parallelism} partitions={counts} checkpoint_p99_ms={p99} injection_p99_ms={inject} "
+        f"snapshot_ms_per_mib={per_mib}"
+    )
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.scaling",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--partition-counts", type=_ints, default=[8, 64, 256, 1024])
+    parser.add_argument("--key-counts", type=_ints, default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--records", type=int, default=200_000, help="input records per run")
+    parser.add_argument("--parallelism", type=int, default=2)
+    parser.add_argument("--interval", type=float, default=1.0, help="checkpoint seconds")
+    parser.add_argument("--bootstrap", help="Kafka bootstrap (default: the local broker)")
+    args = parser.parse_args(argv)
+    state = time_snapshots(args.key_counts) if args.key_counts else []
+    part: list[PartitionRow] = []
+    if args.partition_counts:
+        with benchmark_broker(args.bootstrap) as bootstrap:
+            part = run_partitions(
+                bootstrap, args.partition_counts, args.records, args.parallelism, args.interval
+            )
+    print_tables(args.parallelism, part, state)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
