@@ -13,12 +13,10 @@ node on its own ports and data, as chaos tests need.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import logging
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,9 +27,12 @@ from confluent_kafka.admin import AdminClient
 
 from laminar_kafka.broker.cluster_node import ClusterLayout, ClusterNode, NodePortTaken
 from laminar_kafka.broker.local import DEFAULT_KAFKA_VERSION, BrokerInfo, default_home
-from laminar_kafka.broker.processes import ports_free, settle_child, signal_tree, wait_exit
+from laminar_kafka.broker.processes import settle_child
 from laminar_kafka.broker.settings import BrokerFiles, new_cluster_id
 from laminar_kafka.errors import BrokerError
+from laminar_kafka.processes.groups import signal_tree, wait_exit
+from laminar_kafka.processes.lock import home_lock, home_lock_or_raise
+from laminar_kafka.processes.ports import ports_free
 
 __all__ = ["ClusterInfo", "LocalCluster", "await_brokers", "is_cluster_home"]
 
@@ -86,18 +87,16 @@ class LocalCluster:
         Raises BrokerError if a node exits or the cluster does not form in
         `timeout_s`; the nodes this call started are stopped again then.
         """
-        try:
-            with self._locked():
-                return self._start_locked(timeout_s)
-        except OSError as exc:
-            raise BrokerError(f"cannot start the local cluster in {self.home}: {exc}") from exc
+        message = f"cannot start the local cluster in {self.home}"
+        with home_lock_or_raise(self.home, BrokerError, message):
+            return self._start_locked(timeout_s)
 
     def stop(self, timeout_s: float = 30.0) -> bool:
         """Stop every node (SIGTERM together, SIGKILL after `timeout_s`). Whether one ran."""
         layout = ClusterLayout.load(self.layout_file)
         if layout is None:
             return False
-        with self._locked():
+        with home_lock(self.home):
             stopped = _each(lambda n: n.stop(timeout_s), self._nodes(layout))
         return any(stopped)
 
@@ -135,7 +134,7 @@ class LocalCluster:
 
     def start_node(self, node_id: int, timeout_s: float = 180.0) -> BrokerInfo:
         """Start node `node_id` again on its ports and data; return once it answers."""
-        with self._locked():
+        with home_lock(self.home):
             return self.node(node_id).start(timeout_s)
 
     def _start_locked(self, timeout_s: float) -> ClusterInfo:
@@ -208,16 +207,6 @@ class LocalCluster:
     def node_files(self, node_id: int) -> BrokerFiles:
         """Where node `node_id` keeps its properties, data and logs."""
         return BrokerFiles(self._node_home(node_id))
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.home.mkdir(parents=True, exist_ok=True)
-        with open(self.home / ".lock", "w") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _each(action: Callable[[ClusterNode], _T], nodes: list[ClusterNode]) -> list[_T]:

@@ -13,16 +13,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from laminar_kafka.broker.jars import ensure_jars, require_java
 from laminar_kafka.broker.local import BrokerInfo, LocalBroker, PortTaken
-from laminar_kafka.broker.processes import free_ports
-from laminar_kafka.broker.settings import (
-    format_storage,
-    write_atomic,
-    write_log_config,
-    write_properties,
-)
+from laminar_kafka.broker.settings import format_storage, write_properties
 from laminar_kafka.errors import BrokerError
+from laminar_kafka.processes.files import write_atomic
+from laminar_kafka.processes.ports import free_ports
 
 __all__ = [
     "CLUSTER_SETTINGS",
@@ -156,14 +151,8 @@ class ClusterNode(LocalBroker):
     def address(self) -> NodeAddress:
         return self.layout.node(self.node_id)
 
-    def _start_locked(self, timeout_s: float) -> BrokerInfo:
-        running = self.status()
-        if running is not None:
-            return running
-        self._clear_state()
-        lib = ensure_jars(self.kafka_version)
-        java = require_java()
-        write_log_config(self.files)
+    def _start_fresh(self, java: str, lib: Path, timeout_s: float) -> BrokerInfo:
+        """Write the properties on the layout's ports, format with its cluster id, launch."""
         address = self.address
         write_properties(
             self.files,

@@ -8,7 +8,6 @@ into place, so an interrupted fetch never leaves a half-filled cache.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import re
@@ -16,11 +15,11 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from laminar_kafka.errors import BrokerError
+from laminar_kafka.processes.lock import file_lock
 
 __all__ = [
     "MIN_JAVA_VERSION",
@@ -131,16 +130,9 @@ def _is_complete(lib: Path) -> bool:
     return lib.is_dir() and any(lib.glob(f"kafka_{_SCALA_SUFFIX}-*.jar"))
 
 
-@contextmanager
-def _fetch_lock(parent: Path) -> Iterator[None]:
+def _fetch_lock(parent: Path) -> AbstractContextManager[None]:
     """Serialise fetches of one version across processes (two CI jobs, two terminals)."""
-    parent.mkdir(parents=True, exist_ok=True)
-    with open(parent / ".fetch.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return file_lock(parent / ".fetch.lock")
 
 
 def ensure_jars(kafka_version: str, timeout_s: float = 900.0) -> Path:

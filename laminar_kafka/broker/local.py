@@ -19,39 +19,29 @@ a one-second sweep of timed-out transactions.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from laminar_kafka.broker.jars import ensure_jars, require_java
-from laminar_kafka.broker.processes import (
-    alive,
-    await_metadata,
-    children,
-    cmdline,
-    free_ports,
-    reusable_ports,
-    settle_child,
-    signal_tree,
-    wait_exit,
-)
+from laminar_kafka.broker.processes import await_metadata, children, reusable_ports, settle_child
 from laminar_kafka.broker.settings import (
-    TAIL_LINES,
     BrokerFiles,
     format_storage,
-    tail_text,
-    write_atomic,
     write_log_config,
     write_properties,
 )
 from laminar_kafka.errors import BrokerError
+from laminar_kafka.processes.files import TAIL_LINES, tail_text, write_atomic
+from laminar_kafka.processes.groups import signal_tree, wait_exit
+from laminar_kafka.processes.lock import home_lock_or_raise
+from laminar_kafka.processes.ports import free_ports
+from laminar_kafka.processes.table import alive, cmdline
 
 __all__ = ["DEFAULT_KAFKA_VERSION", "BrokerInfo", "LocalBroker", "default_home"]
 
@@ -110,21 +100,15 @@ class LocalBroker:
         `timeout_s`) and formats the storage. Raises BrokerError with the tail of
         the broker's log if the process exits or does not answer in time.
         """
-        try:
-            with self._locked():
-                return self._start_locked(timeout_s)
-        except OSError as exc:
-            raise BrokerError(f"cannot start the local broker in {self.home}: {exc}") from exc
+        with self._locked("start"):
+            return self._start_locked(timeout_s)
 
     def stop(self, timeout_s: float = 30.0) -> bool:
         """Stop the broker: SIGTERM, then SIGKILL after `timeout_s`. Return whether one ran."""
         if not self.home.is_dir():
             return False
-        try:
-            with self._locked():
-                return self._stop_locked(timeout_s)
-        except OSError as exc:
-            raise BrokerError(f"cannot stop the local broker in {self.home}: {exc}") from exc
+        with self._locked("stop"):
+            return self._stop_locked(timeout_s)
 
     def status(self) -> BrokerInfo | None:
         """The running broker of this home, or None (no pid file, process gone, or not ours)."""
@@ -146,6 +130,10 @@ class LocalBroker:
         lib = ensure_jars(self.kafka_version)
         java = require_java()
         write_log_config(self.files)
+        return self._start_fresh(java, lib, timeout_s)
+
+    def _start_fresh(self, java: str, lib: Path, timeout_s: float) -> BrokerInfo:
+        """Pick ports, write the properties, format once and launch (no broker runs)."""
         # A port picked free can be taken before the broker binds it: retry on that.
         for attempt in range(3):
             # The previous start's address, when free again: clients configured with
@@ -278,15 +266,11 @@ class LocalBroker:
                 parts.append(f"--- {path.name} ---\n{shown}")
         return "\n".join(parts) if parts else "(the broker wrote no log)"
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.home.mkdir(parents=True, exist_ok=True)
-        with open(self.home / ".lock", "w") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def _locked(self, doing: str) -> contextlib.AbstractContextManager[None]:
+        """This home's lock; an OSError under it is a BrokerError (cannot `doing` ...)."""
+        return home_lock_or_raise(
+            self.home, BrokerError, f"cannot {doing} the local broker in {self.home}"
+        )
 
 
 class PortTaken(Exception):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import os
 import shutil
 import subprocess
 import uuid
@@ -11,8 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from laminar_kafka.errors import BrokerError
-
-TAIL_LINES = 25
+from laminar_kafka.processes.files import tail_text, write_atomic
 
 
 @dataclass(frozen=True)
@@ -57,16 +55,6 @@ def new_cluster_id() -> str:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
         if not cluster_id.startswith("-"):
             return cluster_id
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def tail_text(text: str, lines: int = TAIL_LINES) -> str:
-    return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
 PROPERTIES_TEMPLATE = """\

@@ -9,27 +9,28 @@ from typing import Any
 from laminar_kafka.broker.cluster import ClusterInfo, LocalCluster, is_cluster_home
 from laminar_kafka.broker.jars import ensure_jars
 from laminar_kafka.broker.local import DEFAULT_KAFKA_VERSION, BrokerInfo, LocalBroker, default_home
+from laminar_kafka.cli import daemons
 from laminar_kafka.errors import BrokerError
 
 __all__ = ["register"]
 
-EXIT_NOT_RUNNING = 3  # as `status` of LSB init scripts
 EXIT_DEGRADED = 1  # some nodes of a cluster run, not all
 
 
 def register(subparsers: Any) -> None:
     """Add the `broker` command group to the top-level subparsers."""
-    broker = subparsers.add_parser(
+    actions = daemons.add_daemon_group(
+        subparsers,
         "broker",
-        help="run a local Kafka broker for tests and development",
-        description="A single-node KRaft Kafka broker on this machine, or with --brokers 3 a "
+        "run a local Kafka broker for tests and development",
+        "A single-node KRaft Kafka broker on this machine, or with --brokers 3 a "
         "cluster of three (needs Java 17+; Maven fetches the Kafka jars once). Its home is "
         "--home, else $LAMINAR_KAFKA_HOME, else ~/.cache/laminar-kafka/broker.",
     )
-    actions = broker.add_subparsers(title="actions", metavar="ACTION", required=True)
 
-    start = actions.add_parser("start", help="start the broker (no-op if it runs)")
-    _add_home(start)
+    start = daemons.add_action(
+        actions, "start", "start the broker (no-op if it runs)", _start, "broker"
+    )
     start.add_argument("--kafka-version", default=DEFAULT_KAFKA_VERSION, help="%(default)s")
     start.add_argument(
         "--brokers",
@@ -45,30 +46,20 @@ def register(subparsers: Any) -> None:
         default=None,
         help="seconds to wait for it (120 for a broker, 180 for a cluster)",
     )
-    start.set_defaults(handler=_start)
 
-    stop = actions.add_parser("stop", help="stop the broker or cluster (SIGTERM, then SIGKILL)")
-    _add_home(stop)
-    stop.add_argument(
-        "--timeout", type=float, default=30.0, help="seconds before SIGKILL (%(default)s)"
+    stop_help = "stop the broker or cluster (SIGTERM, then SIGKILL)"
+    daemons.add_stop_timeout(daemons.add_action(actions, "stop", stop_help, _stop, "broker"))
+
+    status_help = (
+        "say whether the broker or cluster runs, and where "
+        "(exit 3 if it does not, 1 if some nodes of a cluster are down)"
     )
-    stop.set_defaults(handler=_stop)
+    daemons.add_action(actions, "status", status_help, _status, "broker")
 
-    status = actions.add_parser(
-        "status",
-        help="say whether the broker or cluster runs, and where "
-        "(exit 3 if it does not, 1 if some nodes of a cluster are down)",
+    fetch = daemons.add_action(
+        actions, "fetch", "only download the Kafka jars (once)", _fetch, None
     )
-    _add_home(status)
-    status.set_defaults(handler=_status)
-
-    fetch = actions.add_parser("fetch", help="only download the Kafka jars (once)")
     fetch.add_argument("--kafka-version", default=DEFAULT_KAFKA_VERSION, help="%(default)s")
-    fetch.set_defaults(handler=_fetch)
-
-
-def _add_home(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--home", type=Path, default=None, help="the broker's home directory")
 
 
 def _describe(info: BrokerInfo) -> str:
@@ -104,17 +95,12 @@ def _start(args: argparse.Namespace) -> int:
 def _stop(args: argparse.Namespace) -> int:
     if _cluster_home(args.home):
         cluster = LocalCluster(args.home)
-        if cluster.stop(timeout_s=args.timeout):
-            print(f"local cluster stopped (home={cluster.home})")
-        else:
-            print(f"no node of the local cluster was running (home={cluster.home})")
-        return 0
+        stopped = cluster.stop(timeout_s=args.timeout)
+        return daemons.print_stopped(
+            stopped, "local cluster", cluster.home, "no node of the local cluster"
+        )
     broker = LocalBroker(args.home)
-    if broker.stop(timeout_s=args.timeout):
-        print(f"local broker stopped (home={broker.home})")
-    else:
-        print(f"no local broker was running (home={broker.home})")
-    return 0
+    return daemons.print_stopped(broker.stop(timeout_s=args.timeout), "local broker", broker.home)
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -122,15 +108,13 @@ def _status(args: argparse.Namespace) -> int:
         cluster = LocalCluster(args.home)
         running = cluster.status()
         if running is None:
-            print(f"local cluster not running (home={cluster.home})")
-            return EXIT_NOT_RUNNING
+            return daemons.print_not_running("local cluster", cluster.home)
         _print_cluster(running)
         return 0 if running.running == len(running.nodes) else EXIT_DEGRADED
     broker = LocalBroker(args.home)
     info = broker.status()
     if info is None:
-        print(f"local broker not running (home={broker.home})")
-        return EXIT_NOT_RUNNING
+        return daemons.print_not_running("local broker", broker.home)
     print(f"local broker running: {_describe(info)}")
     print(f"bootstrap={info.bootstrap}")
     return 0

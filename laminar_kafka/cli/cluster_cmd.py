@@ -3,29 +3,27 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
+from laminar_kafka.cli import daemons
 from laminar_kafka.cluster import ClusterInfo, SparkCluster
 
 __all__ = ["register"]
 
-EXIT_NOT_RUNNING = 3  # as `status` of LSB init scripts
-
 
 def register(subparsers: Any) -> None:
     """Add the `cluster` command group to the top-level subparsers."""
-    cluster = subparsers.add_parser(
+    actions = daemons.add_daemon_group(
+        subparsers,
         "cluster",
-        help="run a local Spark standalone cluster (master and workers) to run pipelines on",
-        description="A Spark standalone master and workers on 127.0.0.1, from the Spark that "
+        "run a local Spark standalone cluster (master and workers) to run pipelines on",
+        "A Spark standalone master and workers on 127.0.0.1, from the Spark that "
         "pyspark ships (needs Java 17+). Run a pipeline on it with `run ... --master URL`. "
         "Its home is --home, else $LAMINAR_CLUSTER_HOME, else ~/.cache/laminar-kafka/cluster.",
     )
-    actions = cluster.add_subparsers(title="actions", metavar="ACTION", required=True)
 
-    start = actions.add_parser("start", help="start master and workers (no-op if it runs)")
-    _add_home(start)
+    start_help = "start master and workers (no-op if it runs)"
+    start = daemons.add_action(actions, "start", start_help, _start, "cluster")
     start.add_argument("--workers", type=int, default=2, help="%(default)s")
     start.add_argument(
         "--cores-per-worker",
@@ -37,24 +35,12 @@ def register(subparsers: Any) -> None:
     start.add_argument(
         "--timeout", type=float, default=180.0, help="seconds to wait for it (%(default)s)"
     )
-    start.set_defaults(handler=_start)
 
-    stop = actions.add_parser("stop", help="stop master and workers (SIGTERM, then SIGKILL)")
-    _add_home(stop)
-    stop.add_argument(
-        "--timeout", type=float, default=30.0, help="seconds before SIGKILL (%(default)s)"
-    )
-    stop.set_defaults(handler=_stop)
+    stop_help = "stop master and workers (SIGTERM, then SIGKILL)"
+    daemons.add_stop_timeout(daemons.add_action(actions, "stop", stop_help, _stop, "cluster"))
 
-    status = actions.add_parser(
-        "status", help="say whether the cluster runs, and what (exit 3 if it does not)"
-    )
-    _add_home(status)
-    status.set_defaults(handler=_status)
-
-
-def _add_home(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--home", type=Path, default=None, help="the cluster's home directory")
+    status_help = "say whether the cluster runs, and what (exit 3 if it does not)"
+    daemons.add_action(actions, "status", status_help, _status, "cluster")
 
 
 def _describe(info: ClusterInfo) -> list[str]:
@@ -95,18 +81,15 @@ def _start(args: argparse.Namespace) -> int:
 
 def _stop(args: argparse.Namespace) -> int:
     cluster = SparkCluster(args.home)
-    if cluster.stop(timeout_s=args.timeout):
-        print(f"Spark cluster stopped (home={cluster.home})")
-    else:
-        print(f"no Spark cluster was running (home={cluster.home})")
-    return 0
+    return daemons.print_stopped(
+        cluster.stop(timeout_s=args.timeout), "Spark cluster", cluster.home
+    )
 
 
 def _status(args: argparse.Namespace) -> int:
     cluster = SparkCluster(args.home)
     info = cluster.status()
     if info is None:
-        print(f"Spark cluster not running (home={cluster.home})")
-        return EXIT_NOT_RUNNING
+        return daemons.print_not_running("Spark cluster", cluster.home)
     print("\n".join(_describe(info)))
     return 0

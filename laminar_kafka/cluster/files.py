@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-TAIL_LINES = 25
+from laminar_kafka.processes.files import TAIL_LINES, tail_text
 
 
 def default_home() -> Path:
@@ -99,16 +99,9 @@ def read_state(files: ClusterFiles) -> ClusterState | None:
         return None
 
 
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def log_tail(path: Path, lines: int = TAIL_LINES) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return f"--- {path.name}: (no log) ---"
-    shown = "\n".join(text.rstrip().splitlines()[-lines:])
-    return f"--- {path} ---\n{shown}"
+    return f"--- {path} ---\n{tail_text(text, lines)}"

@@ -12,11 +12,9 @@ it: the state file is the truth, and a file lock serialises start and stop.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import signal
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -27,7 +25,6 @@ from laminar_kafka.cluster.files import (
     default_home,
     log_tail,
     read_state,
-    write_atomic,
 )
 from laminar_kafka.cluster.launch import (
     LOOPBACK,
@@ -39,17 +36,13 @@ from laminar_kafka.cluster.launch import (
     spark_class,
 )
 from laminar_kafka.cluster.master_ui import MasterState, await_master, master_state
-from laminar_kafka.cluster.processes import (
-    alive,
-    children,
-    cmdline,
-    free_ports,
-    group_alive,
-    settle_child,
-    signal_group,
-    wait_group_exit,
-)
+from laminar_kafka.cluster.processes import children, settle_child
 from laminar_kafka.errors import ClusterError
+from laminar_kafka.processes.files import write_atomic
+from laminar_kafka.processes.groups import signal_group, wait_group_exit
+from laminar_kafka.processes.lock import home_lock_or_raise
+from laminar_kafka.processes.ports import free_ports
+from laminar_kafka.processes.table import alive, cmdline, group_alive
 
 __all__ = ["ClusterInfo", "SparkCluster", "WorkerInfo"]
 
@@ -103,25 +96,19 @@ class SparkCluster:
         """Start the cluster unless it runs; return once the master lists every worker ALIVE."""
         if workers < 1 or cores_per_worker < 1:
             raise ClusterError("a cluster needs at least one worker of at least one core")
-        try:
-            with self._locked():
-                running = self.status()
-                if running is not None:
-                    return running
-                self._stop_locked(10.0)  # leftovers of a cluster that half died
-                return self._start_locked(workers, cores_per_worker, worker_memory, timeout_s)
-        except OSError as exc:
-            raise ClusterError(f"cannot start the Spark cluster in {self.home}: {exc}") from exc
+        with self._locked("start"):
+            running = self.status()
+            if running is not None:
+                return running
+            self._stop_locked(10.0)  # leftovers of a cluster that half died
+            return self._start_locked(workers, cores_per_worker, worker_memory, timeout_s)
 
     def stop(self, timeout_s: float = 30.0) -> bool:
         """Stop every daemon (SIGTERM to its group, SIGKILL after `timeout_s`). Whether one ran."""
         if not self.home.is_dir():
             return False
-        try:
-            with self._locked():
-                return self._stop_locked(timeout_s)
-        except OSError as exc:
-            raise ClusterError(f"cannot stop the Spark cluster in {self.home}: {exc}") from exc
+        with self._locked("stop"):
+            return self._stop_locked(timeout_s)
 
     def status(self) -> ClusterInfo | None:
         """The running cluster of this home (its master runs and is ours), or None."""
@@ -234,10 +221,10 @@ class SparkCluster:
             return False
         log.info("stopping Spark daemon group %d", pgid)
         signal_group(pgid, signal.SIGTERM)
-        if not wait_group_exit(pgid, timeout_s):
+        if not wait_group_exit(pgid, timeout_s, children):
             log.warning("Spark daemon group %d ignored SIGTERM for %.0f s", pgid, timeout_s)
             signal_group(pgid, signal.SIGKILL)
-            if not wait_group_exit(pgid, 10.0):
+            if not wait_group_exit(pgid, 10.0, children):
                 raise ClusterError(f"Spark daemon group {pgid} survived SIGKILL")
         settle_child(pgid)
         return True
@@ -249,12 +236,8 @@ class SparkCluster:
         mark = f"{home_mark(self.home)} "
         return command is not None and main_class in command and mark in f"{command} "
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.home.mkdir(parents=True, exist_ok=True)
-        with open(self.home / ".lock", "w") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def _locked(self, doing: str) -> contextlib.AbstractContextManager[None]:
+        """This home's lock; an OSError under it is a ClusterError (cannot `doing` ...)."""
+        return home_lock_or_raise(
+            self.home, ClusterError, f"cannot {doing} the Spark cluster in {self.home}"
+        )

@@ -7,6 +7,7 @@ process-wide default: two runs in one process (tests) never share a series.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping
 
@@ -51,91 +52,77 @@ class PipelineMetrics:
     def __init__(self, pipeline: str, registry: CollectorRegistry | None = None) -> None:
         self.pipeline = pipeline
         self.registry = registry if registry is not None else CollectorRegistry()
-        r = self.registry
-        self.checkpoint_seconds = Histogram(
+        histogram = functools.partial(Histogram, registry=self.registry)
+        counter = functools.partial(Counter, registry=self.registry)
+        gauge = functools.partial(Gauge, registry=self.registry)
+        self.checkpoint_seconds = histogram(
             "laminar_checkpoint_duration_seconds",
             "End-to-end duration of committed checkpoints (PREPARE to the last stage's commit)",
             _PIPELINE,
             buckets=DURATION_BUCKETS,
-            registry=r,
         )
-        self.stage_seconds = Histogram(
+        self.stage_seconds = histogram(
             "laminar_stage_checkpoint_duration_seconds",
             "A stage's share of each committed checkpoint, from its opening to its commit",
             _STAGE,
             buckets=DURATION_BUCKETS,
-            registry=r,
         )
-        self.alignment_seconds = Histogram(
+        self.alignment_seconds = histogram(
             "laminar_checkpoint_alignment_seconds",
             "Time a task waited for barrier alignment, one observation per task and checkpoint",
             _PIPELINE,
             buckets=ALIGNMENT_BUCKETS,
-            registry=r,
         )
-        self.recovery_seconds = Histogram(
+        self.recovery_seconds = histogram(
             "laminar_recovery_duration_seconds",
             "Seconds from a lost worker generation until the next one read again",
             _PIPELINE,
             buckets=RECOVERY_BUCKETS,
-            registry=r,
         )
-        self.records_in = Counter(
-            "laminar_stage_records_in", "Records a stage's tasks read", _STAGE, registry=r
+        self.records_in = counter(
+            "laminar_stage_records_in", "Records a stage's tasks read", _STAGE
         )
-        self.records_out = Counter(
-            "laminar_stage_records_out", "Records a stage's tasks wrote", _STAGE, registry=r
+        self.records_out = counter(
+            "laminar_stage_records_out", "Records a stage's tasks wrote", _STAGE
         )
-        self.dead_letters = Counter(
-            "laminar_stage_dead_letters",
-            "Records a stage sent to the dead-letter topic",
-            _STAGE,
-            registry=r,
+        self.dead_letters = counter(
+            "laminar_stage_dead_letters", "Records a stage sent to the dead-letter topic", _STAGE
         )
-        self.committed = Counter(
-            "laminar_checkpoints_committed", "Checkpoints committed", _PIPELINE, registry=r
+        self.committed = counter(
+            "laminar_checkpoints_committed", "Checkpoints committed", _PIPELINE
         )
-        self.aborted = Counter(
-            "laminar_checkpoints_aborted", "Checkpoints aborted", _PIPELINE, registry=r
-        )
-        self.unaligned = Counter(
+        self.aborted = counter("laminar_checkpoints_aborted", "Checkpoints aborted", _PIPELINE)
+        self.unaligned = counter(
             "laminar_unaligned_task_checkpoints",
             "Task checkpoints taken unaligned (alignment timed out or a source has no barriers)",
             _PIPELINE,
-            registry=r,
         )
-        self.restarts = Counter(
-            "laminar_restarts", "Worker generations lost and restarted", _PIPELINE, registry=r
+        self.restarts = counter(
+            "laminar_restarts", "Worker generations lost and restarted", _PIPELINE
         )
-        self.last_checkpoint = Gauge(
+        self.last_checkpoint = gauge(
             "laminar_last_committed_checkpoint_id",
             "Id of the newest committed checkpoint",
             _PIPELINE,
-            registry=r,
         )
-        self.last_commit_time = Gauge(
+        self.last_commit_time = gauge(
             "laminar_last_commit_timestamp_seconds",
             "Unix time of the newest commit: output stalls when it stops moving",
             _PIPELINE,
-            registry=r,
         )
-        self.generation = Gauge(
-            "laminar_generation", "Number of the running worker generation", _PIPELINE, registry=r
+        self.generation = gauge(
+            "laminar_generation", "Number of the running worker generation", _PIPELINE
         )
-        self.tasks = Gauge(
-            "laminar_tasks", "Tasks of the running worker generation", _PIPELINE, registry=r
-        )
-        self.lag = Gauge(
+        self.tasks = gauge("laminar_tasks", "Tasks of the running worker generation", _PIPELINE)
+        self.lag = gauge(
             "laminar_consumer_lag_records",
             "Records of a source partition past the pipeline's committed offset",
             _PARTITION,
-            registry=r,
         )
-        self.lag_time = Gauge(
+        self.lag_time = gauge(
             "laminar_consumer_lag_timestamp_seconds",
             "Unix time the consumer lag was last read",
             _PIPELINE,
-            registry=r,
         )
         for metric in (self.committed, self.aborted, self.unaligned, self.restarts):
             metric.labels(pipeline).inc(0)  # present (at 0) before the first event

@@ -18,9 +18,9 @@ from laminar_kafka import AvroFormat, JsonFormat, Pipeline, RuntimeConfig
 from laminar_kafka.broker import LocalCluster
 from laminar_kafka.cli.main import main
 from laminar_kafka.cluster import ClusterInfo, SparkCluster, master_state
-from laminar_kafka.cluster.processes import descendants, group_alive
 from laminar_kafka.errors import ClusterError
 from laminar_kafka.faults import FaultPoint
+from laminar_kafka.processes.table import descendants, group_alive
 from laminar_kafka.runtime.runner import PipelineRunner
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings, KillKind, RecoveryPath
