@@ -10,9 +10,10 @@ import math
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Final
 
-__all__ = ["RSS_INTERVAL_S", "PeakRss", "tree_rss_bytes"]
+__all__ = ["RSS_INTERVAL_S", "PeakRss", "process_rss_bytes", "tree_rss_bytes"]
 
 RSS_INTERVAL_S: Final = 0.5
 """Default sampling interval of `PeakRss`."""
@@ -44,11 +45,24 @@ def tree_rss_bytes(root: int) -> int:
     return total * os.sysconf("SC_PAGE_SIZE")
 
 
-class PeakRss:
-    """Samples `tree_rss_bytes(root)` every `interval_s` on a thread, with their times."""
+def process_rss_bytes(pid: int) -> int:
+    """RSS of process `pid` alone, without its children."""
+    with open(f"/proc/{pid}/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
-    def __init__(self, root: int, interval_s: float = RSS_INTERVAL_S) -> None:
+
+class PeakRss:
+    """Samples `measure(root)` (default: the process tree's RSS) every `interval_s` on a
+    thread, with their times."""
+
+    def __init__(
+        self,
+        root: int,
+        interval_s: float = RSS_INTERVAL_S,
+        measure: Callable[[int], int] = tree_rss_bytes,
+    ) -> None:
         self._root = root
+        self._measure = measure
         self._interval_s = interval_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="peak-rss", daemon=True)
@@ -56,7 +70,7 @@ class PeakRss:
 
     def _run(self) -> None:
         while True:
-            self.samples.append((time.monotonic(), tree_rss_bytes(self._root)))
+            self.samples.append((time.monotonic(), self._measure(self._root)))
             if self._stop.wait(self._interval_s):
                 return
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -31,37 +30,12 @@ from typing import Any
 from benchmarks.broker import benchmark_broker
 from benchmarks.harness import BaselineJob
 from benchmarks.laminar import LaminarResult, run_laminar
+from benchmarks.memory import PeakRss, process_rss_bytes
 from benchmarks.preload import preload
 from benchmarks.topics import delete_topics, new_topic_maker
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.state.keyed_state import KeyedState
 from laminar_kafka.state.snapshot import encode_task_snapshot
-
-PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-class OwnPeakRss:
-    """The peak resident memory of this process alone, sampled every 0.2 s on a thread."""
-
-    def __init__(self) -> None:
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def _sample(self) -> None:
-        while True:
-            with open("/proc/self/statm") as statm:
-                self.peak = max(self.peak, int(statm.read().split()[1]) * PAGE)
-            if self._stop.wait(0.2):
-                return
-
-    def __enter__(self) -> OwnPeakRss:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 @dataclass(frozen=True)
@@ -98,7 +72,7 @@ def run_partitions(
             bootstrap, source, sink, count, records, "keyed", interval_s, progress=False
         )
         try:
-            with OwnPeakRss() as rss:
+            with PeakRss(os.getpid(), 0.2, process_rss_bytes) as rss:
                 result = run_laminar(
                     job,
                     parallelism=parallelism,
@@ -107,7 +81,7 @@ def run_partitions(
                 )
         finally:
             delete_topics(bootstrap, [source, sink])
-        rows.append(PartitionRow(count, result, rss.peak / 2**20))
+        rows.append(PartitionRow(count, result, rss.peak_mib()))
     return rows
 
 

@@ -23,7 +23,7 @@ from laminar_kafka.faults import FaultPoint
 from laminar_kafka.processes.table import descendants, group_alive
 from laminar_kafka.runtime.runner import PipelineRunner
 from laminar_kafka.testing import TopicFactory
-from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings, KillKind, RecoveryPath
+from laminar_kafka.testing.chaos import ChaosRun, KillKind, RecoveryPath
 from laminar_kafka.testing.chaos_app import ChaosApp
 from laminar_kafka.testing.object_store import LocalS3
 from laminar_kafka.testing.orders import (
@@ -32,6 +32,7 @@ from laminar_kafka.testing.orders import (
     produce_orders,
     read_committed,
 )
+from tests.runtime.test_object_store_runs import s3_chaos_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -280,17 +281,12 @@ def test_a_chaos_round_on_the_spark_cluster_with_three_brokers_and_an_s3_store(
     tmp_path: Path,
     record_property: Any,
 ) -> None:
-    settings = ChaosSettings(
-        bootstrap=kafka_cluster,
-        records=600,
+    settings = s3_chaos_settings(
+        kafka_cluster,
+        tmp_path,
+        s3_bucket,
         parallelism=1,  # two stages of one task: two of the three one-core workers
-        checkpoint_interval_s=0.5,
         checkpoint_timeout_s=30.0,
-        work_dir=tmp_path,
-        say=lambda _m: None,
-        chunks=48,
-        pause_s=0.06,
-        checkpoint_root=f"{s3_bucket}/chaos",
         master=cluster.master_url,
     )
     with ChaosRun(str(PIPELINES / "product_totals.py"), settings) as run:

@@ -28,6 +28,24 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
 
 
+def s3_chaos_settings(
+    bootstrap: str, work_dir: Path, bucket: str, **overrides: Any
+) -> ChaosSettings:
+    """Chaos rounds of 600 records arriving over about 3 s, checkpoints under `bucket`."""
+    settings: dict[str, Any] = dict(
+        bootstrap=bootstrap,
+        records=600,
+        checkpoint_interval_s=0.5,
+        work_dir=work_dir,
+        say=lambda _m: None,
+        chunks=48,
+        pause_s=0.06,
+        checkpoint_root=f"{bucket}/chaos",
+    )
+    settings.update(overrides)
+    return ChaosSettings(**settings)
+
+
 def test_two_stages_checkpoint_to_s3_resume_from_it_and_refuse_a_second_driver(
     kafka_bootstrap: str,
     topic_factory: TopicFactory,
@@ -63,16 +81,7 @@ def test_two_stages_checkpoint_to_s3_resume_from_it_and_refuse_a_second_driver(
 def test_a_driver_killed_at_its_manifest_write_leaves_the_s3_store_usable(
     kafka_bootstrap: str, tmp_path: Path, s3_bucket: str, local_s3: Any
 ) -> None:
-    settings = ChaosSettings(
-        bootstrap=kafka_bootstrap,
-        records=600,
-        checkpoint_interval_s=0.5,
-        work_dir=tmp_path,
-        say=lambda _m: None,
-        chunks=48,
-        pause_s=0.06,
-        checkpoint_root=f"{s3_bucket}/chaos",
-    )
+    settings = s3_chaos_settings(kafka_bootstrap, tmp_path, s3_bucket)
     with ChaosRun(str(PIPELINES / "product_totals.py"), settings) as run:
         # Killed right after the manifest of a decided stage reached S3, before the
         # Commit went out: the next driver (once the lease passed) must finish it.
