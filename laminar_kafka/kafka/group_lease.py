@@ -125,7 +125,7 @@ class GroupLease:
         deadline = time.monotonic() + wait_s
         announced = False
         while not self._held.wait(1.0):
-            holder = self._live_holder()
+            holder, previous = self._look_at_group()
             if holder is not None:
                 self.release()
                 raise LeaseHeld(holder)
@@ -135,32 +135,41 @@ class GroupLease:
                     f"could not take the lease of Kafka group {self.group!r} in {wait_s:.0f} s"
                     + (f": {self._error}" if self._error else "")
                 )
-            if on_wait is not None and not announced:
-                on_wait(f"waiting for Kafka group {self.group!r} to drop a previous holder")
+            if on_wait is not None and previous is not None and not announced:
+                on_wait(
+                    f"waiting for Kafka group {self.group!r} to drop {previous} (gone, or "
+                    f"stopped: its session ends {self.session_timeout_s:.0f} s after its last "
+                    "heartbeat)"
+                )
                 announced = True
 
-    def _live_holder(self) -> str | None:
-        """Another member that kept the partition through a rebalance we took part in.
+    def _look_at_group(self) -> tuple[str | None, str | None]:
+        """(live holder, previous member) as the group shows them now.
 
-        Only once we are a member of the stable group: before our join completes the
-        group may still list a holder that died and whose session has not expired.
+        The live holder is another member that kept the partition through a
+        rebalance we took part in: only once we are a member of the stable group,
+        since before our join completes the group may still list a holder that died
+        and whose session has not expired. That one is the previous member, which
+        the wait is for.
         """
         admin = AdminClient(self._kafka.settings({}))
         try:
             (future,) = admin.describe_consumer_groups([self.group], request_timeout=5).values()
             description = future.result()
         except KafkaException:
-            return None
-        if str(description.state).rsplit(".", 1)[-1] != "STABLE":
-            return None
+            return None, None
         me = self._member_id
-        if not me or me not in {m.member_id for m in description.members}:
-            return None
+        others = {m.member_id: f"{m.client_id} (host {m.host})" for m in description.members}
+        others.pop(me or "", None)
+        previous = next(iter(others.values()), None)
+        stable = str(description.state).rsplit(".", 1)[-1] == "STABLE"
+        if not stable or not me or me not in {m.member_id for m in description.members}:
+            return None, previous
         for member in description.members:
             assigned = member.assignment.topic_partitions if member.assignment else []
-            if member.member_id != me and any(tp.partition == 0 for tp in assigned):
-                return f"{member.client_id} (host {member.host})"
-        return None
+            if member.member_id in others and any(tp.partition == 0 for tp in assigned):
+                return others[member.member_id], previous
+        return None, previous
 
     def check(self, regain_s: float | None = None) -> None:
         """Raise FencedError if the lease is lost and not regained within `regain_s`.
@@ -184,5 +193,8 @@ class GroupLease:
         self._stop.set()
         if self._poller is not None and self._poller is not threading.current_thread():
             self._poller.join(5)
-        with contextlib.suppress(RuntimeError):  # already closed
+        with contextlib.suppress(RuntimeError, KafkaException):  # already closed
+            # Unsubscribing first makes even a member that holds nothing leave the group
+            # at once; a close alone left one until its session timed out.
+            self._consumer.unsubscribe()
             self._consumer.close()
