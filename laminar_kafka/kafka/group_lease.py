@@ -75,12 +75,20 @@ class GroupLease:
         self._poller: threading.Thread | None = None
         self._error: str | None = None
         self._member_id: str | None = None
+        self._pause = False
+        self.regained = 0
+        """How often the group gave the lease back after it was lost."""
 
     # -- rebalance callbacks (run inside poll, on the poller thread) ---------
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if any(tp.partition == 0 for tp in partitions):
+            if self._lost.is_set():
+                # Given back by the group: no live member holds it now, but one may have
+                # held it meanwhile; `regained` lets the caller check for that.
+                self.regained += 1
+                self._lost.clear()
             self._held.set()
-            self._lost.clear()  # given back by the group: no live member held it meanwhile
+            self._pause = True
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if self._held.is_set() and any(tp.partition == 0 for tp in partitions):
@@ -89,16 +97,15 @@ class GroupLease:
 
     def _poll(self) -> None:
         # Polling serves the rebalances; the topic's records are not wanted, so the
-        # assigned partition is paused once held.
-        paused = False
+        # partition is paused each time it is assigned.
         while not self._stop.is_set():
             try:
                 self._consumer.poll(0.2)
                 # Read here, between polls: from another thread it can block on the group.
                 self._member_id = self._consumer.memberid()
-                if self._held.is_set() and not paused:
+                if self._pause:
                     self._consumer.pause([TopicPartition(self.topic, 0)])
-                    paused = True
+                    self._pause = False
             except (KafkaException, RuntimeError) as exc:
                 self._error = str(exc)
                 self._lost.set()
@@ -124,8 +131,9 @@ class GroupLease:
         self._poller.start()
         deadline = time.monotonic() + wait_s
         announced = False
+        admin = AdminClient(self._kafka.settings({}))
         while not self._held.wait(1.0):
-            holder, previous = self._look_at_group()
+            holder, previous = self._look_at_group(admin)
             if holder is not None:
                 self.release()
                 raise LeaseHeld(holder)
@@ -143,7 +151,7 @@ class GroupLease:
                 )
                 announced = True
 
-    def _look_at_group(self) -> tuple[str | None, str | None]:
+    def _look_at_group(self, admin: AdminClient) -> tuple[str | None, str | None]:
         """(live holder, previous member) as the group shows them now.
 
         The live holder is another member that kept the partition through a
@@ -152,7 +160,6 @@ class GroupLease:
         and whose session has not expired. That one is the previous member, which
         the wait is for.
         """
-        admin = AdminClient(self._kafka.settings({}))
         try:
             (future,) = admin.describe_consumer_groups([self.group], request_timeout=5).values()
             description = future.result()

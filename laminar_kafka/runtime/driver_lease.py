@@ -48,13 +48,20 @@ def manifest_fence(
 ) -> Callable[[], None]:
     """The check before each manifest write of `generation`.
 
-    It raises FencedError if this driver lost its lease, or if the store shows a
-    newer generation: a driver that held the lease while this one was cut off,
-    and has left since.
+    It raises FencedError if this driver lost its lease, or, after the lease was
+    lost and given back, if the store shows a newer generation: a driver that held
+    the lease while this one was cut off, and has left since. While the lease is
+    held throughout, the check reads nothing from the store.
     """
 
+    checked = lease.regained
+
     def check() -> None:
+        nonlocal checked
         lease.check()
+        if lease.regained == checked:
+            return  # held throughout: no other driver can have started a generation
+        checked = lease.regained
         newest = store.read_generation().generation
         if newest != generation:
             raise FencedError(
