@@ -38,6 +38,8 @@ class FaultPoint(enum.Enum):
     """Worker: a task of a downstream stage acked N, before the decision of its stage."""
     DURING_PURGE = "during_purge"
     """Driver: while purging internal topics below a complete checkpoint."""
+    FILES_UNPUBLISHED = "files_unpublished"
+    """Worker: the Kafka transaction of N committed, its staged files not yet published."""
 
     @property
     def multi_stage(self) -> bool:
@@ -47,6 +49,11 @@ class FaultPoint(enum.Enum):
             FaultPoint.DOWNSTREAM_ACKED,
             FaultPoint.DURING_PURGE,
         )
+
+    @property
+    def file_sinks_only(self) -> bool:
+        """Points only a pipeline with a file sink reaches."""
+        return self is FaultPoint.FILES_UNPUBLISHED
 
     @property
     def in_driver(self) -> bool:
@@ -59,10 +66,15 @@ class FaultPoint(enum.Enum):
         )
 
 
-def pick_points(names: str, stages: int) -> list[FaultPoint]:
-    """Crash points by name, comma-separated; "all": every one a pipeline of `stages` reaches."""
+def pick_points(names: str, stages: int, file_sinks: bool = False) -> list[FaultPoint]:
+    """Crash points by name, comma-separated; "all": every one the pipeline reaches
+    (one of `stages` stages, writing files or not)."""
     if names == "all":
-        return [p for p in FaultPoint if stages > 1 or not p.multi_stage]
+        return [
+            p
+            for p in FaultPoint
+            if (stages > 1 or not p.multi_stage) and (file_sinks or not p.file_sinks_only)
+        ]
     known = {p.value: p for p in FaultPoint}
     picked = [n.strip() for n in names.split(",") if n.strip()]
     unknown = [n for n in picked if n not in known]
@@ -73,6 +85,9 @@ def pick_points(names: str, stages: int) -> list[FaultPoint]:
         raise ConfigError(
             f"crash point {between[0]} lies between stages, and this pipeline has one stage"
         )
+    files = [n for n in picked if known[n].file_sinks_only and not file_sinks]
+    if files:
+        raise ConfigError(f"crash point {files[0]} needs a file sink, and this pipeline has none")
     return [known[n] for n in picked]
 
 

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "laminar_kafka"
 # modules only from itself, and any folder of a lower layer.
 LAYERS: list[set[str]] = [
     {"errors"},
-    {"processes"},
+    {"processes", "storage"},
     {"kafka", "faults", "broker", "cluster"},
     {"control"},
     {"formats", "state"},

@@ -14,11 +14,16 @@ BETWEEN_STAGES = {
 }
 
 
+FILES_ONLY = {FaultPoint.FILES_UNPUBLISHED}
+
+
 def test_all_means_every_point_the_pipeline_can_reach() -> None:
-    assert set(pick_points("all", stages=2)) == set(FaultPoint)
+    assert set(pick_points("all", stages=2, file_sinks=True)) == set(FaultPoint)
+    assert set(pick_points("all", stages=2)) == set(FaultPoint) - FILES_ONLY
     one = pick_points("all", stages=1)
-    assert set(one) == set(FaultPoint) - BETWEEN_STAGES
+    assert set(one) == set(FaultPoint) - BETWEEN_STAGES - FILES_ONLY
     assert {p for p in FaultPoint if p.multi_stage} == BETWEEN_STAGES
+    assert {p for p in FaultPoint if p.file_sinks_only} == FILES_ONLY
 
 
 def test_named_points_keep_their_order_and_refuse_what_cannot_fire() -> None:
@@ -28,5 +33,10 @@ def test_named_points_keep_their_order_and_refuse_what_cannot_fire() -> None:
     ]
     with pytest.raises(ConfigError, match="lies between stages"):
         pick_points("mid_epoch,downstream_acked", stages=1)
+    with pytest.raises(ConfigError, match="files_unpublished needs a file sink"):
+        pick_points("files_unpublished", stages=1)
+    assert pick_points("files_unpublished", stages=1, file_sinks=True) == [
+        FaultPoint.FILES_UNPUBLISHED
+    ]
     with pytest.raises(ConfigError, match=r"unknown crash points \['nowhere'\]"):
         pick_points("nowhere", stages=2)

@@ -8,6 +8,9 @@ from __future__ import annotations
 import re
 
 from laminar_kafka.errors import ConfigError
+from laminar_kafka.sinks.file_output import FileOutput
+
+FILE_FORMATS = ("parquet", "jsonl")
 
 NAME = re.compile(r"[A-Za-z0-9._-]{1,200}")
 DERIVED_STEP = re.compile(r"[A-Za-z0-9._+-]{1,200}>[A-Za-z0-9._-]{1,200}/aggregate-[1-9][0-9]{0,5}")
@@ -41,3 +44,17 @@ def check_format(what: str, fmt: object) -> None:
         raise ConfigError(
             f"{what} must be a Format (JsonFormat(), AvroFormat(...)), not {fmt!r:.60}"
         )
+
+
+def check_file_output(url: object, fmt: object, fields: tuple[object, ...]) -> FileOutput:
+    if not isinstance(url, str) or not url.strip() or "\n" in url:
+        raise ConfigError(f"sink_files needs a directory path or URL, not {url!r:.60}")
+    if fmt not in FILE_FORMATS:
+        raise ConfigError(f"sink_files format must be one of {FILE_FORMATS}, not {fmt!r:.60}")
+    for name in fields:
+        if not isinstance(name, str) or not NAME.fullmatch(name):
+            raise ConfigError(
+                f"sink_files partition_by takes field names (letters, digits, '.', '_', '-'), "
+                f"not {name!r:.60}"
+            )
+    return FileOutput(fmt, tuple(str(f) for f in fields))  # type: ignore[arg-type]

@@ -93,7 +93,7 @@ class _Cutter:
 
 def cut_stream(pipeline: str, branches: tuple[Branch, ...], sink: SinkSpec) -> list[Flow]:
     """The flows of a finished stream, upstream first; the last one writes `sink`."""
-    label = f"{'+'.join(source_topics(branches))}>{sink.topic}"
+    label = f"{'+'.join(source_topics(branches))}>{sink.label}"
     cutter = _Cutter(pipeline, label)
     for branch in branches:
         cutter.branch(branch, sink)

@@ -156,8 +156,23 @@ class Pipeline:
 
     @property
     def sink_topics(self) -> tuple[str, ...]:
-        """The user's sink topics (not the internal ones)."""
-        return tuple(dict.fromkeys(f.sink.topic for f in self._flows if not f.sink.internal))
+        """The user's sink topics (not the internal ones, not file sinks)."""
+        return tuple(
+            dict.fromkeys(
+                f.sink.topic for f in self._flows if not f.sink.internal and f.sink.files is None
+            )
+        )
+
+    @property
+    def file_sinks(self) -> tuple[SinkSpec, ...]:
+        """The sinks that write files, one per directory."""
+        found = {f.sink.url: f.sink for f in self._flows if f.sink.files is not None}
+        return tuple(found.values())
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """Everything the pipeline's user reads: sink topics, then file sink directories."""
+        return self.sink_topics + tuple(s.url for s in self.file_sinks)
 
     @property
     def internal_topics(self) -> tuple[str, ...]:

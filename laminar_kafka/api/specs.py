@@ -8,6 +8,7 @@ spec): the upstream flow writes it, the downstream flow reads it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -15,6 +16,7 @@ from typing import Any, Literal
 from laminar_kafka.formats import BytesFormat, Format, JsonFormat, StringFormat
 from laminar_kafka.operators import AggregateOp, Operator
 from laminar_kafka.operators.partitioning import Partitioner
+from laminar_kafka.sinks.file_output import FileOutput
 
 StartFrom = Literal["earliest", "latest"]
 KeySpec = str | Callable[[Any], Any]
@@ -41,10 +43,11 @@ class SourceSpec:
 
 @dataclass(frozen=True)
 class SinkSpec:
-    """A Kafka topic the pipeline writes, inside its checkpoint transactions.
+    """A Kafka topic (or, with `files`, a directory) the pipeline writes in its checkpoints.
 
     An internal sink (`internal=True`) is the upstream side of a repartition: each
-    record goes to the partition its key maps to by `partitioner`.
+    record goes to the partition its key maps to by `partitioner`. A file sink's
+    `topic` holds its directory's URL (see sinks/file_layout.py).
     """
 
     topic: str
@@ -55,6 +58,20 @@ class SinkSpec:
     partitioner: Partitioner | None = None
     partitions: int | None = None
     """Partitions of an internal topic when it is created (None: the stage's parallelism)."""
+    files: FileOutput | None = None
+
+    @property
+    def url(self) -> str:
+        """A file sink's directory (path or URL)."""
+        return self.topic
+
+    @property
+    def label(self) -> str:
+        """The sink in derived step names: its topic, or `files.<last part of the URL>`."""
+        if self.files is None:
+            return self.topic
+        last = self.topic.rstrip("/").rsplit("/", 1)[-1]
+        return "files." + (re.sub(r"[^A-Za-z0-9._-]", "_", last)[:100] or "root")
 
     def key_of(self, value: Any) -> Any:
         if self.key is None:
@@ -79,4 +96,4 @@ class Flow:
     @property
     def label(self) -> str:
         """`<source>><sink>`: what derived step names start with."""
-        return f"{self.source.topic}>{self.sink.topic}"
+        return f"{self.source.topic}>{self.sink.label}"

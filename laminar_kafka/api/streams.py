@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from laminar_kafka.api.checks import (
     DERIVED_STEP,
     check_callable,
+    check_file_output,
     check_format,
     check_key,
     check_name,
@@ -25,6 +26,7 @@ from laminar_kafka.formats import Format, JsonFormat
 from laminar_kafka.operators import AggregateOp, FilterOp, FlatMapOp, KeyByOp, MapOp, Operator
 from laminar_kafka.operators.keyed import StepKind
 from laminar_kafka.operators.partitioning import Partitioner
+from laminar_kafka.sinks.file_output import FileFormat
 
 if TYPE_CHECKING:
     from laminar_kafka.api.pipeline import Pipeline
@@ -125,6 +127,23 @@ class Stream:
         if value_format is not None:
             check_format("sink value_format", value_format)
         spec = SinkSpec(check_name("sink topic", topic), value_format or JsonFormat(), key)
+        return self.pipeline.add_stream(self.branches, spec)
+
+    def sink_files(
+        self,
+        url: str,
+        format: FileFormat = "parquet",
+        partition_by: str | Iterable[str] = (),
+    ) -> Flow:
+        """Complete the stream into files under `url` (a directory path, `file://` or `s3://`).
+
+        Records must be dicts. Each checkpoint's files are staged, then published
+        when the checkpoint commits; `laminar_kafka.sinks.read_published` reads
+        exactly the published ones. `partition_by` names fields whose values make
+        the directories (`field=value/`), Hive style.
+        """
+        fields = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by)
+        spec = SinkSpec(url, files=check_file_output(url, format, fields))
         return self.pipeline.add_stream(self.branches, spec)
 
 

@@ -33,11 +33,11 @@ from laminar_kafka.checkpoint.inspection_report import (
     StoreReport,
     TopologyStep,
 )
-from laminar_kafka.checkpoint.locations import StorePath, store_path
 from laminar_kafka.checkpoint.manifest import Manifest
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import CheckpointError
 from laminar_kafka.state.keyed_state import SNAPSHOT_FORMAT
+from laminar_kafka.storage.locations import StorePath, store_path
 
 __all__ = ["MarkerReader", "find_pipelines", "inspect_store", "kafka_marker_reader"]
 

@@ -57,6 +57,10 @@ class TwoPhaseSink(Protocol):
 
     txn_id: str
 
+    def handles(self) -> dict[str, str]:
+        """What the Ack names as this task's sink handles."""
+        ...
+
     def begin(self) -> None: ...
     def prepare(
         self,
@@ -236,7 +240,7 @@ class CheckpointParticipant:
                 local_watermark_ms=report.local_watermark_ms,
                 positions={partition_key(*k): v for k, v in positions.items()},
                 snapshot_handles=dict(handles or {}),
-                sink_handles={"kafka": self._sink.txn_id},
+                sink_handles=self._sink.handles(),
                 alignment_ms=report.waited_ms,
                 unaligned=report.unaligned,
                 stage=ident.stage,

@@ -24,16 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from laminar_kafka.checkpoint.files import make_dirs
-from laminar_kafka.checkpoint.locations import (
+from laminar_kafka.checkpoint.manifest import Manifest
+from laminar_kafka.errors import CheckpointError
+from laminar_kafka.storage.files import make_dirs
+from laminar_kafka.storage.locations import (
     StorePath,
     remove_file,
     remove_tree,
     store_path,
     write_whole,
 )
-from laminar_kafka.checkpoint.manifest import Manifest
-from laminar_kafka.errors import CheckpointError
 
 
 @dataclass(frozen=True)

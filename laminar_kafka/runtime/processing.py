@@ -116,6 +116,12 @@ class FlowRunner:
         if not values:
             return
         sink = flow.sink
+        if sink.files is not None:
+            rejected = txn.write_rows(sink.url, sink.files, values)
+            for i, reason in rejected:
+                ctx.reject(offsets[i], f"{reason} (file sink {sink.url})")
+            self.counts.records_out += len(values) - len(rejected)
+            return
         if sink.internal:
             routed = route(sink, values, offsets, ctx, self._partition_counts[sink.topic])
             txn.produce_batch(sink.topic, *routed)

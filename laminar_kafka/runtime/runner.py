@@ -49,6 +49,7 @@ from laminar_kafka.runtime.events import (
     WorkerLost,
 )
 from laminar_kafka.runtime.fencing import fence_removed_tasks
+from laminar_kafka.runtime.file_sinks import recover_staged_files
 from laminar_kafka.runtime.internal_purge import InternalPurge, check_internal_topics
 from laminar_kafka.runtime.preflight import check_transaction_timeout
 from laminar_kafka.runtime.spark_job import WorkerJob
@@ -196,6 +197,7 @@ class PipelineRunner:
         )
         coordinator.announce_generation()
         fence_removed_tasks(cfg, name, parallelism, info.max_parallelism)
+        recover_staged_files(self.pipeline, cfg.kafka, range(parallelism, info.max_parallelism))
         start = end_offset(cfg.kafka, self._control_topic)
         specs = [
             TaskSpec.of(self.pipeline, cfg, generation, layout, counts, start, self._limits)

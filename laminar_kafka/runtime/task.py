@@ -29,13 +29,13 @@ from laminar_kafka.control.records import Announcement, Barrier
 from laminar_kafka.control.transport import ControlChannel
 from laminar_kafka.errors import ControlRecordError, FencedError, LaminarError
 from laminar_kafka.faults import FaultPoint
-from laminar_kafka.kafka.names import PartitionKey, transactional_id
+from laminar_kafka.kafka.names import PartitionKey
+from laminar_kafka.runtime.file_sinks import recover_staged_files, task_sinks
 from laminar_kafka.runtime.inbox import AnnouncementInbox
 from laminar_kafka.runtime.inputs import TaskInputs
 from laminar_kafka.runtime.processing import FlowRunner
 from laminar_kafka.runtime.recovery import plan_starts
 from laminar_kafka.runtime.task_spec import TaskSpec, TaskSummary
-from laminar_kafka.sinks.kafka_transaction import KafkaTransaction
 from laminar_kafka.sources.kafka_reader import KafkaMessage, PartitionReader
 from laminar_kafka.state.task_state import TaskState
 
@@ -53,11 +53,8 @@ class WorkerTask:
         self._stage = stage = spec.stage
         self._identity = TaskIdentity(name, spec.task, spec.generation, spec.stage_index)
         self._store = CheckpointStore(cfg.checkpoint_dir, name)
-        txn_id, limits = transactional_id(name, spec.task), spec.max_record_bytes
-        batch_bytes = min(limits.values()) if limits else None
-        self._txn = KafkaTransaction(
-            cfg.kafka, txn_id, cfg.effective_transaction_timeout_ms, batch_bytes
-        )
+        self._sinks = task_sinks(spec)
+        self._txn = self._sinks.kafka
         self._inputs = TaskInputs(PartitionReader(cfg.kafka, name, cfg.batch_size))
         self._control = ControlChannel(
             cfg.kafka, cfg.control_topic(name), name, spec.control_start_offset, Announcement
@@ -67,7 +64,7 @@ class WorkerTask:
         aligned = [k for k in spec.partitions if k[0] in barriers]
         self._aligner = BarrierAligner(aligned, cfg.alignment_timeout_s, writers=spec.writers)
         dlq = cfg.dead_letters_to(name)
-        self._flows = FlowRunner(stage.flows, spec.partition_counts, dlq, limits)
+        self._flows = FlowRunner(stage.flows, spec.partition_counts, dlq, spec.max_record_bytes)
         self._state = TaskState(stage.is_stateful)
         self._max_ts: dict[PartitionKey, int] = {}
         self._since_commit = 0
@@ -79,7 +76,7 @@ class WorkerTask:
         try:
             participant = self._recover()
             participant.announce_ready(self._inputs.positions)
-            self._txn.begin()
+            self._sinks.begin()
             while not self._step(participant):
                 pass
         finally:
@@ -89,7 +86,7 @@ class WorkerTask:
         return TaskSummary(spec.task, spec.generation, *c.as_tuple(), done)
 
     def _recover(self) -> CheckpointParticipant:
-        """Recovery steps 1-5 (see runtime/recovery.py)."""
+        """Recovery steps 1-5 (see runtime/recovery.py), 6: staged files (runtime/file_sinks.py)."""
         # A task of a failed attempt may still be starting when the next generation
         # runs: its init_transactions would fence the new task's producer. Check first.
         self._inbox.catch_up()
@@ -103,12 +100,14 @@ class WorkerTask:
             cfg.kafka,
             from_latest_checkpoint=cfg.from_latest_checkpoint,
         )
+        recover_staged_files(self.spec.pipeline, cfg.kafka, [self.spec.task])  # 6.
         self._state.load({key: start.states for key, start in starts.items()})
         self._inputs.start({key: start.offset for key, start in starts.items()})
         log.info("task %d resumes %s", self.spec.task, {k: s.offset for k, s in starts.items()})
         cut = CommittedCut(0, dict(self._inputs.positions), self._state.snapshot() or b"")
+        sinks, metadata = self._sinks, self._inputs.group_metadata
         self._participant = CheckpointParticipant(
-            self._identity, self._txn, self._store, self._control, self._inputs.group_metadata, cut
+            self._identity, sinks, self._store, self._control, metadata, cut
         )
         return self._participant
 
@@ -179,7 +178,7 @@ class WorkerTask:
     def _run(self, key: PartitionKey, batch: list[KafkaMessage] | None) -> None:
         if not batch:
             return
-        self._flows.run(key, batch, self._state.of(key), self._txn)
+        self._flows.run(key, batch, self._state.of(key), self._sinks)
         self._inputs.advance(key, batch[-1].offset() + 1)
         self._max_ts[key] = max(self._max_ts.get(key, 0), batch[-1].timestamp()[1])
         self._since_commit += len(batch)
@@ -245,7 +244,7 @@ class WorkerTask:
         else:
             self._roll_back(participant)
             self._aligner.finish()
-        self._txn.begin()  # 4.
+        self._sinks.begin()  # 4.
         return False
 
     def _await_decision(self, n: int, keep_reading: bool) -> Announcement:
@@ -290,7 +289,7 @@ class WorkerTask:
             # slow or died): roll back so that every task restarts from one cut.
             self._roll_back(participant)
             self._aligner.cancel(announcement.checkpoint_id)
-            self._txn.begin()
+            self._sinks.begin()
 
     def _roll_back(self, participant: CheckpointParticipant) -> None:
         """Back to the last committed checkpoint (or the recovered start)."""

@@ -63,6 +63,10 @@ class KafkaTransaction:
         config["on_delivery"] = self._on_delivery
         self._producer = Producer(config)
 
+    def handles(self) -> dict[str, str]:
+        """What the Ack names as this task's sink: the transactional id."""
+        return {"kafka": self.txn_id}
+
     def _to(self, action: str) -> None:
         if self._fenced and action != "close":
             raise FencedError(f"{action}: producer {self.txn_id} was fenced by a newer one")

@@ -8,7 +8,10 @@ flow runner only ever produces records, it never commits or aborts.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
+
+from laminar_kafka.sinks.file_output import FileOutput
+from laminar_kafka.sinks.file_rows import Rejected
 
 OutputHeader = tuple[str, str | bytes | None]
 
@@ -37,4 +40,8 @@ class OutputWriter(Protocol):
     ) -> None:
         """Many records of one topic; `keys[i]` is the key of `values[i]`, if keys are
         given, and `partitions[i]` its partition, if given (else the producer's choice)."""
+        ...
+
+    def write_rows(self, url: str, output: FileOutput, values: Sequence[Any], /) -> Rejected:
+        """Rows for the file sink at `url`; those it cannot write come back with the reason."""
         ...

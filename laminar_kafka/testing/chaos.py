@@ -123,7 +123,8 @@ class ChaosRun:
 
     def crash_points(self, names: str) -> list[FaultPoint]:
         """The named crash points ("all": every one this pipeline's shape can reach)."""
-        return pick_points(names, len(plan_stages(self.pipeline).stages))
+        stages = len(plan_stages(self.pipeline).stages)
+        return pick_points(names, stages, bool(self.pipeline.file_sinks))
 
     def random_kinds(self, rounds: int, only: KillKind | None = None) -> list[KillKind]:
         """Kill kinds of `rounds` random rounds: `only` that, else both among the first two."""

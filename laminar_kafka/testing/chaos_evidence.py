@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
+from laminar_kafka.sinks.file_reader import read_published
 from laminar_kafka.testing.chaos_app import Event
 from laminar_kafka.testing.chaos_producer import Delivered
 from laminar_kafka.testing.orders import read_committed_records
@@ -133,6 +134,7 @@ def measure_in_flight(
     at: float,
     sinks: Iterable[str],
     internal: Iterable[str] = (),
+    files: Iterable[str] = (),
 ) -> InFlight:
     """Read, right after a kill at `at`, how much input it left uncommitted."""
     partitions = {(d.topic, d.partition) for d in delivered}
@@ -140,6 +142,7 @@ def measure_in_flight(
         delivered, committed_offsets(bootstrap, pipeline, partitions), at
     )
     output = sum(len(read_committed_records(bootstrap, sink)) for sink in sinks)
+    output += sum(len(read_published(url)) for url in files)
     between = [
         (t, r) for t in internal for r in read_committed_records(bootstrap, t, skip_control=True)
     ]

@@ -28,7 +28,7 @@ from laminar_kafka.testing.chaos_checks import ExactlyOnceReport
 from laminar_kafka.testing.chaos_evidence import InFlight, Kill, RecoveryPath, measure_in_flight
 from laminar_kafka.testing.chaos_producer import PacedProducer
 from laminar_kafka.testing.chaos_workloads import Workload
-from laminar_kafka.testing.orders import read_committed_records
+from laminar_kafka.testing.sink_output import count_outputs
 
 START_TIMEOUT_S = 180.0
 """A Spark application's start on a busy 2-core machine can take a minute or more."""
@@ -169,13 +169,19 @@ class ChaosRound:
         parts = settings.partitions
         self.sources = {t: self.topics.create("chaos-in", parts) for t in pipeline.source_topics}
         self.sinks = {t: self.topics.create("chaos-out", parts) for t in pipeline.sink_topics}
+        files_root = str(round_dir / "files")
+        if settings.checkpoint_root is not None:
+            files_root = f"{settings.checkpoint_root.rstrip('/')}/{round_dir.name}-files"
+        self.files = {s.url: f"{files_root}/out-{i}" for i, s in enumerate(pipeline.file_sinks)}
         # Named after the pipeline, as retarget names them for the round's copy.
         prefix = pipeline.name + "."
         self.internal = [self.name + "." + t[len(prefix) :] for t in pipeline.internal_topics]
         wrapper = round_dir / "pipeline.py"
         wrapper.write_text(
             _WRAPPER.format(
-                source=pipeline_file, name=self.name, topics={**self.sources, **self.sinks}
+                source=pipeline_file,
+                name=self.name,
+                topics={**self.sources, **self.sinks, **self.files},
             )
         )
         checkpoints = str(round_dir / "checkpoints")
@@ -220,6 +226,7 @@ class ChaosRound:
                 done.at,
                 self.sinks.values(),
                 self.internal,
+                self.files.values(),
             )
             if in_flight.records <= 0:
                 raise LaminarError(
@@ -238,7 +245,7 @@ class ChaosRound:
                     f"{label}: the kill landed after the step it aimed at had ended "
                     f"({passed[0]}): it did not cut that step short"
                 )
-            report = self.workload.verify(self.s.bootstrap, self.sinks)
+            report = self.workload.verify(self.s.bootstrap, {**self.sinks, **self.files})
             lost = sum(1 for a in self.apps for e in a.events() if e.get("event") == "worker_lost")
             codes = tuple(a.proc.returncode for a in self.apps)
             recovery_s = float(commit["at"]) - done.at
@@ -283,9 +290,7 @@ class ChaosRound:
         deadline = time.monotonic() + self.s.drain_timeout_s
         while True:
             seen = len(app.events())
-            have = sum(
-                len(read_committed_records(self.s.bootstrap, t)) for t in self.sinks.values()
-            )
+            have = count_outputs(self.s.bootstrap, self.sinks, self.files)
             if have >= want:
                 return
             if time.monotonic() > deadline:

@@ -33,8 +33,9 @@ from laminar_kafka.testing.chaos_producer import InputRecord
 from laminar_kafka.testing.memory import run_pipeline
 from laminar_kafka.testing.memory_log import partition_for
 from laminar_kafka.testing.oracle import compare_outputs
-from laminar_kafka.testing.orders import expected_totals, order, read_committed
+from laminar_kafka.testing.orders import expected_totals, order
 from laminar_kafka.testing.product_checks import compare_product_totals
+from laminar_kafka.testing.sink_output import read_output
 
 InputFunction = Callable[[int], Iterable[tuple[str, Any]]]
 """`f(records)` returns or yields (source_topic, value) pairs, in production order."""
@@ -128,9 +129,7 @@ class OrderWorkload:
 
     def verify(self, bootstrap: str, sinks: Mapping[str, str]) -> ExactlyOnceReport:
         sink = self.sink_flow.sink
-        return self.check(
-            read_committed(bootstrap, sinks[sink.topic], sink.value_format.decode_one)
-        )
+        return self.check(read_output(bootstrap, sink, sinks[sink.topic]))
 
     def check(self, outputs: list[Any]) -> ExactlyOnceReport:
         """The oracle's verdict on the committed output (decoded values of the sink topic)."""
@@ -168,7 +167,7 @@ class GeneratorWorkload:
         for topic, value in self.inputs:
             by_topic[topic].append(value)
         oracle = run_pipeline(pipeline, by_topic, partitions=partitions)
-        self.expected = {t: oracle.get(t, []) for t in pipeline.sink_topics}
+        self.expected = {t: oracle.get(t, []) for t in pipeline.outputs}
         self._partitions = partitions
 
     def plan(self, topics: Mapping[str, str], partitions: int) -> list[InputRecord]:
@@ -197,11 +196,11 @@ class GeneratorWorkload:
         return sum(len(v) for v in self.expected.values())
 
     def verify(self, bootstrap: str, sinks: Mapping[str, str]) -> ExactlyOnceReport:
-        formats = {f.sink.topic: f.sink.value_format for f in self.pipeline.flows}
+        specs = {f.sink.topic: f.sink for f in self.pipeline.flows}
         records = duplicates = losses = wrong = 0
         example = ""
         for topic, expected in self.expected.items():
-            actual = read_committed(bootstrap, sinks[topic], formats[topic].decode_one)
+            actual = read_output(bootstrap, specs[topic], sinks[topic])
             r = ExactlyOnceReport.of(compare_outputs(expected, actual))
             records, duplicates = records + r.records, duplicates + r.duplicates
             losses, wrong = losses + r.losses, wrong + r.wrong

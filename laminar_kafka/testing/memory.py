@@ -246,6 +246,8 @@ class PipelineTester:
         """The committed output of a sink topic, decoded (dead letters: `DeadLetterRecord`s)."""
         if topic == self.dead_letter_topic:
             return list(self.dead_letters())
+        if any(sink.url == topic for sink in self.pipeline.file_sinks):
+            return [r.row for r in self._committed(topic)]
         fmt = self._sinks.get(topic)
         if fmt is None:
             raise ConfigError(f"pipeline {self.pipeline.name!r} does not write topic {topic!r}")
@@ -257,7 +259,7 @@ class PipelineTester:
 
     def outputs(self) -> dict[str, list[Any]]:
         """Every sink topic's committed output, and the dead letters if there are any."""
-        out = {topic: self.output(topic) for topic in self.pipeline.sink_topics}
+        out = {topic: self.output(topic) for topic in self.pipeline.outputs}
         letters = self.dead_letters()
         if letters:
             out[self.dead_letter_topic] = letters

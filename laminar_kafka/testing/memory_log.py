@@ -21,6 +21,8 @@ from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators.base import BatchContext
 from laminar_kafka.operators.keyed import KeyByOp, key_bytes
 from laminar_kafka.operators.partitioning import PARTITIONERS
+from laminar_kafka.sinks.file_output import FileOutput
+from laminar_kafka.sinks.file_rows import EpochRows, Rejected
 from laminar_kafka.sinks.output import OutputHeader
 
 TIMESTAMP_CREATE_TIME = 1
@@ -78,6 +80,8 @@ class ProducedRecord:
     value: bytes | None
     headers: tuple[OutputHeader, ...]
     source: PartitionKey
+    row: Any = None
+    """A file sink's row as written (`topic` is then the sink's directory)."""
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,18 @@ class MemoryOutput:
         self.pending.extend(
             ProducedRecord(topic, k, v, (), source) for v, k in zip(values, key_list, strict=True)
         )
+
+    def write_rows(self, url: str, output: FileOutput, values: Sequence[Any], /) -> Rejected:
+        """Rows of a file sink, checked as the real sink checks them."""
+        rejected = EpochRows(output).add(values)
+        bad = {i for i, _ in rejected}
+        source = self.source
+        self.pending.extend(
+            ProducedRecord(url, None, None, (), source, v)
+            for i, v in enumerate(values)
+            if i not in bad
+        )
+        return rejected
 
     def commit(self) -> None:
         self.committed.extend(self.pending)

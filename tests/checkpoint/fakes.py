@@ -26,6 +26,9 @@ class FakeSink:
     prepared_offsets: list[TopicPartition] = field(default_factory=list)
     fail_prepare: Exception | None = None
 
+    def handles(self) -> dict[str, str]:
+        return {"kafka": self.txn_id}
+
     def begin(self) -> None:
         self.calls.append("begin")
 

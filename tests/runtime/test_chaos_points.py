@@ -35,12 +35,24 @@ pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
 EXAMPLES = ("orders_enrich.py", "customer_totals.py")
 MULTI_STAGE = "product_totals.py"
+FILES = "product_totals_files.py"
 RECORDS = 800
 
 # Every point against the two-stage example; the single-stage ones reach all but
-# the points between stages.
-CASES = [(point, example) for point in FaultPoint for example in EXAMPLES if not point.multi_stage]
-CASES += [(point, MULTI_STAGE) for point in FaultPoint]
+# the points between stages. The file sink example (two stages, Parquet files)
+# meets the points around its staging and publishing, and a driver kill.
+FILE_POINTS = (
+    FaultPoint.FILES_UNPUBLISHED,
+    FaultPoint.AFTER_SNAPSHOT,
+    FaultPoint.DURING_COMMIT,
+    FaultPoint.AFTER_DECISION_BEFORE_ANNOUNCE,
+)
+KAFKA_POINTS = [p for p in FaultPoint if not p.file_sinks_only]
+CASES = [
+    (point, example) for point in KAFKA_POINTS for example in EXAMPLES if not point.multi_stage
+]
+CASES += [(point, MULTI_STAGE) for point in KAFKA_POINTS]
+CASES += [(point, FILES) for point in FILE_POINTS]
 
 
 def settings(bootstrap: str, work_dir: Path) -> ChaosSettings:

@@ -1,6 +1,7 @@
 """Pipelines whose checkpoints live on S3 (moto's server on loopback), on a real broker
 and Spark: exactly-once across a restart, state restored from S3, a second driver
-refused through the Kafka lease, and a driver killed at its manifest write."""
+refused through the Kafka lease, a driver killed at its manifest write, and a file
+sink on S3 whose staged files a killed task left for recovery to publish."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import pytest
 
 from laminar_kafka import PipelineRunner
 from laminar_kafka.checkpoint import CheckpointStore
-from laminar_kafka.checkpoint.locations import store_path
 from laminar_kafka.errors import CheckpointError
 from laminar_kafka.faults import FaultPoint
+from laminar_kafka.sinks import published_epochs
+from laminar_kafka.sinks.file_layout import FileSinkLayout
+from laminar_kafka.storage.locations import files_under, store_path
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings, RecoveryPath
 from laminar_kafka.testing.orders import produce_orders, read_committed
@@ -92,3 +95,32 @@ def test_a_driver_killed_at_its_manifest_write_leaves_the_s3_store_usable(
     assert result.in_flight.records > 0, result.line()
     (home,) = store_path(f"{s3_bucket}/chaos/round-1").iterdir()
     assert CheckpointStore(f"{s3_bucket}/chaos/round-1", home.name).complete_ids()
+
+
+def test_files_a_task_staged_on_s3_and_never_published_are_published_by_recovery(
+    kafka_bootstrap: str, tmp_path: Path, s3_bucket: str, local_s3: Any
+) -> None:
+    # Input for about 6 s: checkpoints on S3 are slower, and the kill must still find
+    # input that no checkpoint covers.
+    settings = s3_chaos_settings(kafka_bootstrap, tmp_path, s3_bucket, chunks=100)
+    with ChaosRun(str(PIPELINES / "product_totals_files.py"), settings) as run:
+        # Killed after its checkpoint transaction committed, before its staged
+        # Parquet files were published: the restarted task must publish them.
+        result = run.run_round(1, FaultPoint.FILES_UNPUBLISHED, None)
+    assert result.report.exact, result.line()
+    assert result.recovery is RecoveryPath.IN_PLACE, result.line()
+    assert result.in_flight.records > 0, result.line()
+    out = f"{s3_bucket}/chaos/round-1-files/out-0"
+    # The killed task's last epoch of its generation was published after the kill:
+    # by the recovery, as the task died before publishing it.
+    task = int(result.kill.target.split(".t")[1])
+    mine = [
+        e for e in published_epochs(out) if (e.task, e.generation) == (task, result.kill.generation)
+    ]
+    assert mine, f"nothing of {result.kill.target} was published"
+    last = mine[-1]
+    layout = FileSinkLayout(store_path(out), last.pipeline, "parquet")
+    record = layout.commit_record(last.checkpoint_id, task)
+    assert record.stat().st_mtime > result.kill.at - 1.0, (last, result.kill)
+    leftovers = [p for p in files_under(store_path(out)) if "/_laminar/staging/" in str(p)]
+    assert leftovers == []

@@ -1,6 +1,6 @@
-"""Where checkpoints live: a local directory, or an object store through fsspec.
+"""Where checkpoints and file sinks live: a local directory, or an object store (fsspec).
 
-A checkpoint directory is a path or a URL (`file://`, `s3://`, any protocol fsspec
+A location is a path or a URL (`file://`, `s3://`, any protocol fsspec
 knows). Reading and listing look the same everywhere (pathlib's API, through
 universal-pathlib); writing and deleting differ:
 
@@ -23,14 +23,16 @@ from typing import Any, TypeAlias
 
 from upath import UPath
 
-from laminar_kafka.checkpoint.files import write_atomic
-from laminar_kafka.errors import CheckpointError
+from laminar_kafka.errors import CheckpointError, LaminarError
+from laminar_kafka.storage.files import write_atomic
 
 StorePath: TypeAlias = "Path | UPath"
 
 
-def store_path(location: str) -> StorePath:
-    """The path of a checkpoint location: a local Path, or a UPath for a URL."""
+def store_path(
+    location: str, what: str = "checkpoint directory", error: type[LaminarError] = CheckpointError
+) -> StorePath:
+    """The path of a location: a local Path, or a UPath for a URL; `what` names it in errors."""
     if location.startswith("file://"):
         return Path(location[len("file://") :]).expanduser().resolve()
     if "://" not in location:
@@ -45,8 +47,8 @@ def store_path(location: str) -> StorePath:
         return path
     except (ImportError, ValueError) as exc:
         hint = " (pip install s3fs)" if protocol in ("s3", "s3a") else ""
-        raise CheckpointError(
-            f"checkpoint directory {location!r}: protocol {protocol!r} is not usable: {exc}{hint}"
+        raise error(
+            f"{what} {location!r}: protocol {protocol!r} is not usable: {exc}{hint}"
         ) from None
 
 
@@ -75,3 +77,32 @@ def remove_file(path: StorePath) -> None:
         path.unlink(missing_ok=True)
     elif path.exists():
         path.fs.rm(path.path)
+
+
+def copy_whole(source: StorePath, target: StorePath) -> None:
+    """Copy a file so that readers of `target` see nothing or all of it.
+
+    On an object store this is one server-side copy; locally, an atomic write.
+    Copying again over an earlier copy of the same bytes changes nothing.
+    """
+    if isinstance(source, Path) and isinstance(target, Path):
+        write_atomic(target, source.read_bytes())
+    elif not isinstance(source, Path) and not isinstance(target, Path):
+        source.fs.copy(source.path, target.path)
+    else:
+        write_whole(target, source.read_bytes())
+
+
+def files_under(directory: StorePath) -> list[StorePath]:
+    """Every file below `directory`, at any depth, sorted; none when it does not exist."""
+    if not directory.exists():
+        return []
+    return sorted((p for p in directory.rglob("*") if p.is_file()), key=str)
+
+
+def children(directory: StorePath) -> list[StorePath]:
+    """The entries of `directory`, by name; none when it does not exist."""
+    if not directory.exists():
+        return []
+    found: list[StorePath] = list(directory.iterdir())
+    return sorted(found, key=lambda p: p.name)

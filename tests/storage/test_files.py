@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from laminar_kafka.checkpoint.files import make_dirs, write_atomic
+from laminar_kafka.storage.files import make_dirs, write_atomic
 
 _real_fsync = os.fsync
 
