@@ -177,3 +177,18 @@ def test_repr() -> None:
     p = Pipeline("p")
     p.source("in").sink("out")
     assert repr(p) == "Pipeline('p', flows=1)"
+
+
+def test_sink_files_checks_its_arguments_and_keeps_the_sink_out_of_the_topics() -> None:
+    p = Pipeline("files")
+    flow = p.source("in").sink_files("s3://lake/out", format="jsonl", partition_by="region")
+    assert flow.sink.files is not None and flow.sink.files.partition_by == ("region",)
+    assert flow.label == "in>files.out"
+    assert (p.sink_topics, p.outputs) == ((), ("s3://lake/out",))
+    for args, message in [
+        (("",), "needs a directory path or URL"),
+        (("/tmp/x", "csv"), "format must be one of"),
+        (("/tmp/x", "parquet", ["a/b"]), "partition_by takes field names"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            Pipeline("bad").source("in").sink_files(*args)  # type: ignore[arg-type]
