@@ -21,6 +21,11 @@ A barrier older than the one being aligned is stale too: once Barrier(N) is
 aligned, Barrier(M < N) can no longer complete here, and its offset must not be
 taken for Barrier(N)'s.
 
+Skipped: the announcement of checkpoint N names the source partitions Barrier(N)
+was not written into (they received nothing since the previous barrier). They
+are not waited for: once every other partition delivered, the task snapshots
+ALIGNED, with the skipped ones at their read position (`settled`).
+
 Writers: an internal partition of a multi-stage pipeline carries one Barrier(N)
 from each upstream task that writes it (`Barrier.writer`). Such a partition,
 given in `writers` with the task ids of the current generation, has delivered
@@ -84,6 +89,7 @@ class BarrierAligner:
         self.phase = AlignmentPhase.IDLE
         self.barrier: Barrier | None = None
         self.barrier_offsets: dict[PartitionKey, int] = {}
+        self.skipped: frozenset[PartitionKey] = frozenset()
         self._seen: dict[PartitionKey, set[int | None]] = {}  # writers counted per partition
         self.started_at = 0.0
         self.last_resolved_id = 0
@@ -141,12 +147,12 @@ class BarrierAligner:
         if barrier.flags & BarrierFlags.UNALIGNED:
             self._move(AlignmentPhase.UNALIGNED)
             return True
-        if self.partitions <= self.barrier_offsets.keys():
+        if self.partitions - self.skipped <= self.barrier_offsets.keys():
             self._move(AlignmentPhase.ALIGNED)
             return True
         return False
 
-    def prepare(self, barrier: Barrier) -> None:
+    def prepare(self, barrier: Barrier, skipped: Iterable[PartitionKey] = ()) -> None:
         """Checkpoint N was announced: start its alignment clock now, before any barrier.
 
         Behind a backlog, Barrier(N) reaches a task only after every record before
@@ -156,6 +162,20 @@ class BarrierAligner:
         if self.phase is AlignmentPhase.IDLE and barrier.checkpoint_id > self.last_resolved_id:
             self._move(AlignmentPhase.ALIGNING)
             self._start(barrier)
+        current = self.barrier
+        # The barriers written may arrive before the announcement that names the others.
+        same = current is not None and current.checkpoint_id == barrier.checkpoint_id
+        if same and self.phase is AlignmentPhase.ALIGNING:
+            self.skipped = self.partitions & frozenset(skipped)
+
+    def settled(self) -> bool:
+        """True (and now ALIGNED) when only skipped partitions have not delivered."""
+        if self.phase is not AlignmentPhase.ALIGNING or not self.skipped:
+            return False
+        if not self.partitions - self.skipped <= self.barrier_offsets.keys():
+            return False
+        self._move(AlignmentPhase.ALIGNED)
+        return True
 
     def partition_done(self, key: PartitionKey) -> bool:
         """Whether `key` delivered the current barrier completely (from every writer).
@@ -168,6 +188,7 @@ class BarrierAligner:
         """Align on `barrier` from scratch: no partition or writer delivered it yet."""
         self.barrier = barrier
         self.barrier_offsets = {}
+        self.skipped = frozenset()
         self._seen = {}
         self.started_at = self._clock()
 
@@ -191,6 +212,7 @@ class BarrierAligner:
             self.last_resolved_id = max(self.last_resolved_id, self.barrier.checkpoint_id)
         self.barrier = None
         self.barrier_offsets = {}
+        self.skipped = frozenset()
         self._seen = {}
 
     def cancel(self, up_to_checkpoint: int) -> None:
@@ -200,4 +222,5 @@ class BarrierAligner:
             self.phase = AlignmentPhase.IDLE
             self.barrier = None
             self.barrier_offsets = {}
+            self.skipped = frozenset()
             self._seen = {}

@@ -1,11 +1,19 @@
-"""Writes Barrier(N) into every partition of every source topic.
+"""Writes Barrier(N) into the partitions of the source topics that moved since the last one.
 
 The delivery report of each barrier gives its exact offset: the checkpoint's cut
-in that partition. Barriers go through an idempotent (non-transactional)
-producer, so they are visible at once to read_committed readers unless a
-source producer's open transaction holds the partition's stable offset back.
-Each barrier carries the reserved key `CONTROL_KEY`: a compacted source topic
-refuses a record without a key.
+in that partition. A partition whose end offset is still the one right after
+its previous barrier received nothing since: Barrier(N) is not written there
+(`Announcement.skipped` says so), and its task cuts it where it stands. Any
+offset is a consistent cut of a source partition; the barrier only spares the
+task the question where. Skipping matters with many partitions: librdkafka
+sends one produce request per partition, so 1,024 barriers take a second or
+two under load, and most partitions of a wide topic are idle at any moment.
+
+Barriers go through an idempotent (non-transactional) producer, so they are
+visible at once to read_committed readers unless a source producer's open
+transaction holds the partition's stable offset back. Each barrier carries
+the reserved key `CONTROL_KEY`: a compacted source topic refuses a record
+without a key.
 """
 
 from __future__ import annotations
@@ -13,13 +21,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
 
 from laminar_kafka.control.codec import encode
 from laminar_kafka.control.headers import CONTROL_KEY, control_headers
 from laminar_kafka.control.records import Barrier
 from laminar_kafka.errors import ConfigError, LaminarError
-from laminar_kafka.kafka.clients import KafkaConnection, idempotent_producer
+from laminar_kafka.kafka.clients import KafkaConnection, admin_client, idempotent_producer
 from laminar_kafka.kafka.names import PartitionKey
 
 # Refusals that no retry will change: the run must stop and say what to do.
@@ -29,12 +38,35 @@ _REFUSED = (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZAT
 class BarrierInjector:
     """Injects barriers and reports where each one landed."""
 
-    def __init__(self, kafka: KafkaConnection, partitions: Sequence[PartitionKey]) -> None:
+    def __init__(
+        self, kafka: KafkaConnection, partitions: Sequence[PartitionKey], skip_idle: bool = True
+    ) -> None:
         self._producer = idempotent_producer(kafka)
+        self._admin = admin_client(kafka) if skip_idle else None
         self.partitions = tuple(partitions)
+        self._after_barrier: dict[PartitionKey, int] = {}  # end offset right after our barrier
+
+    def idle(self, timeout_s: float) -> set[PartitionKey]:
+        """Partitions whose end offset has not moved since the barrier written last.
+
+        When the end offsets cannot be read, none: a barrier too many costs time,
+        one too few cannot happen.
+        """
+        if self._admin is None or not self._after_barrier:
+            return set()
+        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+        asked = {TopicPartition(t, p): latest for t, p in self._after_barrier}
+        try:
+            futures = self._admin.list_offsets(asked, request_timeout=timeout_s)
+            ends = {(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
+        except (KafkaException, ValueError):
+            return set()
+        return {key for key, end in ends.items() if self._after_barrier.get(key) == end}
 
     def inject(self, barrier: Barrier, timeout_s: float) -> dict[PartitionKey, int]:
-        """Write `barrier` to every partition; returns partition → barrier offset."""
+        """Write `barrier` to every partition that moved; returns partition → barrier offset
+        (a partition not in it was skipped)."""
+        idle = self.idle(timeout_s)
         value = encode(barrier)
         headers = control_headers(barrier)
         offsets: dict[PartitionKey, int] = {}
@@ -50,6 +82,8 @@ class BarrierInjector:
                 offsets[(msg.topic(), msg.partition())] = msg.offset()
 
         for topic, partition in self.partitions:
+            if (topic, partition) in idle:
+                continue
             self._producer.produce(
                 topic,
                 value,
@@ -70,6 +104,8 @@ class BarrierInjector:
                 f"barrier {barrier.checkpoint_id} not written everywhere: "
                 + ("; ".join(errors) or f"{remaining} still pending after {timeout_s}s")
             )
+        for key, offset in offsets.items():
+            self._after_barrier[key] = offset + 1
         return offsets
 
     def close(self) -> None:

@@ -138,7 +138,10 @@ class CheckpointCoordinator:
         except LaminarError as exc:
             return self._abort(pending, str(exc))
         pending.move(CheckpointPhase.AWAITING_ACKS)
-        self._announce(pending.checkpoint_id, Phase.PREPARE, flags=flags, stage=0)
+        skipped = tuple(
+            partition_key(*k) for k in self._injector.partitions if k not in pending.barrier_offsets
+        )
+        self._announce(pending.checkpoint_id, Phase.PREPARE, flags=flags, stage=0, skipped=skipped)
         opened = time.monotonic()
         for stage in range(len(self.stages)):
             pending.stage = stage

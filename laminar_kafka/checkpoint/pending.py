@@ -51,7 +51,9 @@ class ControlLink(Protocol):
 
 
 class Injector(Protocol):
-    """Writes a barrier into every source partition (barriers/injector.py)."""
+    """Writes a barrier into the source partitions that moved (barriers/injector.py)."""
+
+    partitions: tuple[PartitionKey, ...]
 
     def inject(self, barrier: Barrier, timeout_s: float) -> Mapping[PartitionKey, int]: ...
 

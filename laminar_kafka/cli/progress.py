@@ -57,7 +57,9 @@ def describe(event: RuntimeEvent) -> str:
             f"worker job lost ({event.reason}); restart {event.restart} in {event.backoff_s:.1f}s"
         )
     if isinstance(event, ParallelismCapped):
-        return f"parallelism capped at {event.used}: the sources have {event.partitions} partitions"
+        where = f"stage {event.stage} reads" if event.stage else "the sources have"
+        topics = f" ({', '.join(event.topics)})" if event.topics else ""
+        return f"parallelism capped at {event.used}: {where} {event.partitions} partitions{topics}"
     if isinstance(event, Drained):
         return f"drained at checkpoint {event.checkpoint_id}; stopped"
     if isinstance(event, Stopped):

@@ -57,6 +57,7 @@ def announcement_to_avro(r: Announcement) -> dict[str, Any]:
         "reason": r.reason,
         "flags": int(r.flags),
         "stage": r.stage,
+        "skipped": list(r.skipped),
     }
 
 
@@ -70,6 +71,7 @@ def announcement_from_avro(d: dict[str, Any]) -> Announcement:
         d["reason"],
         d["flags"],  # a plain int: the record rejects reserved bits, then converts
         d["stage"],
+        tuple(d["skipped"]),
     )
 
 

@@ -185,6 +185,8 @@ class Announcement:
     reason: str | None = None
     flags: BarrierFlags = BarrierFlags.NONE
     stage: int = 0
+    skipped: tuple[str, ...] = ()
+    """On PREPARE: source partitions (`partition_key`) Barrier(N) was not written into."""
 
     def __post_init__(self) -> None:
         check_str(self, "pipeline")
@@ -192,6 +194,10 @@ class Announcement:
         check_long(self, "generation", minimum=0)
         _check_flags(self)
         check_int(self, "stage", minimum=0)
+        if not isinstance(self.skipped, tuple):
+            object.__setattr__(self, "skipped", tuple(self.skipped))
+        for key in self.skipped:
+            parse_partition_key(key)  # raises ControlRecordError for a malformed key
         if not isinstance(self.phase, Phase):
             raise ControlRecordError(f"Announcement.phase must be a Phase, got {self.phase!r}")
         if self.min_watermark_ms is not None:

@@ -28,10 +28,14 @@ class RuntimeEvent:
 
 @dataclass(frozen=True)
 class ParallelismCapped(RuntimeEvent):
+    """A stage runs fewer tasks than asked: it reads fewer partitions than that."""
+
     name: ClassVar[str] = "parallelism_capped"
     requested: int
     used: int
     partitions: int
+    stage: int = 0
+    topics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,8 @@ class FlowRunner:
             self.counts.records_out += len(values) - len(rejected)
             return
         if sink.internal:
-            routed = route(sink, values, offsets, ctx, self._partition_counts[sink.topic])
+            count, limit = self._partition_counts[sink.topic], self._limits.get(sink.topic)
+            routed = route(sink, values, offsets, ctx, count, limit)
             txn.produce_batch(sink.topic, *routed)
             self.counts.records_out += len(routed[0])
             return

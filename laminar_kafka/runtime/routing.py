@@ -4,8 +4,9 @@ This is the upstream half of a repartition. The key is computed again by the
 `key_by` of the next stage, from the record as it arrives there; here it only
 chooses the partition, with the same partitioner, so that the next stage finds
 every record where its key's state lives. A key function that raises, a None
-key and a record the internal format cannot encode are dead letters here,
-before they cross the stage boundary.
+key, a record the internal format cannot encode and one larger than the
+internal topic accepts are dead letters here, before they cross the stage
+boundary (a record the broker refuses would fail every replay of its checkpoint).
 """
 
 from __future__ import annotations
@@ -24,9 +25,15 @@ Routed = tuple[list[bytes | None], list[bytes | None], list[int]]
 
 
 def route(
-    sink: SinkSpec, values: list[Any], offsets: list[int], ctx: BatchContext, partitions: int
+    sink: SinkSpec,
+    values: list[Any],
+    offsets: list[int],
+    ctx: BatchContext,
+    partitions: int,
+    limit: int | None = None,
 ) -> Routed:
-    """Encode `values` for internal topic `sink.topic` with their keys and partitions."""
+    """Encode `values` for internal topic `sink.topic` with their keys and partitions;
+    `limit`: the largest record (key + value) the topic accepts."""
     partition_of = PARTITIONERS[sink.partitioner or "murmur2"]
     owners: dict[bytes, int] = {}  # keys repeat within a batch: hash each once
     kept: list[Any] = []
@@ -51,9 +58,30 @@ def route(
         keys.append(kb)
         parts.append(owner)
     datas = encode_batch(sink.value_format, kept)
-    if datas is not None:
+    if datas is None:
+        datas, keys, parts, kept_offsets = _one_by_one(sink, kept, kept_offsets, keys, parts, ctx)
+    if limit is None:
         return datas, keys, parts
-    return _one_by_one(sink, kept, kept_offsets, keys, parts, ctx)
+    return _fitting(sink.topic, limit, (datas, keys, parts), kept_offsets, ctx)
+
+
+def _fitting(
+    topic: str, limit: int, routed: Routed, offsets: list[int], ctx: BatchContext
+) -> Routed:
+    out: Routed = ([], [], [])
+    for data, key, part, offset in zip(*routed, offsets, strict=True):
+        size = len(data or b"") + len(key or b"")
+        if size > limit:
+            ctx.reject(
+                offset,
+                f"record of {size} bytes cannot cross to the next stage: {topic} accepts "
+                f"{limit} bytes (its max.message.bytes or the producer's message.max.bytes)",
+            )
+            continue
+        out[0].append(data)
+        out[1].append(key)
+        out[2].append(part)
+    return out
 
 
 def _one_by_one(
@@ -63,8 +91,8 @@ def _one_by_one(
     keys: list[bytes | None],
     parts: list[int],
     ctx: BatchContext,
-) -> Routed:
-    out: Routed = ([], [], [])
+) -> tuple[list[bytes | None], list[bytes | None], list[int], list[int]]:
+    out: tuple[list[bytes | None], list[bytes | None], list[int], list[int]] = ([], [], [], [])
     for value, offset, key, part in zip(values, offsets, keys, parts, strict=True):
         try:
             data = sink.value_format.encode_one(value)
@@ -76,4 +104,5 @@ def _one_by_one(
         out[0].append(data)
         out[1].append(key)
         out[2].append(part)
+        out[3].append(offset)
     return out

@@ -117,8 +117,10 @@ class PipelineRunner:
             wanted = self.config.parallelism
             widths = stage_parallelism(self._plan, counts, wanted)
             if min(widths) < wanted:
-                inputs = self._plan.stages[widths.index(min(widths))].inputs
-                self._emit(ParallelismCapped(wanted, min(widths), sum(counts[t] for t in inputs)))
+                stage = widths.index(min(widths))
+                inputs = tuple(self._plan.stages[stage].inputs)
+                found = sum(counts[t] for t in inputs)
+                self._emit(ParallelismCapped(wanted, min(widths), found, stage, inputs))
             self._run_generations(counts, sum(widths))
         finally:
             if self._lease is not None:

@@ -25,7 +25,7 @@ from laminar_kafka.checkpoint.participant import (
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.codec import decode
 from laminar_kafka.control.headers import is_control
-from laminar_kafka.control.records import Announcement, Barrier
+from laminar_kafka.control.records import Announcement, Barrier, parse_partition_key
 from laminar_kafka.control.transport import ControlChannel
 from laminar_kafka.errors import ControlRecordError, FencedError, LaminarError
 from laminar_kafka.faults import FaultPoint
@@ -130,7 +130,7 @@ class WorkerTask:
             self._on_announcement(announcement, participant)
         messages = self._inputs.poll(0.05)
         due = self._process(messages) if messages else False
-        if not due and self._aligner.timed_out():
+        if not due and (self._aligner.settled() or self._aligner.timed_out()):
             due = True
         if due:
             return self._checkpoint(participant)
@@ -279,7 +279,7 @@ class WorkerTask:
     ) -> None:
         opened = self._inbox.opens(announcement)
         if opened is not None:
-            self._aligner.prepare(opened)
+            self._aligner.prepare(opened, map(parse_partition_key, announcement.skipped))
             return
         if (
             self._inbox.is_abort_here(announcement)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.kafka.names import PartitionKey
@@ -55,8 +56,9 @@ class TaskSpec:
             layout.outputs,
         )
 
-    @property
+    @cached_property
     def stage(self) -> Stage:
+        """The stage the task runs (planned once per spec: planning walks every flow)."""
         return plan_stages(self.pipeline).stages[self.stage_index]
 
 

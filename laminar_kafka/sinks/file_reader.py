@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from laminar_kafka.errors import CheckpointError
-from laminar_kafka.sinks.file_layout import StagedEpoch
+from laminar_kafka.sinks.file_layout import EPOCH_FILE, StagedEpoch
 from laminar_kafka.storage.locations import StorePath, children, store_path
 
 
@@ -27,6 +27,19 @@ def published_epochs(url: str, pipeline: str | None = None) -> list[StagedEpoch]
             if record.name.endswith(".json"):
                 epochs.append(StagedEpoch.decode(record.read_bytes(), str(record)))
     return epochs
+
+
+def staged_epochs(url: str) -> list[StagedEpoch]:
+    """Epochs staged under `url` and not published (yet, or ever), with their record."""
+    root = store_path(url, "file sink directory", CheckpointError)
+    found = []
+    for pipeline in children(root / "_laminar" / "staging"):
+        for task in children(pipeline):
+            for folder in children(task):
+                record = folder / EPOCH_FILE
+                if record.exists():
+                    found.append(StagedEpoch.decode(record.read_bytes(), str(record)))
+    return found
 
 
 def read_published(url: str, pipeline: str | None = None) -> list[dict[str, Any]]:

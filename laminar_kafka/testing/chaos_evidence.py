@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
-from laminar_kafka.sinks.file_reader import read_published
+from laminar_kafka.sinks.file_reader import read_published, staged_epochs
 from laminar_kafka.testing.chaos_app import Event
 from laminar_kafka.testing.chaos_producer import Delivered
 from laminar_kafka.testing.orders import read_committed_records
@@ -79,12 +79,15 @@ class InFlight:
     """Output records a read_committed consumer saw right after the kill."""
     between_stages: int = 0
     """Records in internal topics at or past the next stage's committed offsets."""
+    unpublished: int = 0
+    """Rows of file sinks staged and not published: their input is reflected once
+    the checkpoint transaction committed, their output is not visible yet."""
 
     @property
     def records(self) -> int:
-        """Input not yet reflected in committed output, and records committed by one
-        stage but not yet by the next: what the kill put at risk."""
-        return self.produced - self.reflected + self.between_stages
+        """Input not yet reflected in committed output, records committed by one
+        stage but not yet by the next, and staged file rows: what the kill put at risk."""
+        return self.produced - self.reflected + self.between_stages + self.unpublished
 
 
 def committed_offsets(
@@ -148,7 +151,8 @@ def measure_in_flight(
     ]
     read = committed_offsets(bootstrap, pipeline, {(t, r.partition) for t, r in between})
     pending = sum(1 for t, r in between if r.offset >= read.get((t, r.partition), 0))
-    return InFlight(produced, reflected, output, pending)
+    staged = sum(e.rows for url in files for e in staged_epochs(url))
+    return InFlight(produced, reflected, output, pending, staged)
 
 
 def recovered_in_place(events: Sequence[Event], generation: int) -> Event | None:

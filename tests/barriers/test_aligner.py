@@ -306,3 +306,45 @@ def test_writers_must_name_aligned_partitions() -> None:
         BarrierAligner([SOURCE], TIMEOUT_S, writers={INTERNAL: WRITERS})
     with pytest.raises(LaminarError, match="no writers given"):
         BarrierAligner([INTERNAL], TIMEOUT_S, writers={INTERNAL: frozenset()})
+
+
+def test_skipped_partitions_are_not_waited_for_whichever_comes_first(
+    aligner: BarrierAligner,
+) -> None:
+    # The announcement first: B and C were skipped, A's barrier completes the alignment.
+    aligner.prepare(_barrier(1), skipped=[B, C, ("other", 9)])
+    assert aligner.skipped == {B, C}
+    assert not aligner.settled()
+    assert aligner.on_barrier(A, _barrier(1), 10)
+    assert aligner.phase is AlignmentPhase.ALIGNED
+    assert aligner.barrier_offsets == {A: 10}
+    aligner.finish()
+    assert aligner.skipped == frozenset()
+    # The barrier first: it waits for B until the announcement says B was skipped.
+    assert not aligner.on_barrier(A, _barrier(2), 20)
+    assert not aligner.on_barrier(C, _barrier(2), 21)
+    assert not aligner.settled()
+    aligner.prepare(_barrier(2), skipped=[B])
+    assert aligner.settled()
+    assert aligner.phase is AlignmentPhase.ALIGNED
+
+
+def test_every_partition_skipped_settles_at_once_and_a_newer_barrier_forgets_the_skips(
+    aligner: BarrierAligner,
+) -> None:
+    aligner.prepare(_barrier(1), skipped=[A, B, C])
+    assert aligner.settled() and aligner.phase is AlignmentPhase.ALIGNED
+    aligner.finish()
+    aligner.prepare(_barrier(2), skipped=[A])
+    # Barrier 3 overtakes 2: 3's skips are not known yet, so A is waited for again.
+    assert not aligner.on_barrier(B, _barrier(3), 30)
+    assert aligner.skipped == frozenset()
+    aligner.prepare(_barrier(2), skipped=[A, C])  # a late announcement of 2 changes nothing
+    assert aligner.skipped == frozenset()
+    assert not aligner.settled()
+
+
+def test_without_skips_nothing_settles_early(aligner: BarrierAligner) -> None:
+    aligner.prepare(_barrier(1))
+    assert not aligner.settled()
+    assert aligner.phase is AlignmentPhase.ALIGNING

@@ -73,12 +73,17 @@ class FakeInjector:
     partitions: tuple[PartitionKey, ...] = (("orders", 0), ("orders", 1))
     injected: list[Barrier] = field(default_factory=list)
     fail: bool = False
+    idle: frozenset[PartitionKey] = frozenset()
 
     def inject(self, barrier: Barrier, timeout_s: float) -> Mapping[PartitionKey, int]:
         if self.fail:
             raise TransactionError("broker unreachable")
         self.injected.append(barrier)
-        return {key: 100 * barrier.checkpoint_id + i for i, key in enumerate(self.partitions)}
+        return {
+            key: 100 * barrier.checkpoint_id + i
+            for i, key in enumerate(self.partitions)
+            if key not in self.idle
+        }
 
 
 def ack(

@@ -11,6 +11,7 @@ from laminar_kafka.runtime.events import (
     CheckpointAborted,
     CheckpointCommitted,
     GenerationStarted,
+    ParallelismCapped,
     RuntimeEvent,
     WorkerLost,
     parse_event_line,
@@ -129,3 +130,12 @@ def test_a_commit_without_stage_counts_or_a_known_start_shows_no_rate() -> None:
     assert rate.rate(_commit(2, 1, 100, at=10.0)) is None  # no generation start seen
     assert rate.rate(_commit(3, 1, 300, at=12.0)) == 100.0
     assert rate.rate(_commit(4, 2, 50, at=13.0)) is None  # another generation, unseen start
+
+
+def test_a_capped_parallelism_names_the_stage_and_the_topics_that_cap_it() -> None:
+    assert describe(ParallelismCapped(4, 3, 3)) == (
+        "parallelism capped at 3: the sources have 3 partitions"
+    )
+    assert describe(ParallelismCapped(4, 1, 1, 1, ("p.by-product.repartition",))) == (
+        "parallelism capped at 1: stage 1 reads 1 partitions (p.by-product.repartition)"
+    )

@@ -41,3 +41,14 @@ def test_a_raising_key_a_none_key_and_an_unencodable_value_are_dead_letters() ->
     assert reasons[1] == "key_by raised KeyError: 'boom'"
     assert reasons[2] == "key_by key is None"
     assert reasons[3].startswith("record cannot cross to the next stage (through p.k.repartition)")
+
+
+def test_a_record_larger_than_the_internal_topic_accepts_is_a_dead_letter() -> None:
+    ctx = BatchContext("in", 0, 1)
+    values = [{"k": "a", "pad": "x" * 10}, {"k": "b", "pad": "y" * 500}, {"k": "c"}]
+    datas, keys, parts = route(_sink("k"), values, [5, 6, 7], ctx, 2, limit=100)
+    assert keys == [b"a", b"c"] and len(datas) == len(parts) == 2
+    (letter,) = ctx.dead_letters
+    assert letter.offset == 6
+    assert letter.reason.startswith("record of 519 bytes cannot cross to the next stage")
+    assert "p.k.repartition accepts 100 bytes" in letter.reason

@@ -15,6 +15,7 @@ from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.sinks import published_epochs, read_published
 from laminar_kafka.sinks.file_layout import FileSinkLayout
 from laminar_kafka.sinks.file_output import FileOutput
+from laminar_kafka.sinks.file_reader import staged_epochs
 from laminar_kafka.sinks.file_recovery import Committed, resolve_staged
 from laminar_kafka.sinks.file_transaction import FileSinkWriter, FileTransaction
 from laminar_kafka.storage.locations import copy_whole, files_under, remove_tree, store_path
@@ -55,10 +56,12 @@ def test_staged_files_are_invisible_until_commit_publishes_the_whole_epoch(sink_
     staged = txn.prepare(1, PARTS)
     assert len(staged) == 1 and "_laminar/staging/p/task-0/chk-000000000001-gen-1" in staged[0]
     assert read_published(sink_url) == []
+    assert [(e.checkpoint_id, e.rows) for e in staged_epochs(sink_url)] == [(1, 3)]
     # Rows of the next epoch arrive while checkpoint 1 awaits its decision.
     assert txn.add(sink_url, rows(4)) == []
     txn.commit()
     assert sorted(r["n"] for r in read_published(sink_url)) == [1, 2, 3]
+    assert staged_epochs(sink_url) == []
     root = store_path(sink_url)
     names = sorted(str(p)[len(str(root)) + 1 :] for p in files_under(root))
     assert names == [

@@ -63,6 +63,8 @@ def test_in_flight_counts_what_no_committed_offset_covers_before_the_kill() -> N
     produced, reflected = count_in_flight(delivered, {("in", 0): 11}, at=101.0)
     assert (produced, reflected) == (3, 1)
     assert InFlight(produced, reflected, committed_output=7).records == 2
+    # Staged file rows count too: their input is reflected, their output not visible.
+    assert InFlight(produced, reflected, committed_output=7, unpublished=5).records == 7
 
 
 def test_events_file_lines_are_read_complete_only(tmp_path: Path) -> None:
