@@ -34,6 +34,17 @@ def rows(*ns: int) -> list[dict[str, Any]]:
     return [{"region": "eu" if n % 2 else "us", "n": n} for n in ns]
 
 
+def staged(
+    url: str, n: int, values: list[dict[str, Any]], task: int = 0, generation: int = 1
+) -> tuple[FileTransaction, FileSinkLayout]:
+    """A transaction that staged `values` as checkpoint `n`, and the sink's layout."""
+    txn = transaction(url, task=task, generation=generation)
+    txn.begin()
+    txn.add(url, values)
+    txn.prepare(n, PARTS)
+    return txn, FileSinkLayout(store_path(url), "p", "parquet")
+
+
 def markers(found: dict[PartitionKey, Committed | None]) -> Callable[..., Any]:
     def read(partitions: Sequence[PartitionKey]) -> dict[PartitionKey, Committed | None]:
         return {k: found.get(k) for k in partitions}
@@ -139,11 +150,7 @@ def test_recovery_deletes_an_epoch_of_another_generation_or_without_its_record(
 
 def test_a_committed_epoch_whose_staging_was_deleted_by_hand_is_an_error(tmp_path: Path) -> None:
     url = str(tmp_path / "out")
-    txn = transaction(url)
-    txn.begin()
-    txn.add(url, rows(1))
-    txn.prepare(4, PARTS)
-    layout = FileSinkLayout(store_path(url), "p", "parquet")
+    txn, layout = staged(url, 4, rows(1))
     remove_tree(layout.staging(0, 4, 1))
     with pytest.raises(CheckpointError, match=r"neither staged nor published.*deleted by hand"):
         txn.commit()
@@ -151,11 +158,7 @@ def test_a_committed_epoch_whose_staging_was_deleted_by_hand_is_an_error(tmp_pat
 
 def test_a_staging_folder_with_a_damaged_epoch_record_is_an_error(tmp_path: Path) -> None:
     url = str(tmp_path / "out")
-    txn = transaction(url)
-    txn.begin()
-    txn.add(url, rows(1))
-    txn.prepare(4, PARTS)
-    layout = FileSinkLayout(store_path(url), "p", "parquet")
+    _, layout = staged(url, 4, rows(1))
     (layout.staging(0, 4, 1) / "_epoch.json").write_bytes(b"{}")
     with pytest.raises(CheckpointError, match="not a file sink epoch record"):
         resolve_staged(layout, [0], markers({("orders", 0): (4, 1)}))
@@ -163,16 +166,12 @@ def test_a_staging_folder_with_a_damaged_epoch_record_is_an_error(tmp_path: Path
 
 def test_files_copied_before_their_commit_record_are_not_read(tmp_path: Path) -> None:
     url = str(tmp_path / "out")
-    txn = transaction(url)
-    txn.begin()
-    txn.add(url, rows(1, 2))
-    txn.prepare(3, PARTS)
-    layout = FileSinkLayout(store_path(url), "p", "parquet")
-    staged = layout.staging(0, 3, 1)
+    _, layout = staged(url, 3, rows(1, 2))
+    folder = layout.staging(0, 3, 1)
     # Steps 3 done, 4 not: as after a crash in the middle of publishing.
-    for f in files_under(staged):
+    for f in files_under(folder):
         if f.name != "_epoch.json":
-            copy_whole(f, layout.root / str(f)[len(str(staged)) + 1 :])
+            copy_whole(f, layout.root / str(f)[len(str(folder)) + 1 :])
     assert [p.name for p in files_under(layout.root) if "staging" not in str(p)] == [
         "part-p-000000000003-0000.parquet",
         "part-p-000000000003-0000.parquet",
