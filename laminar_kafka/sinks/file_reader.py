@@ -37,8 +37,11 @@ def staged_epochs(url: str) -> list[StagedEpoch]:
         for task in children(pipeline):
             for folder in children(task):
                 record = folder / EPOCH_FILE
-                if record.exists():
-                    found.append(StagedEpoch.decode(record.read_bytes(), str(record)))
+                try:
+                    data = record.read_bytes()
+                except FileNotFoundError:
+                    continue  # never staged whole, or published and deleted meanwhile
+                found.append(StagedEpoch.decode(data, str(record)))
     return found
 
 

@@ -101,8 +101,16 @@ def files_under(directory: StorePath) -> list[StorePath]:
 
 
 def children(directory: StorePath) -> list[StorePath]:
-    """The entries of `directory`, by name; none when it does not exist."""
+    """The entries of `directory`, by name; none when it does not exist.
+
+    On an object store a directory is only a prefix of the objects below it: it
+    vanishes when another process deletes its last object, even between the
+    existence check and the listing, so that race reads as "does not exist".
+    """
     if not directory.exists():
         return []
-    found: list[StorePath] = list(directory.iterdir())
+    try:
+        found: list[StorePath] = list(directory.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
     return sorted(found, key=lambda p: p.name)

@@ -1,11 +1,15 @@
 """The input of a chaos round, produced on a thread while the pipeline runs.
 
 Records arrive in chunks with a pause between them, so that kills meet a
-pipeline with input in flight. Each delivery is recorded with its offset and
-wall-clock time: what was produced before a kill, and which of it a
-checkpoint covered, are then facts, not guesses. A failure of the producer
-fails the round with the producer's error (`join`, `check`); it never turns
-into a count of lost records.
+pipeline with input in flight. A fault that comes late (a crash point armed
+for checkpoint 4 on a slow machine) would find the input all in and
+committed; so the last part of the input can be held back (`TailHold`): it
+trickles in, one record at a time, until the round says the fault has hit.
+
+Each delivery is recorded with its offset and wall-clock time: what was
+produced before a kill, and which of it a checkpoint covered, are then facts,
+not guesses. A failure of the producer fails the round with the producer's
+error (`join`, `check`); it never turns into a count of lost records.
 """
 
 from __future__ import annotations
@@ -42,6 +46,15 @@ class Delivered:
     """Wall-clock seconds (time.time()) when the report arrived, after the append."""
 
 
+@dataclass(frozen=True)
+class TailHold:
+    """Until `released` is set, the last `share` of the input goes one record per `pause_s`."""
+
+    released: threading.Event
+    share: float = 0.25
+    pause_s: float = 0.2
+
+
 class PacedProducer:
     """Produces `records` in `chunks` chunks, `pause_s` apart, on a daemon thread."""
 
@@ -52,8 +65,10 @@ class PacedProducer:
         chunks: int = 20,
         pause_s: float = 0.15,
         config: dict[str, Any] | None = None,
+        hold: TailHold | None = None,
     ) -> None:
         self._records = records
+        self._hold = hold
         self._chunk = max(1, -(-len(records) // max(1, chunks)))
         self._pause_s = pause_s
         self._config = {
@@ -95,8 +110,8 @@ class PacedProducer:
                 )
                 self._progress.notify_all()
 
-        for start in range(0, len(self._records), self._chunk):
-            for r in self._records[start : start + self._chunk]:
+        def send(batch: Sequence[InputRecord]) -> None:
+            for r in batch:
                 while True:
                     try:
                         producer.produce(r.topic, r.value, r.key, r.partition, on_delivery=report)
@@ -108,7 +123,24 @@ class PacedProducer:
                 raise LaminarError(f"producing the round's input failed: {failures[0].str()}")
             if left:
                 raise LaminarError(f"{left} input records still undelivered after 60s")
-            if self._stop.wait(self._pause_s):  # pacing; cleanup() cuts it short
+
+        records, at = self._records, 0
+        hold = self._hold
+        held = int(len(records) * hold.share) if hold is not None else 0
+        while at < len(records):
+            trickling = hold is not None and not hold.released.is_set()
+            limit = len(records) - held if trickling else len(records)
+            if at < limit:
+                end = min(at + self._chunk, limit)
+                send(records[at:end])
+                at = end
+                self._stop.wait(self._pause_s)  # pacing
+            else:
+                assert hold is not None
+                send(records[at : at + 1])
+                at += 1
+                hold.released.wait(hold.pause_s)
+            if self._stop.is_set():  # cleanup() cuts the round short
                 return
 
     def delivered(self) -> list[Delivered]:

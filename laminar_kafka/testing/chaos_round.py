@@ -13,6 +13,7 @@ oracle.
 from __future__ import annotations
 
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from laminar_kafka.testing.broker import TopicFactory
 from laminar_kafka.testing.chaos_app import ChaosApp, Event, first
 from laminar_kafka.testing.chaos_checks import ExactlyOnceReport
 from laminar_kafka.testing.chaos_evidence import InFlight, Kill, RecoveryPath, measure_in_flight
-from laminar_kafka.testing.chaos_producer import PacedProducer
+from laminar_kafka.testing.chaos_producer import PacedProducer, TailHold
 from laminar_kafka.testing.chaos_workloads import Workload
 from laminar_kafka.testing.sink_output import count_outputs
 
@@ -73,6 +74,11 @@ class ChaosSettings:
         if self.pause_s is not None:
             return self.pause_s
         return 6 * self.checkpoint_interval_s / max(1, self.chunks)
+
+    def tail_hold(self) -> TailHold:
+        """The last quarter of the input trickles in (five records per checkpoint
+        interval) until the fault hits, so that a late fault still meets input in flight."""
+        return TailHold(threading.Event(), 0.25, self.checkpoint_interval_s / 5)
 
     @property
     def alignment_s(self) -> float:
@@ -197,8 +203,13 @@ class ChaosRound:
             *("--alignment-timeout", str(settings.alignment_s)),
         ]
         self.planned = workload.plan(self.sources, parts)
+        self.hold = settings.tail_hold()
         self.producer = PacedProducer(
-            settings.bootstrap, self.planned, settings.chunks, settings.chunk_pause_s
+            settings.bootstrap,
+            self.planned,
+            settings.chunks,
+            settings.chunk_pause_s,
+            hold=self.hold,
         )
         self.apps: list[ChaosApp] = []
 
@@ -219,6 +230,7 @@ class ChaosRound:
             app = self.start_app({**env, **fault_env})
             self.producer.start()
             done = fault.inject(self, app)
+            self.hold.released.set()
             in_flight = measure_in_flight(
                 self.s.bootstrap,
                 self.name,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 
 import pytest
 from confluent_kafka import Producer
@@ -10,7 +11,7 @@ from confluent_kafka import Producer
 from laminar_kafka.control.headers import CONTROL_HEADER
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.testing import TopicFactory
-from laminar_kafka.testing.chaos_producer import InputRecord, PacedProducer
+from laminar_kafka.testing.chaos_producer import InputRecord, PacedProducer, TailHold
 from laminar_kafka.testing.orders import read_committed, read_committed_records
 
 pytestmark = pytest.mark.integration
@@ -60,3 +61,20 @@ def test_a_control_record_in_a_sink_is_an_error_not_a_skipped_record(
     assert producer.flush(30) == 0
     with pytest.raises(LaminarError, match=r"control record leaked into .* offset 1"):
         read_committed(kafka_bootstrap, topic, bytes)
+
+
+def test_a_held_tail_trickles_until_released_then_comes_at_once(
+    kafka_bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory.create("paced", partitions=1)
+    records = [InputRecord(topic, 0, None, b"%d" % i) for i in range(20)]
+    hold = TailHold(threading.Event(), share=0.5, pause_s=1.0)
+    producer = PacedProducer(kafka_bootstrap, records, chunks=2, pause_s=0.0, hold=hold)
+    producer.start()
+    producer.wait_delivered(12, 30)
+    # The held half comes one record at a time, a trickle pause apart...
+    first, second = producer.delivered()[10:12]
+    assert second.at - first.at >= 0.9
+    hold.released.set()
+    # ...and once released, the rest at once: trickled, it would take 8 s more.
+    assert producer.join(5) == 20
