@@ -33,7 +33,8 @@ from laminar_kafka.testing.chaos_broker import BounceableBroker
 from laminar_kafka.testing.chaos_evidence import KillKind, RecoveryPath
 from laminar_kafka.testing.chaos_faults import BrokerBounce, FaultKind, WorkerPause, parse_faults
 from laminar_kafka.testing.chaos_kills import PointKill, RandomKill
-from laminar_kafka.testing.chaos_round import ChaosRound, ChaosSettings, Fault, RoundResult
+from laminar_kafka.testing.chaos_round import ChaosRound, Fault, RoundResult
+from laminar_kafka.testing.chaos_settings import ChaosSettings
 from laminar_kafka.testing.chaos_workloads import (
     GeneratorWorkload,
     InputFunction,

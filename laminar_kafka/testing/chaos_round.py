@@ -12,12 +12,10 @@ oracle.
 
 from __future__ import annotations
 
-import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -27,7 +25,8 @@ from laminar_kafka.testing.broker import TopicFactory
 from laminar_kafka.testing.chaos_app import ChaosApp, Event, first
 from laminar_kafka.testing.chaos_checks import ExactlyOnceReport
 from laminar_kafka.testing.chaos_evidence import InFlight, Kill, RecoveryPath, measure_in_flight
-from laminar_kafka.testing.chaos_producer import PacedProducer, TailHold
+from laminar_kafka.testing.chaos_producer import PacedProducer
+from laminar_kafka.testing.chaos_settings import ChaosSettings
 from laminar_kafka.testing.chaos_workloads import Workload
 from laminar_kafka.testing.sink_output import count_outputs
 
@@ -40,51 +39,6 @@ from laminar_kafka.testing.retarget import retarget
 
 pipeline = retarget(load_pipeline({source!r}), name={name!r}, topics={topics!r})
 """
-
-
-@dataclass(frozen=True)
-class ChaosSettings:
-    bootstrap: str
-    records: int = 2000
-    partitions: int = 4
-    parallelism: int = 2
-    checkpoint_interval_s: float = 1.0
-    checkpoint_timeout_s: float = 20.0
-    """A pause round stops a worker for longer than this."""
-    alignment_timeout_s: float | None = None
-    """None: 5 s, or a quarter of the checkpoint timeout if that is less (tasks align
-    rather than snapshot unaligned, so the alignment crash point is reached)."""
-    drain_timeout_s: float = 180.0
-    work_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="laminar-chaos-")))
-    say: Callable[[str], None] = print
-    chunks: int = 20
-    """The input is produced in this many chunks..."""
-    pause_s: float | None = None
-    """...this far apart, so that it is still arriving when the kill comes (crash points
-    fire at checkpoint 2 to 4); by default, spread over six checkpoint intervals."""
-    broker_home: Path | None = None
-    """Broker-bounce rounds: the home of the local broker to bounce (None: their own)."""
-    checkpoint_root: str | None = None
-    """Where rounds keep checkpoints, a directory or URL (None: each round's directory)."""
-    master: str | None = None
-    """The applications' Spark master (None: local[N])."""
-
-    @property
-    def chunk_pause_s(self) -> float:
-        if self.pause_s is not None:
-            return self.pause_s
-        return 6 * self.checkpoint_interval_s / max(1, self.chunks)
-
-    def tail_hold(self) -> TailHold:
-        """The last quarter of the input trickles in (five records per checkpoint
-        interval) until the fault hits, so that a late fault still meets input in flight."""
-        return TailHold(threading.Event(), 0.25, self.checkpoint_interval_s / 5)
-
-    @property
-    def alignment_s(self) -> float:
-        if self.alignment_timeout_s is not None:
-            return self.alignment_timeout_s
-        return min(5.0, self.checkpoint_timeout_s / 4)
 
 
 @dataclass(frozen=True)
