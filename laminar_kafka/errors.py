@@ -27,6 +27,10 @@ class BrokerError(LaminarError):
     """The local broker cannot be fetched, started, reached or stopped."""
 
 
+class RegistryError(LaminarError):
+    """The local schema registry cannot be built, started, reached or stopped."""
+
+
 class ClusterError(LaminarError):
     """The local Spark cluster cannot be started, reached or stopped, or is too small."""
 

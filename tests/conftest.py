@@ -2,7 +2,9 @@
 
 The broker comes from `laminar_kafka.testing.session_bootstrap()`:
 $LAMINAR_KAFKA_BOOTSTRAP if set (CI starts one), else a Kafka container when
-Docker answers, else a local broker started for the session.
+Docker answers, else a local broker started for the session. The schema
+registry, for the tests that ask for one, comes from `session_registry()`:
+$LAMINAR_SCHEMA_REGISTRY_URL if set, else a local one started for the session.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from laminar_kafka.testing import TopicFactory, session_bootstrap
+from laminar_kafka.testing import TopicFactory, session_bootstrap, session_registry
 from laminar_kafka.testing.object_store import LocalS3
 
 # -- Kafka -------------------------------------------------------------------------
@@ -38,6 +40,20 @@ def topic_factory(kafka_bootstrap: str) -> Iterator[TopicFactory]:
         yield factory
     finally:
         factory.cleanup()
+
+
+# -- Schema registry ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def schema_registry_url() -> Iterator[str]:
+    """The Confluent-compatible URL of the session's schema registry; stopped at the end
+    if the session started it."""
+    url, release = session_registry()
+    try:
+        yield url
+    finally:
+        release()
 
 
 # -- Spark -------------------------------------------------------------------------

@@ -19,7 +19,7 @@ LAYERS: list[set[str]] = [
     {"errors"},
     {"processes", "storage"},
     {"kafka", "faults", "broker", "cluster"},
-    {"control"},
+    {"control", "registry"},
     {"formats", "state"},
     {"operators", "sinks", "sources", "barriers", "checkpoint"},
     {"api"},

@@ -25,6 +25,7 @@ __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 COMMAND_MODULES: tuple[str, ...] = (
     "laminar_kafka.cli.broker_cmd",
     "laminar_kafka.cli.cluster_cmd",
+    "laminar_kafka.cli.registry_cmd",
     "laminar_kafka.cli.run_cmd",
     "laminar_kafka.cli.demo_cmd",
     "laminar_kafka.cli.chaos_cmd",

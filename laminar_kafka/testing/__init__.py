@@ -5,12 +5,14 @@ checkpoints and crashes, through the same code the workers run;
 `compare_outputs()` checks an output against the expected one as a multiset.
 `session_bootstrap()` gives a test session a broker (an existing one, a
 container, or a local one it starts); `TopicFactory` gives each test its own
-topics and deletes them afterwards.
+topics and deletes them afterwards; `session_registry()` gives it a schema
+registry (an existing one, or a local Apicurio Registry it starts).
 """
 
 from laminar_kafka.testing.broker import TopicFactory, docker_available, session_bootstrap
 from laminar_kafka.testing.memory import DeadLetterRecord, PipelineTester, Raw, run_pipeline
 from laminar_kafka.testing.oracle import OutputReport, compare_outputs
+from laminar_kafka.testing.registry import session_registry
 
 __all__ = [
     "DeadLetterRecord",
@@ -22,4 +24,5 @@ __all__ = [
     "docker_available",
     "run_pipeline",
     "session_bootstrap",
+    "session_registry",
 ]

@@ -2,17 +2,15 @@
 
 The tests of the first part need no registry: the wire-format checks refuse a
 record before the registry is asked, and an unreachable registry is a closed
-loopback port. The second part talks to a real schema registry (Confluent's,
-Apicurio's /apis/ccompat/v7, Karapace...) at $LAMINAR_SCHEMA_REGISTRY_URL and
-is skipped without it. No registry server could be made to run on this
-project's machines (Apicurio Registry's dependencies are not all on the Maven
-repository they reach, and Confluent's and Karapace's are on none of their
-registries), and a hand-written stand-in would only test itself.
+loopback port. The second part talks to a real schema registry through its
+Confluent-compatible API: the session's `schema_registry_url` (tests/conftest.py),
+$LAMINAR_SCHEMA_REGISTRY_URL if set (Confluent's, Karapace, Apicurio's
+/apis/ccompat/v7...), else a local Apicurio Registry started for the session
+(`laminar_kafka.registry`, built from Maven Central on first use). They never skip.
 """
 
 from __future__ import annotations
 
-import os
 import pickle
 import socket
 import uuid
@@ -28,8 +26,6 @@ from laminar_kafka.formats.batch import decode_batch
 from laminar_kafka.formats.registry import wire_header
 from laminar_kafka.formats.registry_client import RegistryUnavailableError, clear_caches
 from laminar_kafka.testing import Raw, run_pipeline
-
-URL_ENV = "LAMINAR_SCHEMA_REGISTRY_URL"
 
 POINT_V1: dict[str, Any] = {
     "type": "record",
@@ -121,15 +117,9 @@ def test_wrong_magic_byte_goes_to_the_dead_letter_topic_with_the_reason(closed_u
 
 
 @pytest.fixture(scope="module")
-def registry_url() -> Iterator[str]:
-    """The registry of $LAMINAR_SCHEMA_REGISTRY_URL (its Confluent-compatible API)."""
-    url = os.environ.get(URL_ENV)
-    if not url:
-        pytest.skip(
-            f"set {URL_ENV} to a schema registry's Confluent-compatible API "
-            "(e.g. http://127.0.0.1:8081, or Apicurio's .../apis/ccompat/v7) to run these"
-        )
-    yield url
+def registry_url(schema_registry_url: str) -> Iterator[str]:
+    """The session's registry; this process's clients and cached schemas are dropped after."""
+    yield schema_registry_url
     clear_caches()
 
 
