@@ -30,7 +30,7 @@ class RestartPolicy:
     """How often and how fast the worker job is restarted after a failure."""
 
     max_restarts: int = 20
-    initial_backoff_s: float = 0.5
+    initial_backoff_s: float = 0.1
     max_backoff_s: float = 30.0
     multiplier: float = 2.0
 

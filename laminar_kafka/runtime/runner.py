@@ -40,7 +40,6 @@ from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.driver_lease import hold_driver_lease, manifest_fence
 from laminar_kafka.runtime.events import (
     CheckpointAborted,
-    CheckpointCommitted,
     Drained,
     GenerationStarted,
     Listener,
@@ -54,7 +53,7 @@ from laminar_kafka.runtime.internal_purge import InternalPurge, check_internal_t
 from laminar_kafka.runtime.preflight import check_transaction_timeout
 from laminar_kafka.runtime.spark_job import WorkerJob
 from laminar_kafka.runtime.start_checks import check_where_to_start
-from laminar_kafka.runtime.stats import RunStats, stage_progress
+from laminar_kafka.runtime.stats import RunStats, committed_event
 from laminar_kafka.runtime.task_spec import TaskSpec
 from laminar_kafka.runtime.topics import prepare_topics
 
@@ -86,6 +85,9 @@ class PipelineRunner:
         self._sc = spark_context
         self._listener = listener
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        """Set by a stop and by the end of the worker job: the checkpoint loop acts at once
+        (and the next generation's first checkpoint follows its start without a wait)."""
         self._store = CheckpointStore(config.checkpoint_dir, pipeline.name)
         self._plan = plan_stages(pipeline)
         self._control_topic = config.control_topic(pipeline.name)
@@ -96,6 +98,7 @@ class PipelineRunner:
     def stop(self) -> None:
         """Ask for a graceful stop: a final DRAIN checkpoint, then the tasks exit."""
         self._stop.set()
+        self._wake.set()
 
     def _emit(self, event: RuntimeEvent) -> None:
         if self._listener is not None:
@@ -205,7 +208,7 @@ class PipelineRunner:
             TaskSpec.of(self.pipeline, cfg, generation, layout, counts, start, self._limits)
             for layout in layouts
         ]
-        job = WorkerJob(self._sc, specs, f"{name}-g{generation}")
+        job = WorkerJob(self._sc, specs, f"{name}-g{generation}", on_end=self._wake.set)
         began = time.monotonic()
         job.start()
         try:
@@ -239,7 +242,9 @@ class PipelineRunner:
         cfg = self.config
         complete = 0
         while True:
-            stopping = self._stop.wait(cfg.checkpoint_interval_s)
+            self._wake.wait(cfg.checkpoint_interval_s)
+            self._wake.clear()  # before the checks: an end after them wakes the next wait
+            stopping = self._stop.is_set()
             lost = job.lost()
             if lost:
                 self._failed_at = time.monotonic()
@@ -252,8 +257,6 @@ class PipelineRunner:
             result = coordinator.run_checkpoint(job.lost, flags)
             self._record(result)
             complete = result.checkpoint_id if result.committed else complete
-            if not result.committed:
-                purge.check()
             if result.committed and stopping:
                 if not job.join(cfg.checkpoint_timeout_s):
                     return _Lost("tasks did not exit after the drain checkpoint")
@@ -264,7 +267,9 @@ class PipelineRunner:
             lost = job.lost() if not result.committed else None
             if lost:
                 self._failed_at = time.monotonic()
-                return _Lost(lost)
+                return _Lost(lost)  # the next generation checks the internal topics
+            if not result.committed:
+                purge.check()  # an internal topic deleted under the run explains the abort
             if result.missing_tasks:
                 # A task that cannot ack is stalled (paused, hung in a client call) or
                 # cut off: a new generation fences it; it must not wake and carry on.
@@ -272,25 +277,8 @@ class PipelineRunner:
                 return _Lost(f"checkpoint {result.checkpoint_id}: {result.reason}")
 
     def _record(self, result: PendingCheckpoint) -> None:
+        self.stats.record(result)
         if result.committed:
-            self.stats.committed += 1
-            self.stats.last_checkpoint_id = result.checkpoint_id
-            self.stats.checkpoint_s.append(result.duration_s)
-            self.stats.injection_s.append(result.injection_s)
-            for stage, seconds in result.stage_durations_s.items():
-                self.stats.stage_checkpoint_s.setdefault(stage, []).append(seconds)
-            self.stats.alignment_ms.extend(a.alignment_ms for a in result.acks.values())
-            unaligned = tuple(sorted(a.task for a in result.acks.values() if a.unaligned))
-            self.stats.unaligned_acks += len(unaligned)
-            self._emit(
-                CheckpointCommitted(
-                    result.checkpoint_id,
-                    result.generation,
-                    result.duration_s,
-                    unaligned,
-                    stage_progress(result),
-                )
-            )
+            self._emit(committed_event(result))
         else:
-            self.stats.aborted += 1
             self._emit(CheckpointAborted(result.checkpoint_id, result.generation, result.reason))

@@ -66,8 +66,15 @@ def worker_entry(specs: tuple[TaskSpec, ...]) -> Callable[[Iterable[Any]], Itera
 class WorkerJob:
     """Runs the barrier job in a driver thread and reports how it ended."""
 
-    def __init__(self, spark_context: Any, specs: list[TaskSpec], group: str) -> None:
+    def __init__(
+        self,
+        spark_context: Any,
+        specs: list[TaskSpec],
+        group: str,
+        on_end: Callable[[], None] = lambda: None,
+    ) -> None:
         self._sc = spark_context
+        self._on_end = on_end
         self._specs = tuple(specs)
         self.group = group
         self.error: str | None = None
@@ -84,6 +91,8 @@ class WorkerJob:
             self.summaries = rdd.barrier().mapPartitions(worker_entry(self._specs)).collect()
         except Exception as exc:
             self.error = _first_line(exc)
+        finally:
+            self._on_end()
 
     @property
     def finished(self) -> bool:

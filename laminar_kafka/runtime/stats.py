@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from laminar_kafka.checkpoint.coordinator import PendingCheckpoint
-from laminar_kafka.runtime.events import StageProgress
+from laminar_kafka.runtime.events import CheckpointCommitted, StageProgress
 
 
 @dataclass
@@ -26,6 +26,20 @@ class RunStats:
     injection_s: list[float] = field(default_factory=list)
     """Per committed checkpoint: the barrier injection into every source partition."""
 
+    def record(self, result: PendingCheckpoint) -> None:
+        """Count a decided checkpoint in."""
+        if not result.committed:
+            self.aborted += 1
+            return
+        self.committed += 1
+        self.last_checkpoint_id = result.checkpoint_id
+        self.checkpoint_s.append(result.duration_s)
+        self.injection_s.append(result.injection_s)
+        for stage, seconds in result.stage_durations_s.items():
+            self.stage_checkpoint_s.setdefault(stage, []).append(seconds)
+        self.alignment_ms.extend(a.alignment_ms for a in result.acks.values())
+        self.unaligned_acks += sum(1 for a in result.acks.values() if a.unaligned)
+
 
 def stage_progress(result: PendingCheckpoint) -> tuple[StageProgress, ...]:
     """Per stage: its tasks' counts (from their Acks) and its share of the checkpoint."""
@@ -43,3 +57,15 @@ def stage_progress(result: PendingCheckpoint) -> tuple[StageProgress, ...]:
             )
         )
     return tuple(out)
+
+
+def committed_event(result: PendingCheckpoint) -> CheckpointCommitted:
+    """The event of a committed checkpoint: how long, which tasks snapshot unaligned, stages."""
+    unaligned = tuple(sorted(a.task for a in result.acks.values() if a.unaligned))
+    return CheckpointCommitted(
+        result.checkpoint_id,
+        result.generation,
+        result.duration_s,
+        unaligned,
+        stage_progress(result),
+    )
