@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import signal
 import subprocess
 import time
@@ -37,7 +36,7 @@ from laminar_kafka.broker.settings import (
     write_properties,
 )
 from laminar_kafka.errors import BrokerError
-from laminar_kafka.processes.files import TAIL_LINES, tail_text, write_atomic
+from laminar_kafka.processes.files import TAIL_LINES, daemon_home, tail_text, write_atomic
 from laminar_kafka.processes.groups import signal_tree, wait_exit
 from laminar_kafka.processes.lock import home_lock_or_raise
 from laminar_kafka.processes.ports import free_ports
@@ -64,10 +63,7 @@ class BrokerInfo:
 
 def default_home() -> Path:
     """`$LAMINAR_KAFKA_HOME`, else `~/.cache/laminar-kafka/broker`."""
-    env = os.environ.get("LAMINAR_KAFKA_HOME")
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "laminar-kafka" / "broker"
+    return daemon_home("LAMINAR_KAFKA_HOME", "broker")
 
 
 class LocalBroker:

@@ -9,20 +9,16 @@ work/worker-<i>/  each worker's work dir: executors' stdout/stderr per applicati
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from laminar_kafka.processes.files import TAIL_LINES, tail_text
+from laminar_kafka.processes.files import TAIL_LINES, daemon_home, tail_text
 
 
 def default_home() -> Path:
     """`$LAMINAR_CLUSTER_HOME`, else `~/.cache/laminar-kafka/cluster`."""
-    env = os.environ.get("LAMINAR_CLUSTER_HOME")
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "laminar-kafka" / "cluster"
+    return daemon_home("LAMINAR_CLUSTER_HOME", "cluster")
 
 
 @dataclass(frozen=True)

@@ -24,3 +24,11 @@ def write_atomic(path: Path, text: str) -> None:
 def tail_text(text: str, lines: int = TAIL_LINES) -> str:
     """The last `lines` lines of `text`, without its trailing blank ones."""
     return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def daemon_home(variable: str, name: str) -> Path:
+    """`$variable`, else `~/.cache/laminar-kafka/<name>`: where a local daemon lives."""
+    env = os.environ.get(variable)
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "laminar-kafka" / name

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import signal
 import subprocess
 import time
@@ -24,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from laminar_kafka.errors import RegistryError
-from laminar_kafka.processes.files import tail_text, write_atomic
+from laminar_kafka.processes.files import daemon_home, tail_text, write_atomic
 from laminar_kafka.processes.groups import signal_tree, wait_exit
 from laminar_kafka.processes.lock import home_lock_or_raise
 from laminar_kafka.processes.ports import free_ports
@@ -59,10 +58,7 @@ class RegistryInfo:
 
 def default_home() -> Path:
     """`$LAMINAR_REGISTRY_HOME`, else `~/.cache/laminar-kafka/registry`."""
-    env = os.environ.get("LAMINAR_REGISTRY_HOME")
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "laminar-kafka" / "registry"
+    return daemon_home("LAMINAR_REGISTRY_HOME", "registry")
 
 
 class LocalRegistry:
