@@ -64,7 +64,12 @@ def _bootstrap(cluster: LocalCluster) -> str:
 
 
 def _partition(admin: AdminClient, topic: str, partition: int = 0) -> Any:
-    return admin.list_topics(topic=topic, timeout=10).topics[topic].partitions[partition]
+    def listed() -> Any:
+        return admin.list_topics(topic=topic, timeout=10).topics[topic].partitions
+
+    # A topic just created can be listed before every node's metadata has its partitions.
+    _await(lambda: partition in listed(), 30, f"{topic}[{partition}] in the metadata")
+    return listed()[partition]
 
 
 def _await(condition: Any, timeout_s: float, what: str) -> None:
