@@ -17,7 +17,7 @@ from laminar_kafka.broker.jars import require_java
 from laminar_kafka.errors import BrokerError, RegistryError
 from laminar_kafka.processes.files import TAIL_LINES, tail_text
 
-__all__ = ["PROGRESS_INTERVAL_S", "require_build_tools", "run_maven"]
+__all__ = ["PROGRESS_INTERVAL_S", "require_build_tools", "require_registry_java", "run_maven"]
 
 log = logging.getLogger("laminar_kafka.registry")
 
@@ -29,16 +29,20 @@ _MVN_HINT = (
 )
 
 
+def require_registry_java() -> str:
+    """Path of a Java 17+ runtime (the registry runs on it), or a RegistryError with a hint."""
+    try:
+        return require_java()
+    except BrokerError as exc:  # its hint is the one we need; only the subject differs
+        raise RegistryError(f"the local schema registry needs Java 17+: {exc}") from exc
+
+
 def require_build_tools() -> tuple[str, str]:
     """Paths of `mvn` and of a Java 17+ runtime, or a RegistryError saying what to install."""
     mvn = shutil.which("mvn")
     if mvn is None:
         raise RegistryError(f"`mvn` was not found on PATH: {_MVN_HINT}")
-    try:
-        java = require_java()
-    except BrokerError as exc:  # its hint is the one we need; only the subject differs
-        raise RegistryError(f"the local schema registry needs Java 17+: {exc}") from exc
-    return mvn, java
+    return mvn, require_registry_java()
 
 
 def run_maven(

@@ -29,7 +29,7 @@ from laminar_kafka.processes.lock import home_lock_or_raise
 from laminar_kafka.processes.ports import free_ports
 from laminar_kafka.processes.table import alive, cmdline
 from laminar_kafka.registry.build import ensure_registry
-from laminar_kafka.registry.maven import require_build_tools
+from laminar_kafka.registry.maven import require_registry_java
 from laminar_kafka.registry.readiness import await_ready
 
 __all__ = ["CCOMPAT_PATH", "LocalRegistry", "RegistryInfo", "default_home"]
@@ -91,7 +91,7 @@ class LocalRegistry:
                 return running
             self._clear_state()
             runner = self.runner if self.runner is not None else ensure_registry()
-            _, java = require_build_tools()
+            java = require_registry_java()  # running a built registry needs no Maven
             for attempt in range(3):  # a port picked free can be taken before the JVM binds it
                 try:
                     return self._launch(java, runner, free_ports(1)[0], timeout_s)
