@@ -8,6 +8,7 @@ created with O_EXCL marks it spent), so the restarted pipeline runs through.
     LAMINAR_FAULT_MIN_CHECKPOINT=2      fire at checkpoint >= 2 (default 2)
     LAMINAR_FAULT_TASK=0                only in task 0 (default: any task)
     LAMINAR_FAULT_DIR=/tmp/x            where the once-marker lives (required)
+    LAMINAR_FAULT_GATE=/tmp/x/gate      fire only once this file exists (default: no gate)
 
 `LAMINAR_FAIL=prepare_fails` (same settings otherwise) makes a step raise
 instead of kill: the failure paths of the protocol run for real.
@@ -97,7 +98,7 @@ class FailurePoint(enum.Enum):
     PREPARE_FAILS = "prepare_fails"
 
 
-def _armed() -> tuple[FaultPoint | FailurePoint, int, int | None, Path] | None:
+def _armed() -> tuple[FaultPoint | FailurePoint, int, int | None, Path, Path | None] | None:
     name = os.environ.get("LAMINAR_FAULT") or os.environ.get("LAMINAR_FAIL")
     where = os.environ.get("LAMINAR_FAULT_DIR")
     if not name or not where:
@@ -106,11 +107,13 @@ def _armed() -> tuple[FaultPoint | FailurePoint, int, int | None, Path] | None:
     point: FaultPoint | FailurePoint = (
         FaultPoint(name) if "LAMINAR_FAULT" in os.environ else FailurePoint(name)
     )
+    gate = os.environ.get("LAMINAR_FAULT_GATE")
     return (
         point,
         int(os.environ.get("LAMINAR_FAULT_MIN_CHECKPOINT", "2")),
         int(task) if task else None,
         Path(where),
+        Path(gate) if gate else None,
     )
 
 
@@ -135,6 +138,8 @@ def should_fire(
     if _ARMED is None or _ARMED[0] is not point or checkpoint_id < _ARMED[1]:
         return False
     if _ARMED[2] is not None and task is not None and _ARMED[2] != task:
+        return False
+    if _ARMED[4] is not None and not _ARMED[4].exists():
         return False
     return _claim(point)
 

@@ -34,7 +34,7 @@ from laminar_kafka.testing.chaos_evidence import KillKind, RecoveryPath
 from laminar_kafka.testing.chaos_faults import BrokerBounce, FaultKind, WorkerPause, parse_faults
 from laminar_kafka.testing.chaos_kills import PointKill, RandomKill
 from laminar_kafka.testing.chaos_round import ChaosRound, Fault, RoundResult
-from laminar_kafka.testing.chaos_settings import ChaosSettings
+from laminar_kafka.testing.chaos_settings import ChaosSettings, fault_gate
 from laminar_kafka.testing.chaos_workloads import (
     GeneratorWorkload,
     InputFunction,
@@ -167,6 +167,8 @@ class ChaosRun:
                 "LAMINAR_FAULT_DIR": str(round_dir),
                 "LAMINAR_FAULT_MIN_CHECKPOINT": str(rng.randint(2, 4)),
             }
+            if point is FaultPoint.DURING_COMMIT:
+                fault_env["LAMINAR_FAULT_GATE"] = str(fault_gate(round_dir))
         else:
             if kind is None:
                 kind = KillKind.APPLICATION if rng.random() < APP_KILL_SHARE else KillKind.WORKER

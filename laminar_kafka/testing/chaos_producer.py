@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -48,11 +49,16 @@ class Delivered:
 
 @dataclass(frozen=True)
 class TailHold:
-    """Until `released` is set, the last `share` of the input goes one record per `pause_s`."""
+    """Until `released` is set, the last `share` of the input goes one record per `pause_s`.
+
+    `gate`: a file created when the trickle begins (a fault armed with
+    `LAMINAR_FAULT_GATE` waits for it, so that it meets input arriving).
+    """
 
     released: threading.Event
     share: float = 0.25
     pause_s: float = 0.2
+    gate: Path | None = None
 
 
 class PacedProducer:
@@ -137,6 +143,8 @@ class PacedProducer:
                 self._stop.wait(self._pause_s)  # pacing
             else:
                 assert hold is not None
+                if hold.gate is not None and not hold.gate.exists():
+                    hold.gate.touch()
                 send(records[at : at + 1])
                 at += 1
                 hold.released.wait(hold.pause_s)

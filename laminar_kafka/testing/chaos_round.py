@@ -157,7 +157,7 @@ class ChaosRound:
             *("--alignment-timeout", str(settings.alignment_s)),
         ]
         self.planned = workload.plan(self.sources, parts)
-        self.hold = settings.tail_hold()
+        self.hold = settings.tail_hold(round_dir)
         self.producer = PacedProducer(
             settings.bootstrap,
             self.planned,

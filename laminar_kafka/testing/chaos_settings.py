@@ -44,13 +44,26 @@ class ChaosSettings:
             return self.pause_s
         return 6 * self.checkpoint_interval_s / max(1, self.chunks)
 
-    def tail_hold(self) -> TailHold:
+    def tail_hold(self, round_dir: Path) -> TailHold:
         """The last quarter of the input trickles in (five records per checkpoint
-        interval) until the fault hits, so that a late fault still meets input in flight."""
-        return TailHold(threading.Event(), 0.25, self.checkpoint_interval_s / 5)
+        interval) until the fault hits, so that a late fault still meets input in
+        flight; the trickle's start opens the round's fault gate (`fault_gate`)."""
+        return TailHold(
+            threading.Event(), 0.25, self.checkpoint_interval_s / 5, fault_gate(round_dir)
+        )
 
     @property
     def alignment_s(self) -> float:
         if self.alignment_timeout_s is not None:
             return self.alignment_timeout_s
         return min(5.0, self.checkpoint_timeout_s / 4)
+
+
+def fault_gate(round_dir: Path) -> Path:
+    """The file that opens a gated crash point (`LAMINAR_FAULT_GATE`) in a round.
+
+    A kill during the commit RPC can land after the broker took the commit: if
+    no input arrived after that checkpoint's barrier, the kill left nothing in
+    flight. Gated, the point fires only once the input trickles in steadily.
+    """
+    return round_dir / "fault-gate"

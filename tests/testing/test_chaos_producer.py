@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
@@ -64,14 +65,16 @@ def test_a_control_record_in_a_sink_is_an_error_not_a_skipped_record(
 
 
 def test_a_held_tail_trickles_until_released_then_comes_at_once(
-    kafka_bootstrap: str, topic_factory: TopicFactory
+    kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
 ) -> None:
     topic = topic_factory.create("paced", partitions=1)
     records = [InputRecord(topic, 0, None, b"%d" % i) for i in range(20)]
-    hold = TailHold(threading.Event(), share=0.5, pause_s=1.0)
+    gate = tmp_path / "gate"
+    hold = TailHold(threading.Event(), share=0.5, pause_s=1.0, gate=gate)
     producer = PacedProducer(kafka_bootstrap, records, chunks=2, pause_s=0.0, hold=hold)
     producer.start()
     producer.wait_delivered(12, 30)
+    assert gate.exists()  # the trickle opened the fault gate
     # The held half comes one record at a time, a trickle pause apart...
     first, second = producer.delivered()[10:12]
     assert second.at - first.at >= 0.9

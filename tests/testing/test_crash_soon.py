@@ -79,6 +79,17 @@ def test_an_unarmed_checkpoint_or_task_does_not_fire(tmp_path: Path) -> None:
         assert not (tmp_path / "fired-during_commit").exists()
 
 
+def test_a_gated_point_fires_only_once_its_gate_exists(tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    code, out, _ = run_step(tmp_path, step_s=0.0, LAMINAR_FAULT_GATE=str(gate))
+    assert (code, out) == (0, "survived\n")
+    assert not (tmp_path / "fired-during_commit").exists()
+    gate.touch()
+    code, out, _ = run_step(tmp_path, step_s=30.0, LAMINAR_FAULT_GATE=str(gate))
+    assert (code, out) == (-signal.SIGKILL, "")
+    assert (tmp_path / "fired-during_commit").exists()
+
+
 def test_passed_marks_a_step_that_ended_before_the_kill(tmp_path: Path) -> None:
     # The process that fired the point reaches passed(): the round must learn it.
     script = (
