@@ -2,8 +2,9 @@
 
 The pipelines are those of `benchmarks.laminar_pipelines` (the rekey one has
 two stages). A run is exactly-once with checkpoints every
-`commit_interval_s`; it is timed from the runner's "tasks running" message (Spark
-and task start-up excluded) to the moment an `OutputWatcher` sees the last
+`commit_interval_s`; it is timed from the first worker task's ready (the
+runner's `GenerationStarted` less its `ready_spread_s`: a ready task reads at
+once; Spark and task start-up excluded) to the moment an `OutputWatcher` sees the last
 expected record with read_committed, then drained and checked record by record;
 the dead-letter topic must be empty. Checkpoint durations are reported end to
 end (`RunStats.checkpoint_s`) and per stage (`RunStats.stage_checkpoint_s`).
@@ -105,13 +106,18 @@ class Session:
             raise
         self._stopped = False
 
-    def await_started(self, occurrence: int = 1) -> float:
-        """`time.monotonic()` soon after the `occurrence`-th worker generation started."""
+    def await_started(self, occurrence: int = 1, *, first_task: bool = True) -> float:
+        """`time.monotonic()` when the first task (else the last) of the `occurrence`-th
+        generation was ready."""
         deadline = time.monotonic() + _START_TIMEOUT_S
         while True:
             # Polled, not awaited: BackgroundRun keeps the runner's events in a list.
-            if self.run.count(GenerationStarted) >= occurrence:
-                return time.monotonic()
+            started = [e for e in list(self.run.events) if isinstance(e, GenerationStarted)]
+            if len(started) >= occurrence:
+                # From the first task's ready: a ready task reads before the others are.
+                event = started[occurrence - 1]
+                spread = event.ready_spread_s if first_task else 0.0
+                return time.monotonic() - (time.time() - event.at) - spread
             self.check_alive(f"generation start #{occurrence}")
             if time.monotonic() > deadline:
                 raise PipelineError(

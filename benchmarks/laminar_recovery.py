@@ -80,7 +80,7 @@ def measure_recovery(
             victim = _worker(pid_dir, name, victim_task)
             os.kill(victim.pid, signal.SIGKILL)
             killed_at = time.monotonic()
-            running_again_at = session.await_started(occurrence=2)
+            running_again_at = session.await_started(occurrence=2, first_task=False)
             resumed_at = _output_advances(session)
             done_at = session.await_output()
             stats = session.stop()

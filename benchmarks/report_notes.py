@@ -29,10 +29,12 @@ def table_notes(comparison: Comparison) -> list[str]:
     s = comparison.settings
     ref = f"{s.intervals_s[0]:g} s"
     notes = [
-        "records/s: input records over the time from the system running (laminar: all worker"
-        " tasks running; ceiling, limit, quix: all P processes ready, then released at once,"
-        " the loops into their first transaction, Quix into app.run(); spark: query start())"
-        " to the last expected output record visible to a read_committed consumer. Process,"
+        "records/s: input records over the time from the system running (laminar: its first"
+        " worker task ready, which reads at once; ceiling, limit, quix: all P processes ready,"
+        " then released at once, the loops into their first transaction, Quix into app.run();"
+        " spark: query start()) to the last expected output record visible to a"
+        " read_committed consumer; every system commits on its interval, the last"
+        " transaction too (none knows where its input ends). Process,"
         " JVM, Spark context and worker start-up are excluded for every system alike. Each"
         " output was then read back and checked record by record (exact, no duplicate).",
         f"laminar/x: laminar records/s ({ref} checkpoints, same workload) over the row's.",

@@ -92,6 +92,7 @@ class CheckpointCoordinator:
         self._next_id = first_checkpoint_id
         self._lowest_marker = lowest_marker
         self._topology = dict(topology or {})
+        self.ready_spread_s = 0.0
 
     def _announce(self, checkpoint_id: int, phase: Phase, **extra: object) -> None:
         self._control.send(
@@ -103,9 +104,14 @@ class CheckpointCoordinator:
         self._announce(0, Phase.ABORT, reason=f"generation {self.generation} starts")
 
     def await_ready(self, lost: Callable[[], str | None], timeout_s: float) -> list[Ack]:
-        """Wait for every task's ready Ack (checkpoint 0) of this generation."""
+        """Wait for every task's ready Ack (checkpoint 0) of this generation.
+
+        `ready_spread_s` is then the time from the first Ack to the last: a ready
+        task reads at once, without waiting for the others.
+        """
         acks: dict[int, Ack] = {}
         deadline = time.monotonic() + timeout_s
+        first: float | None = None
         while len(acks) < self.tasks:
             reason = lost()
             if reason:
@@ -117,6 +123,8 @@ class CheckpointCoordinator:
             for ack in self._control.receive(0.1):
                 if ack.generation == self.generation and ack.checkpoint_id == 0:
                     acks[ack.task] = ack
+                    first = time.monotonic() if first is None else first
+        self.ready_spread_s = 0.0 if first is None else time.monotonic() - first
         return [acks[t] for t in sorted(acks)]
 
     def run_checkpoint(

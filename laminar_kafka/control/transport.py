@@ -18,7 +18,12 @@ from laminar_kafka.control.codec import decode, encode
 from laminar_kafka.control.headers import CONTROL_HEADER, CONTROL_KEY, control_headers
 from laminar_kafka.control.records import Ack, Announcement, ControlRecord
 from laminar_kafka.errors import ControlRecordError, LaminarError
-from laminar_kafka.kafka.clients import KafkaConnection, control_reader, idempotent_producer
+from laminar_kafka.kafka.clients import (
+    KafkaConnection,
+    control_reader,
+    idempotent_producer,
+    load_metadata,
+)
 from laminar_kafka.kafka.names import control_group
 
 log = logging.getLogger(__name__)
@@ -42,6 +47,7 @@ class ControlChannel:
         self._producer = idempotent_producer(kafka)
         self._consumer = control_reader(kafka, control_group(pipeline))
         self._start_offset = start_offset
+        load_metadata(self._consumer, [topic])
         self._consumer.assign([TopicPartition(topic, 0, start_offset)])
 
     def send(self, record: ControlRecord, timeout_s: float = 30.0) -> None:

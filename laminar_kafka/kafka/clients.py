@@ -7,11 +7,11 @@ level of a reader) are applied last, so no user setting can break them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from laminar_kafka.kafka.names import PROBE_GROUP
@@ -98,6 +98,20 @@ def source_reader_settings(kafka: KafkaConnection, group: str, batch_size: int) 
             "enable.partition.eof": False,
         },
     )
+
+
+def load_metadata(consumer: Consumer, topics: Iterable[str], timeout_s: float = 10.0) -> None:
+    """Fetch the leaders of `topics` into the consumer's metadata cache before an assign.
+
+    A consumer that has only spoken to the group coordinator learns an assigned
+    topic's leaders on its next metadata refresh, up to a second later, and
+    fetches nothing meanwhile. A failure here only costs that second.
+    """
+    for topic in topics:
+        try:
+            consumer.list_topics(topic, timeout=timeout_s)
+        except KafkaException:
+            return
 
 
 def control_reader(kafka: KafkaConnection, group: str) -> Consumer:

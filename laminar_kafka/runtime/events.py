@@ -48,6 +48,8 @@ class GenerationStarted(RuntimeEvent):
     start_s: float
     recovery_s: float | None = None
     """Seconds from the loss of the previous generation, after a failure."""
+    ready_spread_s: float = 0.0
+    """Seconds from the first task's ready to the last's (the first tasks read meanwhile)."""
 
 
 @dataclass(frozen=True)

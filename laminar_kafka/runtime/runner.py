@@ -219,7 +219,8 @@ class PipelineRunner:
                 self.stats.recovery_s.append(recovery_s)
                 self._failed_at = None
             started = time.monotonic() - began
-            self._emit(GenerationStarted(generation, parallelism, started, recovery_s))
+            spread = coordinator.ready_spread_s
+            self._emit(GenerationStarted(generation, parallelism, started, recovery_s, spread))
             return self._checkpoint_loop(coordinator, job, purge)
         except WorkerStartError as exc:
             return _Lost(str(exc), starting=True)

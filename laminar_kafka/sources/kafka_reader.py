@@ -19,7 +19,7 @@ from confluent_kafka import (
 )
 
 from laminar_kafka.errors import LaminarError
-from laminar_kafka.kafka.clients import KafkaConnection, source_reader_settings
+from laminar_kafka.kafka.clients import KafkaConnection, load_metadata, source_reader_settings
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
 
 # confluent-kafka's stubs declare topic(), partition() and offset() optional; on a
@@ -39,6 +39,7 @@ class PartitionReader:
         config = source_reader_settings(kafka, consumer_group(pipeline), batch_size)
         self._consumer = Consumer(config)
         self._batch_size = batch_size
+        self._known_topics: set[str] = set()
 
     @property
     def group_metadata(self) -> Any:
@@ -62,6 +63,9 @@ class PartitionReader:
             else:
                 offset = int(where)
             tps.append(TopicPartition(topic, partition, offset))
+        new_topics = {tp.topic for tp in tps} - self._known_topics
+        load_metadata(self._consumer, sorted(new_topics))
+        self._known_topics |= new_topics
         self._consumer.assign(tps)
 
     def poll(self, timeout_s: float) -> list[KafkaMessage]:

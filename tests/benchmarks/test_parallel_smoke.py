@@ -5,7 +5,6 @@ output checked, medians and spread in the table, P in the header and the last li
 from __future__ import annotations
 
 import re
-import subprocess
 from typing import Any
 
 import pytest
@@ -16,7 +15,6 @@ from benchmarks.harness import BaselineJob
 from benchmarks.preload import preload
 from benchmarks.repeats import combine
 from benchmarks.tasks import TaskResult
-from benchmarks.venv import DEFAULT_VENV, VENV_MODULES
 from laminar_kafka.testing import TopicFactory
 
 RECORDS = 2_000
@@ -116,17 +114,8 @@ def test_parallelism_two_repeat_two_with_the_limit_row(
     assert float(match.group(3)) > 0 and float(match.group(5)) > 0
 
 
-def _venv_has_quix() -> bool:
-    python = DEFAULT_VENV / "bin" / "python"
-    if not python.exists():
-        return False
-    probe = subprocess.run([python, "-c", f"import {', '.join(VENV_MODULES)}"], capture_output=True)
-    return probe.returncode == 0
-
-
 @pytest.mark.integration
 @pytest.mark.timeout(300)
-@pytest.mark.skipif(not _venv_has_quix(), reason="no isolated bench virtualenv with quixstreams")
 def test_quix_runs_as_two_processes_of_one_app(
     kafka_bootstrap: str, topic_factory: TopicFactory
 ) -> None:

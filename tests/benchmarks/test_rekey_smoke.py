@@ -4,11 +4,8 @@ has it; output checked, table and last line well formed (not speed)."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +14,6 @@ from benchmarks.compare import CompareSettings, format_report, main, run_compari
 from benchmarks.laminar_pipelines import stage_count
 from benchmarks.records import NUM_PRODUCTS, encode_count, key_of, product_of
 from benchmarks.verify import KeyValue, check_output
-from benchmarks.workers import BENCH_VENV_ENV
 from laminar_kafka.errors import PipelineError
 from laminar_kafka.testing import TopicFactory
 
@@ -115,21 +111,8 @@ def test_laminar_rekey_runs_two_stages_and_the_ceiling_row_is_not_applicable(
     assert match.group(8) == "/".join(f"{ms:.0f}" for ms in laminar.stage_checkpoint_p99_ms)
 
 
-def _bench_python() -> Path:
-    venv = os.environ.get(BENCH_VENV_ENV) or "~/.cache/laminar-kafka/bench-venv"
-    return Path(venv).expanduser() / "bin" / "python"
-
-
-def _has_quix() -> bool:
-    python = _bench_python()
-    if not python.exists():
-        return False
-    return subprocess.run([python, "-c", "import quixstreams"], capture_output=True).returncode == 0
-
-
 @pytest.mark.integration
 @pytest.mark.timeout(300)
-@pytest.mark.skipif(not _has_quix(), reason="no bench virtualenv with quixstreams")
 def test_quix_rekey_groups_by_product_exactly_once(
     kafka_bootstrap: str, topic_factory: TopicFactory
 ) -> None:

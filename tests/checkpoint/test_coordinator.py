@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -147,6 +148,21 @@ def test_ready_waits_for_every_task_of_this_generation(tmp_path: Path) -> None:
     control = FakeControl(arriving=[[ack(0, 0, generation=0)], [ack(0, 0), ack(0, 1)]])
     acks = _coordinator(tmp_path, control).await_ready(_alive, timeout_s=5)
     assert [(a.task, a.generation) for a in acks] == [(0, 1), (1, 1)]
+
+
+def test_ready_spread_is_the_time_from_the_first_ready_task_to_the_last(tmp_path: Path) -> None:
+    class SlowControl(FakeControl):
+        def receive(self, timeout_s: float) -> list[Any]:
+            if self.arriving and not self.arriving[0]:
+                time.sleep(0.02)  # a poll that found nothing took this long
+            return super().receive(timeout_s)
+
+    together = _coordinator(tmp_path, SlowControl(arriving=[[ack(0, 0), ack(0, 1)]]))
+    together.await_ready(_alive, timeout_s=5)
+    apart = _coordinator(tmp_path, SlowControl(arriving=[[ack(0, 0)], [], [], [ack(0, 1)]]))
+    apart.await_ready(_alive, timeout_s=5)
+    assert apart.ready_spread_s >= 0.04
+    assert together.ready_spread_s < apart.ready_spread_s
 
 
 def test_a_job_lost_while_starting_is_a_start_failure(tmp_path: Path) -> None:
