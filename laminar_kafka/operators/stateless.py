@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any
 
 from laminar_kafka.operators.base import BatchContext, describe_error
@@ -23,7 +24,7 @@ class MapOp:
     ) -> tuple[list[Any], list[int]]:
         fn = self.fn
         try:
-            return [fn(v) for v in values], offsets
+            return list(map(fn, values)), offsets
         except Exception:
             out, kept = [], []
             for v, o in zip(values, offsets, strict=True):
@@ -44,19 +45,17 @@ class FilterOp:
     ) -> tuple[list[Any], list[int]]:
         fn = self.fn
         try:
-            keep = [bool(fn(v)) for v in values]
-        except Exception:
-            keep = []
+            keep = list(map(fn, values))
+            return list(compress(values, keep)), list(compress(offsets, keep))
+        except Exception:  # raised by fn, or by the truth value of what it returned
+            flags: list[bool] = []
             for v, o in zip(values, offsets, strict=True):
                 try:
-                    keep.append(bool(fn(v)))
+                    flags.append(bool(fn(v)))
                 except Exception as exc:
-                    keep.append(False)
+                    flags.append(False)
                     ctx.reject(o, describe_error("filter", exc))
-        return (
-            [v for v, k in zip(values, keep, strict=True) if k],
-            [o for o, k in zip(offsets, keep, strict=True) if k],
-        )
+        return list(compress(values, flags)), list(compress(offsets, flags))
 
 
 @dataclass(frozen=True)

@@ -132,7 +132,7 @@ class FlowRunner:
         keys: list[bytes | None] | None = None
         if datas is not None and sink.key is not None:
             try:
-                keys = encode_batch(sink.key_format, [sink.key_of(v) for v in values])
+                keys = encode_batch(sink.key_format, sink.keys_of(values))
             except (KeyError, TypeError, IndexError):
                 keys = None
             if keys is None:
@@ -140,7 +140,7 @@ class FlowRunner:
         if datas is None:
             datas, keys, offsets = self._encode_one_by_one(flow, values, offsets, ctx)
         limit = self._limits.get(sink.topic)
-        if limit is not None and datas and max(map(_size, datas)) + _key_room(keys) > limit:
+        if limit is not None and datas and _longest(datas) + _longest(keys) > limit:
             datas, keys = _drop_oversized(sink.topic, limit, datas, keys, offsets, ctx)
         txn.produce_batch(sink.topic, datas, keys)
         self.counts.records_out += len(datas)
@@ -186,8 +186,14 @@ def _size(data: bytes | None) -> int:
     return len(data) if data is not None else 0
 
 
-def _key_room(keys: Sequence[bytes | None] | None) -> int:
-    return max(map(_size, keys)) if keys else 0
+def _longest(datas: Sequence[bytes | None] | None) -> int:
+    """The longest of `datas` in bytes (a tombstone counts 0)."""
+    if not datas:
+        return 0
+    try:
+        return max(map(len, datas))  # type: ignore[arg-type]
+    except TypeError:  # a None among them: the slower way
+        return max(map(_size, datas))
 
 
 def _drop_oversized(
