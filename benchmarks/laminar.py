@@ -16,6 +16,7 @@ import contextlib
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -180,17 +181,21 @@ def run_laminar(
     name: str | None = None,
     spark_context: Any = None,
     timeout_s: float = RUN_TIMEOUT_S,
+    on_started: Callable[[], object] | None = None,
 ) -> LaminarResult:
     """Run `job.workload` with checkpoints every `job.commit_interval_s` until its output is in.
 
     `job.output_topic` must exist. Pass `spark_context` to reuse a running
     context; without it the runner gets or creates one (`local[parallelism]`).
+    `on_started` is called once the tasks run (to start producing live input).
     """
     name = name or pipeline_name(job.workload, job.commit_interval_s)
     with tempfile.TemporaryDirectory(prefix="bench-laminar-") as checkpoints:
         session = Session(job, name, parallelism, checkpoints, spark_context, timeout_s)
         try:
             running_at = session.await_started()
+            if on_started is not None:
+                on_started()
             done_at = session.await_output()
             stats = session.stop()
         except BaseException:

@@ -11,6 +11,8 @@ instead of skewing a benchmark.
 
 from __future__ import annotations
 
+import itertools
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -24,7 +26,14 @@ from benchmarks.topics import TopicMaker, new_topic_maker, topic_size
 from laminar_kafka.errors import BrokerError
 from laminar_kafka.operators.partitioning import LIBRDKAFKA_PARTITIONER
 
-__all__ = ["PRODUCER_CONFIG", "ProduceResult", "encoded_inputs", "preload", "produce_values"]
+__all__ = [
+    "PRODUCER_CONFIG",
+    "PacedInput",
+    "ProduceResult",
+    "encoded_inputs",
+    "preload",
+    "produce_values",
+]
 
 PRODUCER_CONFIG: Final[dict[str, Any]] = {
     "acks": "all",
@@ -121,3 +130,52 @@ def preload(
         topic = (make_topic or new_topic_maker(bootstrap))("bench-in", partitions)
     produce_values(bootstrap, topic, encoded_inputs(records, num_keys), records, progress=progress)
     return topic
+
+
+class PacedInput:
+    """Produces input records 0..records-1 at `rate` records/s on a thread, from `start()`.
+
+    Every 0.1 s it sends the records due by then (keyed, murmur2, as `preload`), so
+    that a wide topic sees every partition move between two checkpoints.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        records: int,
+        rate: float,
+        num_keys: int = DEFAULT_NUM_KEYS,
+    ) -> None:
+        self._args = (bootstrap, topic, records, rate, num_keys)
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="paced-input", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout_s: float) -> None:
+        """Wait for the last record to be delivered; raise what the thread raised."""
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            raise BrokerError(f"paced input still producing after {timeout_s:.0f} s")
+        if self.error is not None:
+            raise self.error
+
+    def _run(self) -> None:
+        bootstrap, topic, records, rate, num_keys = self._args
+        try:
+            producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG})
+            items = encoded_inputs(records, num_keys)
+            began, sent = time.monotonic(), 0
+            while sent < records:
+                due = min(records, int((time.monotonic() - began + 0.1) * rate))
+                for key, value in itertools.islice(items, due - sent):
+                    producer.produce(topic, value, key)
+                sent = max(sent, due)
+                producer.poll(0)
+                time.sleep(0.1)  # pacing: the next tenth of a second's records
+            if producer.flush(_FLUSH_TIMEOUT_S):
+                raise BrokerError(f"paced input to {topic} still undelivered after the flush")
+        except BaseException as exc:
+            self.error = exc

@@ -6,8 +6,13 @@
 Part 1 runs the keyed workload (a running count per key, one stage) on the
 same records spread over 8, 64, 256 and 1,024 source partitions at P tasks, and
 prints checkpoint p50/p99, barrier injection p50/p99 (the driver writes Barrier(N)
-into every source partition), records/s and the driver's peak RSS (this process:
-the runner, its coordinator and injector; Spark's JVM and workers excluded).
+into every source partition that received records since the last one),
+records/s and the driver's peak RSS (this process: the runner, its coordinator
+and injector; Spark's JVM and workers excluded). By default the records arrive
+while the pipeline runs (`--arrival live`, `--rate` records/s, keyed over every
+partition), so that every checkpoint writes a barrier into every partition;
+`--arrival preloaded` produces them all before (a backlog to catch up on: once
+the generation started nothing arrives, so no barrier is written at all).
 
 Part 2 times what a task does at a snapshot, for one table of 10k, 100k and 1M
 keys: encode the task's state file and write it durably to a checkpoint store (a
@@ -31,7 +36,7 @@ from benchmarks.broker import benchmark_broker
 from benchmarks.harness import BaselineJob
 from benchmarks.laminar import LaminarResult, run_laminar
 from benchmarks.memory import PeakRss, process_rss_bytes
-from benchmarks.preload import preload
+from benchmarks.preload import PacedInput, preload
 from benchmarks.topics import delete_topics, new_topic_maker
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.state.keyed_state import KeyedState
@@ -60,13 +65,28 @@ def run_partitions(
     parallelism: int,
     interval_s: float,
     spark_context: Any = None,
+    live_rate: float | None = None,
 ) -> list[PartitionRow]:
-    """One keyed run per partition count, on fresh topics deleted afterwards."""
+    """One keyed run per partition count, on fresh topics deleted afterwards.
+
+    `live_rate`: the input is produced while the pipeline runs, at this many
+    records/s (so that every checkpoint meets new records in every partition);
+    else it is all produced before.
+    """
     rows = []
     make_topic = new_topic_maker(bootstrap)
     for count in counts:
-        print(f"== {count} source partitions: {records:,} records, P={parallelism} ==", flush=True)
-        source = preload(bootstrap, records, count, make_topic=make_topic, progress=False)
+        arrival = f"live at {live_rate:,.0f}/s" if live_rate else "preloaded"
+        print(
+            f"== {count} source partitions: {records:,} records ({arrival}), P={parallelism} ==",
+            flush=True,
+        )
+        paced: PacedInput | None = None
+        if live_rate:
+            source = make_topic("bench-in", count)
+            paced = PacedInput(bootstrap, source, records, live_rate)
+        else:
+            source = preload(bootstrap, records, count, make_topic=make_topic, progress=False)
         sink = make_topic("bench-out-scaling", count)
         job = BaselineJob(
             bootstrap, source, sink, count, records, "keyed", interval_s, progress=False
@@ -78,7 +98,10 @@ def run_partitions(
                     parallelism=parallelism,
                     name=f"scaling-{count}-{sink[-6:]}",
                     spark_context=spark_context,
+                    on_started=paced.start if paced else None,
                 )
+            if paced is not None:
+                paced.join(60)
         finally:
             delete_topics(bootstrap, [source, sink])
         rows.append(PartitionRow(count, result, rss.peak_mib()))
@@ -163,6 +186,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=200_000, help="input records per run")
     parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument("--interval", type=float, default=1.0, help="checkpoint seconds")
+    parser.add_argument(
+        "--arrival",
+        choices=("live", "preloaded"),
+        default="live",
+        help="input produced during the run (default) or all before it",
+    )
+    parser.add_argument(
+        "--rate", type=float, default=20_000, help="live input records/s (default 20,000)"
+    )
     parser.add_argument("--bootstrap", help="Kafka bootstrap (default: the local broker)")
     args = parser.parse_args(argv)
     state = time_snapshots(args.key_counts) if args.key_counts else []
@@ -170,7 +202,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.partition_counts:
         with benchmark_broker(args.bootstrap) as bootstrap:
             part = run_partitions(
-                bootstrap, args.partition_counts, args.records, args.parallelism, args.interval
+                bootstrap,
+                args.partition_counts,
+                args.records,
+                args.parallelism,
+                args.interval,
+                live_rate=args.rate if args.arrival == "live" else None,
             )
     print_tables(args.parallelism, part, state)
     return 0

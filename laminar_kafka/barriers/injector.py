@@ -2,8 +2,10 @@
 
 The delivery report of each barrier gives its exact offset: the checkpoint's cut
 in that partition. A partition whose end offset is still the one right after
-its previous barrier received nothing since: Barrier(N) is not written there
-(`Announcement.skipped` says so), and its task cuts it where it stands. Any
+its previous barrier (or, before the generation's first barrier, the end it
+had when the generation started) received nothing since: Barrier(N) is not
+written there (`Announcement.skipped` says so), and its task cuts it where it
+stands. Any
 offset is a consistent cut of a source partition; the barrier only spares the
 task the question where. Skipping matters with many partitions: librdkafka
 sends one produce request per partition, so 1,024 barriers take a second or
@@ -39,29 +41,41 @@ class BarrierInjector:
     """Injects barriers and reports where each one landed."""
 
     def __init__(
-        self, kafka: KafkaConnection, partitions: Sequence[PartitionKey], skip_idle: bool = True
+        self,
+        kafka: KafkaConnection,
+        partitions: Sequence[PartitionKey],
+        skip_idle: bool = True,
+        start_timeout_s: float = 10.0,
     ) -> None:
         self._producer = idempotent_producer(kafka)
         self._admin = admin_client(kafka) if skip_idle else None
         self.partitions = tuple(partitions)
-        self._after_barrier: dict[PartitionKey, int] = {}  # end offset right after our barrier
+        # End offset per partition when last seen: right after our barrier, or at the start.
+        self._seen_end: dict[PartitionKey, int] = self._ends(self.partitions, start_timeout_s)
+
+    def _ends(
+        self, partitions: Sequence[PartitionKey], timeout_s: float
+    ) -> dict[PartitionKey, int]:
+        """The partitions' end offsets; none when they cannot be read (or skipping is off)."""
+        if self._admin is None or not partitions:
+            return {}
+        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+        asked = {TopicPartition(t, p): latest for t, p in partitions}
+        try:
+            futures = self._admin.list_offsets(asked, request_timeout=timeout_s)
+            return {(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
+        except (KafkaException, ValueError):
+            return {}
 
     def idle(self, timeout_s: float) -> set[PartitionKey]:
-        """Partitions whose end offset has not moved since the barrier written last.
+        """Partitions whose end offset has not moved since the barrier written last, or,
+        before any, since this injector started (the generation's start).
 
         When the end offsets cannot be read, none: a barrier too many costs time,
         one too few cannot happen.
         """
-        if self._admin is None or not self._after_barrier:
-            return set()
-        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-        asked = {TopicPartition(t, p): latest for t, p in self._after_barrier}
-        try:
-            futures = self._admin.list_offsets(asked, request_timeout=timeout_s)
-            ends = {(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
-        except (KafkaException, ValueError):
-            return set()
-        return {key for key, end in ends.items() if self._after_barrier.get(key) == end}
+        ends = self._ends(list(self._seen_end), timeout_s)
+        return {key for key, end in ends.items() if self._seen_end.get(key) == end}
 
     def inject(self, barrier: Barrier, timeout_s: float) -> dict[PartitionKey, int]:
         """Write `barrier` to every partition that moved; returns partition → barrier offset
@@ -105,7 +119,7 @@ class BarrierInjector:
                 + ("; ".join(errors) or f"{remaining} still pending after {timeout_s}s")
             )
         for key, offset in offsets.items():
-            self._after_barrier[key] = offset + 1
+            self._seen_end[key] = offset + 1
         return offsets
 
     def close(self) -> None:

@@ -65,7 +65,8 @@ def test_barriers_land_in_a_compacted_topic_with_the_reserved_key(
     kafka_bootstrap: str, topic_factory: TopicFactory
 ) -> None:
     topic = topic_factory.create("compacted", partitions=2, config=COMPACTED)
-    injector = BarrierInjector(KafkaConnection(kafka_bootstrap), [(topic, 0), (topic, 1)])
+    parts = [(topic, 0), (topic, 1)]
+    injector = BarrierInjector(KafkaConnection(kafka_bootstrap), parts, skip_idle=False)
     barrier = Barrier("compacted-it", 4, 1, BarrierFlags.NONE, 1_700_000_000_000)
     try:
         offsets = injector.inject(barrier, TIMEOUT_S)

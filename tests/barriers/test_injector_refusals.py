@@ -43,7 +43,8 @@ class _RefusingProducer:
 
 
 def _injector(code: int) -> BarrierInjector:
-    injector = BarrierInjector(KafkaConnection("127.0.0.1:1"), [("orders", 0), ("orders", 1)])
+    parts = [("orders", 0), ("orders", 1)]
+    injector = BarrierInjector(KafkaConnection("127.0.0.1:1"), parts, skip_idle=False)
     injector._producer = _RefusingProducer(code)  # type: ignore[assignment]
     return injector
 

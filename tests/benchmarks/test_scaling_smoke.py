@@ -29,6 +29,9 @@ def test_scaling_measures_checkpoints_per_partition_count_and_snapshots_per_stat
         assert row.result.checkpoint_p99_ms is not None
         assert row.result.injection_p99_ms <= row.result.checkpoint_p99_ms
         assert row.driver_peak_mib > 0
+    # Live input (3,000 records over a second, from the tasks' start): all of it in, once.
+    (live,) = run_partitions(kafka_bootstrap, [4], 3_000, 2, 0.3, spark_context, live_rate=3_000)
+    assert live.result.run.records == 3_000 and live.result.checkpoints >= 1
     state = time_snapshots([1_000, 10_000], repeat=1)
     assert [s.keys for s in state] == [1_000, 10_000]
     assert state[0].bytes < state[1].bytes
