@@ -8,6 +8,7 @@ topic": the default makes one with the admin client, a test passes its
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from typing import Final
@@ -45,7 +46,25 @@ def create_topic(bootstrap: str, prefix: str, partitions: int) -> str:
         futures[name].result(timeout=_TIMEOUT_S)
     except KafkaException as exc:
         raise BrokerError(f"cannot create topic {name} at {bootstrap}: {exc}") from exc
+    _await_leaders(admin, name, partitions)
     return name
+
+
+def _await_leaders(admin: AdminClient, name: str, partitions: int) -> None:
+    """Wait until the metadata shows every partition of a new topic with a leader.
+
+    The creation is acknowledged by the controller before every broker's metadata
+    has the topic: a reader started at once could find it unknown.
+    """
+    deadline = time.monotonic() + _TIMEOUT_S
+    while True:
+        meta = admin.list_topics(name, timeout=_TIMEOUT_S).topics.get(name)
+        found = {} if meta is None or meta.error is not None else meta.partitions
+        if len(found) == partitions and all(p.leader >= 0 for p in found.values()):
+            return
+        if time.monotonic() > deadline:
+            raise BrokerError(f"topic {name}: no leader for every partition after {_TIMEOUT_S} s")
+        time.sleep(0.05)  # metadata has no notification: ask again shortly
 
 
 def delete_topics(bootstrap: str, topics: list[str]) -> None:

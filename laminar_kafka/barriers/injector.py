@@ -5,7 +5,9 @@ in that partition. A partition whose end offset is still the one right after
 its previous barrier (or, before the generation's first barrier, the end it
 had when the generation started) received nothing since: Barrier(N) is not
 written there (`Announcement.skipped` says so), and its task cuts it where it
-stands. Any
+stands. When more partitions moved than `max_barriers`, Barrier(N) goes into
+none (`Announcement.no_barriers`): any offset is a consistent cut of a source
+partition, and a thousand barriers cost a thousand produce requests. Any
 offset is a consistent cut of a source partition; the barrier only spares the
 task the question where. Skipping matters with many partitions: librdkafka
 sends one produce request per partition, so 1,024 barriers take a second or
@@ -46,10 +48,12 @@ class BarrierInjector:
         partitions: Sequence[PartitionKey],
         skip_idle: bool = True,
         start_timeout_s: float = 10.0,
+        max_barriers: int | None = None,
     ) -> None:
         self._producer = idempotent_producer(kafka)
         self._admin = admin_client(kafka) if skip_idle else None
         self.partitions = tuple(partitions)
+        self._max_barriers = max_barriers
         # End offset per partition when last seen: right after our barrier, or at the start.
         self._seen_end: dict[PartitionKey, int] = self._ends(self.partitions, start_timeout_s)
 
@@ -74,8 +78,15 @@ class BarrierInjector:
         When the end offsets cannot be read, none: a barrier too many costs time,
         one too few cannot happen.
         """
-        ends = self._ends(list(self._seen_end), timeout_s)
-        return {key for key, end in ends.items() if self._seen_end.get(key) == end}
+        ends = self._ends(self.partitions, timeout_s)
+        idle = {key for key, end in ends.items() if self._seen_end.get(key) == end}
+        moved = len(self.partitions) - len(idle)
+        if self._max_barriers is not None and moved > self._max_barriers:
+            # Too many to write: none gets Barrier(N), every task cuts where it stands.
+            # Their ends now stand for the cut: the next barrier goes where records came since.
+            self._seen_end.update(ends)
+            return set(self.partitions)
+        return idle
 
     def inject(self, barrier: Barrier, timeout_s: float) -> dict[PartitionKey, int]:
         """Write `barrier` to every partition that moved; returns partition → barrier offset

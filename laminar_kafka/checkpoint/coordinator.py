@@ -149,7 +149,16 @@ class CheckpointCoordinator:
         skipped = tuple(
             partition_key(*k) for k in self._injector.partitions if k not in pending.barrier_offsets
         )
-        self._announce(pending.checkpoint_id, Phase.PREPARE, flags=flags, stage=0, skipped=skipped)
+        # No barrier anywhere: one flag rather than every partition's name.
+        none = bool(skipped) and not pending.barrier_offsets
+        self._announce(
+            pending.checkpoint_id,
+            Phase.PREPARE,
+            flags=flags,
+            stage=0,
+            skipped=() if none else skipped,
+            no_barriers=none,
+        )
         opened = time.monotonic()
         for stage in range(len(self.stages)):
             pending.stage = stage

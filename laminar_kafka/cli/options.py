@@ -52,6 +52,13 @@ def add_runtime_options(parser: Any) -> None:
         default=_default("alignment_timeout_s"),
         help="switch to an unaligned checkpoint after this many seconds (%(default)s)",
     )
+    parser.add_argument(
+        "--max-barrier-partitions",
+        type=int,
+        default=_default("max_barrier_partitions"),
+        help="when more source partitions received records since the last checkpoint, "
+        "write no barrier and cut every partition where its task stands (%(default)s)",
+    )
     parser.add_argument("--master", help="Spark master (default: local[PARALLELISM])")
     add_client_options(parser)
     start = parser.add_mutually_exclusive_group()
@@ -189,6 +196,7 @@ def runtime_config(args: argparse.Namespace) -> RuntimeConfig:
         checkpoint_interval_s=args.checkpoint_interval,
         checkpoint_timeout_s=args.checkpoint_timeout,
         alignment_timeout_s=args.alignment_timeout,
+        max_barrier_partitions=args.max_barrier_partitions,
         master=args.master,
         client_config=client,
         from_latest_checkpoint=args.from_checkpoint == "latest",

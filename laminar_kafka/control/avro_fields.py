@@ -58,6 +58,7 @@ def announcement_to_avro(r: Announcement) -> dict[str, Any]:
         "flags": int(r.flags),
         "stage": r.stage,
         "skipped": list(r.skipped),
+        "no_barriers": r.no_barriers,
     }
 
 
@@ -72,6 +73,7 @@ def announcement_from_avro(d: dict[str, Any]) -> Announcement:
         d["flags"],  # a plain int: the record rejects reserved bits, then converts
         d["stage"],
         tuple(d["skipped"]),
+        d["no_barriers"],
     )
 
 

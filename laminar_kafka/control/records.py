@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -187,6 +187,8 @@ class Announcement:
     stage: int = 0
     skipped: tuple[str, ...] = ()
     """On PREPARE: source partitions (`partition_key`) Barrier(N) was not written into."""
+    no_barriers: bool = False
+    """On PREPARE: Barrier(N) was written into no source partition (`skipped` is empty)."""
 
     def __post_init__(self) -> None:
         check_str(self, "pipeline")
@@ -198,12 +200,25 @@ class Announcement:
             object.__setattr__(self, "skipped", tuple(self.skipped))
         for key in self.skipped:
             parse_partition_key(key)  # raises ControlRecordError for a malformed key
+        if not isinstance(self.no_barriers, bool):
+            raise ControlRecordError(
+                f"Announcement.no_barriers must be a bool, got {self.no_barriers!r}"
+            )
+        if self.no_barriers and self.skipped:
+            raise ControlRecordError("Announcement: no_barriers with a skipped list")
         if not isinstance(self.phase, Phase):
             raise ControlRecordError(f"Announcement.phase must be a Phase, got {self.phase!r}")
         if self.min_watermark_ms is not None:
             check_long(self, "min_watermark_ms")
         if self.reason is not None:
             check_str(self, "reason")
+
+    def skipped_partitions(self, sources: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
+        """The source partitions Barrier(N) was not written into, as (topic, partition)
+        keys: all of a task's `sources` when `no_barriers`, else those of `skipped`."""
+        if self.no_barriers:
+            return list(sources)
+        return [parse_partition_key(key) for key in self.skipped]
 
     @property
     def is_commit(self) -> bool:

@@ -66,6 +66,10 @@ class RuntimeConfig:
     """Start over: drop the pipeline's checkpoints and committed offsets first."""
     purge_internal: bool = True
     """Delete internal-topic records the next stage committed past (False keeps them)."""
+    max_barrier_partitions: int = 128
+    """When more source partitions than this received records since the last barrier,
+    Barrier(N) goes into none of them and every task cuts its source partitions where
+    it stands (each barrier costs a produce request of its own)."""
 
     def __post_init__(self) -> None:
         if not self.bootstrap:
@@ -90,6 +94,8 @@ class RuntimeConfig:
             )
         if self.batch_size < 1:
             raise ConfigError("batch size must be positive")
+        if self.max_barrier_partitions < 0:
+            raise ConfigError("max_barrier_partitions cannot be negative")
         # A plain dict copy: read-only views cannot be pickled to the Spark tasks.
         object.__setattr__(self, "client_config", dict(self.client_config))
 

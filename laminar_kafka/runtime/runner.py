@@ -182,7 +182,8 @@ class PipelineRunner:
             cfg.kafka, self._control_topic, name, end_offset(cfg.kafka, self._control_topic), Ack
         )
         barriers = {t for stage in self._plan.stages for t in stage.barrier_inputs}
-        injector = BarrierInjector(cfg.kafka, [k for k in partitions if k[0] in barriers])
+        sources = [k for k in partitions if k[0] in barriers]
+        injector = BarrierInjector(cfg.kafka, sources, max_barriers=cfg.max_barrier_partitions)
         markers = CommittedMarkers(cfg.kafka, name, partitions, self._store)
         purge = InternalPurge(cfg.kafka, markers, self._plan.internal, counts)
         purge.check()

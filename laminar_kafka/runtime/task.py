@@ -25,7 +25,7 @@ from laminar_kafka.checkpoint.participant import (
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.codec import decode
 from laminar_kafka.control.headers import is_control
-from laminar_kafka.control.records import Announcement, Barrier, parse_partition_key
+from laminar_kafka.control.records import Announcement, Barrier
 from laminar_kafka.control.transport import ControlChannel
 from laminar_kafka.errors import ControlRecordError, FencedError, LaminarError
 from laminar_kafka.faults import FaultPoint
@@ -62,6 +62,7 @@ class WorkerTask:
         self._inbox = AnnouncementInbox(self._control, spec.generation, spec.task, stage.index)
         barriers = {*stage.barrier_inputs, *stage.internal_inputs}
         aligned = [k for k in spec.partitions if k[0] in barriers]
+        self._sources = frozenset(k for k in aligned if k[0] in stage.barrier_inputs)
         self._aligner = BarrierAligner(aligned, cfg.alignment_timeout_s, writers=spec.writers)
         dlq = cfg.dead_letters_to(name)
         self._flows = FlowRunner(stage.flows, spec.partition_counts, dlq, spec.max_record_bytes)
@@ -279,7 +280,7 @@ class WorkerTask:
     ) -> None:
         opened = self._inbox.opens(announcement)
         if opened is not None:
-            self._aligner.prepare(opened, map(parse_partition_key, announcement.skipped))
+            self._aligner.prepare(opened, announcement.skipped_partitions(self._sources))
             return
         if (
             self._inbox.is_abort_here(announcement)

@@ -62,3 +62,23 @@ def test_without_the_start_offsets_the_first_barrier_goes_everywhere(
         assert injector.inject(_barrier(2), TIMEOUT_S) == {}
     finally:
         injector.close()
+
+
+def test_past_the_fan_out_limit_no_partition_gets_a_barrier(
+    kafka_bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory.create("wide", partitions=3)
+    parts = [(topic, p) for p in range(3)]
+    injector = BarrierInjector(KafkaConnection(kafka_bootstrap), parts, max_barriers=1)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    try:
+        for partition in (0, 2):
+            producer.produce(topic, b"order", partition=partition)
+        assert producer.flush(TIMEOUT_S) == 0
+        assert injector.inject(_barrier(1), TIMEOUT_S) == {}  # two moved, one allowed
+        producer.produce(topic, b"order", partition=2)
+        assert producer.flush(TIMEOUT_S) == 0
+        # Counted from the cut of checkpoint 1: only partition 2 moved since.
+        assert injector.inject(_barrier(2), TIMEOUT_S) == {(topic, 2): 2}
+    finally:
+        injector.close()

@@ -192,3 +192,14 @@ def test_prepare_names_the_partitions_the_barrier_skipped(tmp_path: Path) -> Non
     assert prepare.skipped == ("orders:1",)
     manifest = CheckpointStore(str(tmp_path), "p").read_manifest(1)
     assert manifest is not None and manifest.barrier_offsets == {"orders:0": 100}
+
+
+def test_a_prepare_with_no_barrier_anywhere_says_so_in_one_flag(tmp_path: Path) -> None:
+    control = _acks_on_prepare()
+    injector = FakeInjector(idle=frozenset({("orders", 0), ("orders", 1)}))
+    result = _coordinator(tmp_path, control, injector=injector).run_checkpoint(_alive)
+    assert result.phase is CheckpointPhase.COMMITTED
+    (prepare,) = [
+        r for r in control.sent if isinstance(r, Announcement) and r.phase is Phase.PREPARE
+    ]
+    assert prepare.no_barriers and prepare.skipped == ()

@@ -195,8 +195,8 @@ def test_trailing_bytes() -> None:
 
 def _announcement_body(phase_index: int, union_index: int) -> bytes:
     # "p", checkpoint_id 1, generation 1, phase, min_watermark_ms branch, reason null, flags 0,
-    # stage 0, skipped empty
-    return b"\x02p\x02\x02" + bytes([phase_index * 2, union_index * 2]) + b"\x00\x00\x00\x00"
+    # stage 0, skipped empty, no_barriers false
+    return b"\x02p\x02\x02" + bytes([phase_index * 2, union_index * 2]) + b"\x00" * 5
 
 
 def test_bad_enum_index() -> None:
@@ -212,9 +212,9 @@ def test_bad_union_index() -> None:
 
 def test_bad_union_index_in_the_last_byte_is_invalid_not_truncated() -> None:
     frame = encode(Announcement("p", 1, 1, Phase.ABORT))
-    # reason: null branch, then flags 0, stage 0, no skipped partitions
-    assert frame[-4:] == b"\x00\x00\x00\x00"
-    _raises(frame[:-4] + b"\x04\x00\x00\x00", "invalid Announcement body: IndexError")
+    # reason: null branch, then flags 0, stage 0, no skipped partitions, no_barriers false
+    assert frame[-5:] == b"\x00" * 5
+    _raises(frame[:-5] + b"\x04" + b"\x00" * 4, "invalid Announcement body: IndexError")
 
 
 def test_invalid_utf8() -> None:
@@ -269,8 +269,8 @@ def test_negative_writer_stage_and_counts_in_frames_are_refused() -> None:
     assert frame[-2:] == b"\x02\x0a"  # union branch int, zigzag 5
     _raises(frame[:-1] + b"\x01", r"decoded Barrier is invalid: Barrier\.writer")
     frame = encode(Announcement("p", 1, 1, Phase.COMMIT, stage=1))
-    assert frame[-2:] == b"\x02\x00"  # stage 1, then the empty skipped array
-    _raises(frame[:-2] + b"\x01\x00", r"Announcement\.stage")
+    assert frame[-3:] == b"\x02\x00\x00"  # stage 1, the empty skipped array, no_barriers
+    _raises(frame[:-3] + b"\x01\x00\x00", r"Announcement\.stage")
     frame = encode(Ack("p", 1, 1, 0, True, dead_letters=1))
     _raises(frame[:-1] + b"\x01", r"Ack\.dead_letters")
 
@@ -278,7 +278,7 @@ def test_negative_writer_stage_and_counts_in_frames_are_refused() -> None:
 # The fields each schema gained after its first version, newest last.
 ADDED_FIELDS: dict[type[ControlRecord], list[str]] = {
     Barrier: ["writer"],
-    Announcement: ["stage", "skipped"],
+    Announcement: ["stage", "skipped", "no_barriers"],
     Ack: ["stage", "records_in", "records_out", "dead_letters"],
 }
 
@@ -356,6 +356,17 @@ def test_an_added_field_without_a_default_is_refused() -> None:
     broken = dataclasses.replace(kind, schema=fastavro.parse_schema(raw))
     with pytest.raises(ControlRecordError, match="added field 'writer' needs a default"):
         codec._earlier_versions(broken)
+
+
+def test_an_announcement_without_barriers_skips_every_source_partition() -> None:
+    prepare = Announcement("p", 4, 2, Phase.PREPARE, no_barriers=True)
+    assert decode(encode(prepare)) == prepare
+    sources = [("orders", 0), ("orders", 5)]
+    assert prepare.skipped_partitions(sources) == sources
+    named = Announcement("p", 4, 2, Phase.PREPARE, skipped=("orders:5",))
+    assert named.skipped_partitions(sources) == [("orders", 5)]
+    with pytest.raises(ControlRecordError, match="no_barriers with a skipped list"):
+        Announcement("p", 4, 2, Phase.PREPARE, skipped=("orders:5",), no_barriers=True)
 
 
 def test_an_announcement_names_the_partitions_its_barrier_skipped() -> None:
