@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+from laminar_kafka.faults import FaultPoint
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
 from laminar_kafka.sinks.file_reader import read_published, staged_epochs
 from laminar_kafka.testing.chaos_app import Event
@@ -88,6 +89,18 @@ class InFlight:
         """Input not yet reflected in committed output, records committed by one
         stage but not yet by the next, and staged file rows: what the kill put at risk."""
         return self.produced - self.reflected + self.between_stages + self.unpublished
+
+
+def hit_work_in_flight(in_flight: InFlight, point: FaultPoint | None) -> bool:
+    """Whether the fault met work the pipeline had not finished.
+
+    A kill inside the commit RPC (`DURING_COMMIT`, gated to fire once input
+    trickles in, so the epoch it commits holds records) interrupts that
+    epoch's commit whether or not the broker completes it afterwards; when it
+    does, the offsets read after the kill already cover the epoch, so
+    `in_flight` can count nothing without the round being vacuous.
+    """
+    return in_flight.records > 0 or point is FaultPoint.DURING_COMMIT
 
 
 def committed_offsets(

@@ -24,7 +24,13 @@ from laminar_kafka.errors import LaminarError
 from laminar_kafka.testing.broker import TopicFactory
 from laminar_kafka.testing.chaos_app import ChaosApp, Event, first
 from laminar_kafka.testing.chaos_checks import ExactlyOnceReport
-from laminar_kafka.testing.chaos_evidence import InFlight, Kill, RecoveryPath, measure_in_flight
+from laminar_kafka.testing.chaos_evidence import (
+    InFlight,
+    Kill,
+    RecoveryPath,
+    hit_work_in_flight,
+    measure_in_flight,
+)
 from laminar_kafka.testing.chaos_producer import PacedProducer
 from laminar_kafka.testing.chaos_settings import ChaosSettings
 from laminar_kafka.testing.chaos_workloads import Workload
@@ -194,7 +200,7 @@ class ChaosRound:
                 self.internal,
                 self.files.values(),
             )
-            if in_flight.records <= 0:
+            if not hit_work_in_flight(in_flight, getattr(fault, "point", None)):
                 raise LaminarError(
                     f"{label}: nothing in flight at the fault ({in_flight}): it proves nothing"
                 )

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from laminar_kafka.faults import FaultPoint
 from laminar_kafka.testing.chaos_app import first, read_events
 from laminar_kafka.testing.chaos_checks import ExactlyOnceReport
 from laminar_kafka.testing.chaos_evidence import (
@@ -16,6 +17,7 @@ from laminar_kafka.testing.chaos_evidence import (
     count_in_flight,
     first_commit_after,
     generation_at,
+    hit_work_in_flight,
     losses_since,
     recovered_in_place,
 )
@@ -65,6 +67,14 @@ def test_in_flight_counts_what_no_committed_offset_covers_before_the_kill() -> N
     assert InFlight(produced, reflected, committed_output=7).records == 2
     # Staged file rows count too: their input is reflected, their output not visible.
     assert InFlight(produced, reflected, committed_output=7, unpublished=5).records == 7
+
+
+def test_a_kill_that_left_nothing_in_flight_proves_nothing_unless_it_cut_a_commit() -> None:
+    settled = InFlight(produced=603, reflected=603, committed_output=533)
+    assert not hit_work_in_flight(settled, FaultPoint.AFTER_SNAPSHOT)
+    assert not hit_work_in_flight(settled, None)  # a random kill
+    assert hit_work_in_flight(settled, FaultPoint.DURING_COMMIT)
+    assert hit_work_in_flight(InFlight(10, 4, committed_output=4), FaultPoint.AFTER_SNAPSHOT)
 
 
 def test_events_file_lines_are_read_complete_only(tmp_path: Path) -> None:
