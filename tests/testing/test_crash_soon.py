@@ -56,8 +56,7 @@ def test_the_kill_lands_inside_the_step_and_passed_is_never_reached(tmp_path: Pa
 def test_even_a_step_of_a_few_milliseconds_is_cut_short(tmp_path: Path) -> None:
     # A kill "soon" (after a delay) would miss most of these; one at the step's
     # first blocking call misses none, as long as the OS runs the killer thread
-    # within the step (2 ms was missed once on a loaded CI machine; a commit RPC
-    # takes longer than 20 ms there).
+    # within the step (a 2 ms step was missed once on a loaded CI machine).
     for attempt in range(5):
         fault_dir = tmp_path / str(attempt)
         fault_dir.mkdir()
