@@ -6,12 +6,11 @@ its previous barrier (or, before the generation's first barrier, the end it
 had when the generation started) received nothing since: Barrier(N) is not
 written there (`Announcement.skipped` says so), and its task cuts it where it
 stands. When more partitions moved than `max_barriers`, Barrier(N) goes into
-none (`Announcement.no_barriers`): any offset is a consistent cut of a source
-partition, and a thousand barriers cost a thousand produce requests. Any
-offset is a consistent cut of a source partition; the barrier only spares the
-task the question where. Skipping matters with many partitions: librdkafka
-sends one produce request per partition, so 1,024 barriers take a second or
-two under load, and most partitions of a wide topic are idle at any moment.
+none (`Announcement.no_barriers`). Any offset is a consistent cut of a source
+partition; the barrier only spares the task the question where. Skipping
+matters with many partitions: librdkafka sends one produce request per
+partition, so 1,024 barriers take seconds under load, and most partitions of
+a wide topic are idle at any moment.
 
 Barriers go through an idempotent (non-transactional) producer, so they are
 visible at once to read_committed readers unless a source producer's open
@@ -72,8 +71,9 @@ class BarrierInjector:
             return {}
 
     def idle(self, timeout_s: float) -> set[PartitionKey]:
-        """Partitions whose end offset has not moved since the barrier written last, or,
-        before any, since this injector started (the generation's start).
+        """The partitions Barrier(N) skips: those whose end offset has not moved since
+        the barrier written last (before any, since this injector started), or all of
+        them when more than `max_barriers` moved.
 
         When the end offsets cannot be read, none: a barrier too many costs time,
         one too few cannot happen.
