@@ -70,7 +70,7 @@ class BarrierInjector:
         except (KafkaException, ValueError):
             return {}
 
-    def idle(self, timeout_s: float) -> set[PartitionKey]:
+    def _skipped(self, timeout_s: float) -> set[PartitionKey]:
         """The partitions Barrier(N) skips: those whose end offset has not moved since
         the barrier written last (before any, since this injector started), or all of
         them when more than `max_barriers` moved.
@@ -91,7 +91,7 @@ class BarrierInjector:
     def inject(self, barrier: Barrier, timeout_s: float) -> dict[PartitionKey, int]:
         """Write `barrier` to every partition that moved; returns partition → barrier offset
         (a partition not in it was skipped)."""
-        idle = self.idle(timeout_s)
+        skipped = self._skipped(timeout_s)
         value = encode(barrier)
         headers = control_headers(barrier)
         offsets: dict[PartitionKey, int] = {}
@@ -107,7 +107,7 @@ class BarrierInjector:
                 offsets[(msg.topic(), msg.partition())] = msg.offset()
 
         for topic, partition in self.partitions:
-            if (topic, partition) in idle:
+            if (topic, partition) in skipped:
                 continue
             self._producer.produce(
                 topic,

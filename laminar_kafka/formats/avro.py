@@ -14,7 +14,7 @@ bytes are refused instead of becoming wrong values.
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -153,13 +153,29 @@ class AvroFormat:
     def encode_one(self, value: Any) -> bytes | None:
         if value is None:
             return None
-        stream = io.BytesIO()
-        if self.framing == "single-object":
-            stream.write(self._prefix)
         try:
             if self.validate:
                 validate_datum(value, self._parsed, raise_errors=True)
-            schemaless_writer(stream, self._parsed, value)
+            return self._write(io.BytesIO(), value)
         except Exception as exc:
             raise RecordDecodeError(f"value does not match the Avro schema: {exc}") from None
+
+    def encode_many(self, values: Sequence[Any]) -> list[bytes | None] | None:
+        """`encode_one` of every value in one loop, or None if any value is None or fails:
+        the caller then encodes them one by one, which names each bad value's error."""
+        if None in values:
+            return None
+        write, new_stream = self._write, io.BytesIO
+        try:
+            if self.validate:
+                for value in values:
+                    validate_datum(value, self._parsed, raise_errors=True)
+            return [write(new_stream(), v) for v in values]
+        except Exception:  # fastavro raises many types; encode_one words them
+            return None
+
+    def _write(self, stream: io.BytesIO, value: Any) -> bytes:
+        if self.framing == "single-object":
+            stream.write(self._prefix)
+        schemaless_writer(stream, self._parsed, value)
         return stream.getvalue()

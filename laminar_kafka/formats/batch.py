@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
-from fastavro import parse_schema, schemaless_reader, schemaless_writer
+from fastavro import parse_schema, schemaless_reader
 
 from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats.avro import AvroFormat
@@ -204,8 +204,8 @@ def encode_batch(fmt: Format, values: Sequence[Any]) -> list[bytes | None] | Non
         if isinstance(fmt, JsonFormat):
             encode_json = _JSON_ENCODE_STRICT if fmt.strict else _JSON_ENCODE
             return [None if v is None else encode_json(v).encode() for v in values]
-        if isinstance(fmt, AvroFormat) and not fmt.validate:
-            return _avro_encode(fmt, values)
+        if isinstance(fmt, AvroFormat):
+            return fmt.encode_many(values)
         if type(fmt) is StringFormat:
             try:
                 return list(map(str.encode, values))
@@ -215,23 +215,3 @@ def encode_batch(fmt: Format, values: Sequence[Any]) -> list[bytes | None] | Non
         return [encode(v) for v in values]
     except (RecordDecodeError, TypeError, ValueError):
         return None
-
-
-def _avro_encode(fmt: AvroFormat, values: Sequence[Any]) -> list[bytes | None] | None:
-    """`AvroFormat.encode_one` of every value, inlined (no per-value Python call)."""
-    if None in values:
-        return None  # tombstones: the one-by-one path keeps them
-    schema, prefix = fmt.parsed_schema, fmt.single_object_prefix
-    framed = fmt.framing == "single-object"
-    out: list[bytes | None] = []
-    append, new_stream = out.append, io.BytesIO
-    try:
-        for value in values:
-            stream = new_stream()
-            if framed:
-                stream.write(prefix)
-            schemaless_writer(stream, schema, value)
-            append(stream.getvalue())
-    except Exception:  # fastavro raises many types; one by one names the value's error
-        return None
-    return out

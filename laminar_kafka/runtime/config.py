@@ -95,7 +95,10 @@ class RuntimeConfig:
         if self.batch_size < 1:
             raise ConfigError("batch size must be positive")
         if self.max_barrier_partitions < 0:
-            raise ConfigError("max_barrier_partitions cannot be negative")
+            raise ConfigError(
+                "the barrier fan-out limit (--max-barrier-partitions) cannot be negative, "
+                f"not {self.max_barrier_partitions}"
+            )
         # A plain dict copy: read-only views cannot be pickled to the Spark tasks.
         object.__setattr__(self, "client_config", dict(self.client_config))
 

@@ -21,26 +21,30 @@ def _barrier(n: int) -> Barrier:
     return Barrier("p", n, 1, BarrierFlags.NONE, 0)
 
 
+def _write(producer: Producer, topic: str, *partitions: int) -> None:
+    """One record into each partition, delivered before the next barrier is asked for."""
+    for partition in partitions:
+        producer.produce(topic, b"order", partition=partition)
+    assert producer.flush(TIMEOUT_S) == 0
+
+
 def test_only_partitions_that_moved_get_the_next_barrier(
     kafka_bootstrap: str, topic_factory: TopicFactory
 ) -> None:
     topic = topic_factory.create("idle", partitions=3)
     parts = [(topic, p) for p in range(3)]
     producer = Producer({"bootstrap.servers": kafka_bootstrap})
-    producer.produce(topic, b"backlog", partition=2)
-    assert producer.flush(TIMEOUT_S) == 0
+    _write(producer, topic, 2)  # a backlog
     injector = BarrierInjector(KafkaConnection(kafka_bootstrap), parts)
     always = BarrierInjector(KafkaConnection(kafka_bootstrap), parts, skip_idle=False)
     try:
         # Nothing arrived since the injector (the generation) started, backlog or not.
         assert injector.inject(_barrier(1), TIMEOUT_S) == {}
-        producer.produce(topic, b"order", partition=1)
-        assert producer.flush(TIMEOUT_S) == 0
+        _write(producer, topic, 1)
         second = injector.inject(_barrier(2), TIMEOUT_S)
         assert second == {(topic, 1): 1}  # right after the order
         assert injector.inject(_barrier(3), TIMEOUT_S) == {}
-        producer.produce(topic, b"order", partition=1)
-        assert producer.flush(TIMEOUT_S) == 0
+        _write(producer, topic, 1)
         assert injector.inject(_barrier(4), TIMEOUT_S) == {(topic, 1): 3}
         # Another writer's barrier moved every partition: all get the next one.
         assert sorted(always.inject(_barrier(5), TIMEOUT_S)) == parts
@@ -72,12 +76,9 @@ def test_past_the_fan_out_limit_no_partition_gets_a_barrier(
     injector = BarrierInjector(KafkaConnection(kafka_bootstrap), parts, max_barriers=1)
     producer = Producer({"bootstrap.servers": kafka_bootstrap})
     try:
-        for partition in (0, 2):
-            producer.produce(topic, b"order", partition=partition)
-        assert producer.flush(TIMEOUT_S) == 0
+        _write(producer, topic, 0, 2)
         assert injector.inject(_barrier(1), TIMEOUT_S) == {}  # two moved, one allowed
-        producer.produce(topic, b"order", partition=2)
-        assert producer.flush(TIMEOUT_S) == 0
+        _write(producer, topic, 2)
         # Counted from the cut of checkpoint 1: only partition 2 moved since.
         assert injector.inject(_barrier(2), TIMEOUT_S) == {(topic, 2): 2}
     finally:

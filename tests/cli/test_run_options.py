@@ -84,7 +84,7 @@ PIPELINE = str(Path(__file__).resolve().parents[2] / "pipelines" / "orders_enric
 def test_a_negative_barrier_fan_out_is_a_config_error(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["run", PIPELINE, "--bootstrap", "127.0.0.1:1", "--max-barrier-partitions", "-1"]
     assert main(args) == 2
-    assert "max_barrier_partitions cannot be negative" in capsys.readouterr().err
+    assert "--max-barrier-partitions) cannot be negative, not -1" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
