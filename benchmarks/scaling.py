@@ -10,7 +10,8 @@ into every source partition that received records since the last one),
 records/s and the driver's peak RSS (this process: the runner, its coordinator
 and injector; Spark's JVM and workers excluded). By default the records arrive
 while the pipeline runs (`--arrival live`, `--rate` records/s, keyed over every
-partition), so that every checkpoint writes a barrier into every partition;
+partition), so that every checkpoint meets new records in every partition (and
+writes a barrier into each, up to `--max-barrier-partitions` of the runner);
 `--arrival preloaded` produces them all before (a backlog to catch up on: once
 the generation started nothing arrives, so no barrier is written at all).
 
@@ -19,8 +20,14 @@ keys: encode the task's state file and write it durably to a checkpoint store (a
 local directory), and reports its size. Snapshots are full, so their time should
 grow no faster than the state.
 
-The last line: `P=.. partitions=8/64/256/1024 checkpoint_p99_ms=../../../..
-injection_p99_ms=.. snapshot_ms_per_mib=..`.
+Every run writes to an output topic of `--sink-partitions` (8), so that the
+rows differ in their source partitions only; `--sink-partitions 0` makes the
+output as wide as the input (librdkafka sends one produce request per
+partition, so a wide sink costs each checkpoint's flush a request per
+partition written).
+
+The last line: `P=.. partitions=8/64/256/1024 sink_partitions=8
+checkpoint_p99_ms=../../../.. injection_p99_ms=.. snapshot_ms_per_mib=..`.
 """
 
 from __future__ import annotations
@@ -66,8 +73,12 @@ def run_partitions(
     interval_s: float,
     spark_context: Any = None,
     live_rate: float | None = None,
+    sink_partitions: int | None = None,
 ) -> list[PartitionRow]:
     """One keyed run per partition count, on fresh topics deleted afterwards.
+
+    `sink_partitions`: the output topic's partitions in every run (None: as many
+    as the source).
 
     `live_rate`: the input is produced while the pipeline runs, at this many
     records/s (so that every checkpoint meets new records in every partition);
@@ -78,7 +89,8 @@ def run_partitions(
     for count in counts:
         arrival = f"live at {live_rate:,.0f}/s" if live_rate else "preloaded"
         print(
-            f"== {count} source partitions: {records:,} records ({arrival}), P={parallelism} ==",
+            f"== {count} source partitions, {sink_partitions or count} sink partitions: "
+            f"{records:,} records ({arrival}), P={parallelism} ==",
             flush=True,
         )
         paced: PacedInput | None = None
@@ -87,7 +99,7 @@ def run_partitions(
             paced = PacedInput(bootstrap, source, records, live_rate)
         else:
             source = preload(bootstrap, records, count, make_topic=make_topic, progress=False)
-        sink = make_topic("bench-out-scaling", count)
+        sink = make_topic("bench-out-scaling", sink_partitions or count)
         job = BaselineJob(
             bootstrap, source, sink, count, records, "keyed", interval_s, progress=False
         )
@@ -134,9 +146,12 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
-def print_tables(parallelism: int, part: list[PartitionRow], state: list[StateRow]) -> None:
+def print_tables(
+    parallelism: int, part: list[PartitionRow], state: list[StateRow], sink_partitions: int = 0
+) -> None:
     if part:
-        print(f"\nsource partitions (keyed, P={parallelism}, same records):")
+        sink = f"{sink_partitions} sink partitions" if sink_partitions else "sink as wide"
+        print(f"\nsource partitions (keyed, P={parallelism}, same records, {sink}):")
         print(
             "partitions  records/s  ckpt p50 ms  ckpt p99 ms  inject p50 ms  inject p99 ms  "
             "driver peak MiB"
@@ -166,8 +181,8 @@ def print_tables(parallelism: int, part: list[PartitionRow], state: list[StateRo
     )
     counts = "/".join(str(r.partitions) for r in part) or "-"
     print(
-        f"P={parallelism} partitions={counts} checkpoint_p99_ms={p99} injection_p99_ms={inject} "
-        f"snapshot_ms_per_mib={per_mib}"
+        f"P={parallelism} partitions={counts} sink_partitions={sink_partitions or 'same'} "
+        f"checkpoint_p99_ms={p99} injection_p99_ms={inject} snapshot_ms_per_mib={per_mib}"
     )
 
 
@@ -195,6 +210,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rate", type=float, default=20_000, help="live input records/s (default 20,000)"
     )
+    parser.add_argument(
+        "--sink-partitions",
+        type=int,
+        default=8,
+        help="output topic partitions in every run (default 8; 0: as many as the source)",
+    )
     parser.add_argument("--bootstrap", help="Kafka bootstrap (default: the local broker)")
     args = parser.parse_args(argv)
     state = time_snapshots(args.key_counts) if args.key_counts else []
@@ -208,8 +229,9 @@ def main(argv: list[str] | None = None) -> int:
                 args.parallelism,
                 args.interval,
                 live_rate=args.rate if args.arrival == "live" else None,
+                sink_partitions=args.sink_partitions or None,
             )
-    print_tables(args.parallelism, part, state)
+    print_tables(args.parallelism, part, state, args.sink_partitions)
     return 0
 
 

@@ -129,11 +129,11 @@ class WorkerTask:
         self._inbox.fetch(0)
         while (announcement := self._inbox.pop()) is not None:
             self._on_announcement(announcement, participant)
-        messages = self._inputs.poll(0.05)
-        due = self._process(messages) if messages else False
-        if not due and (self._aligner.settled() or self._aligner.timed_out()):
-            due = True
-        if due:
+        # Also before the poll: a Prepare that skips every partition needs no wait for it.
+        due = self._aligner.settled() or self._aligner.timed_out()
+        if not due and (messages := self._inputs.poll(0.05)):
+            due = self._process(messages)
+        if due or self._aligner.settled() or self._aligner.timed_out():
             return self._checkpoint(participant)
         if self._since_commit and self._aligner.phase is AlignmentPhase.IDLE:
             faults.crash_here(

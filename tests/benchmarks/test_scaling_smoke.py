@@ -13,7 +13,7 @@ from benchmarks.scaling import print_tables, run_partitions, time_snapshots
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 LAST_LINE = re.compile(
-    r"P=2 partitions=4/16 checkpoint_p99_ms=\d+/\d+ injection_p99_ms=\d+/\d+"
+    r"P=2 partitions=4/16 sink_partitions=2 checkpoint_p99_ms=\d+/\d+ injection_p99_ms=\d+/\d+"
     r" snapshot_ms_per_mib=\d+\.\d/\d+\.\d"
 )
 
@@ -21,7 +21,7 @@ LAST_LINE = re.compile(
 def test_scaling_measures_checkpoints_per_partition_count_and_snapshots_per_state_size(
     kafka_bootstrap: str, spark_context: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rows = run_partitions(kafka_bootstrap, [4, 16], 3_000, 2, 0.3, spark_context)
+    rows = run_partitions(kafka_bootstrap, [4, 16], 3_000, 2, 0.3, spark_context, sink_partitions=2)
     assert [r.partitions for r in rows] == [4, 16]
     for row in rows:
         assert row.result.run.records == 3_000 and row.result.checkpoints >= 1
@@ -35,6 +35,6 @@ def test_scaling_measures_checkpoints_per_partition_count_and_snapshots_per_stat
     state = time_snapshots([1_000, 10_000], repeat=1)
     assert [s.keys for s in state] == [1_000, 10_000]
     assert state[0].bytes < state[1].bytes
-    print_tables(2, rows, state)
+    print_tables(2, rows, state, sink_partitions=2)
     out = capsys.readouterr().out.strip().splitlines()
     assert LAST_LINE.fullmatch(out[-1]), out[-1]
