@@ -16,6 +16,7 @@ import time
 from laminar_kafka import faults
 from laminar_kafka.barriers.aligner import AlignmentPhase, BarrierAligner
 from laminar_kafka.barriers.forwarding import forward_barrier
+from laminar_kafka.barriers.reading import barrier_of
 from laminar_kafka.checkpoint.participant import (
     AlignmentReport,
     CheckpointParticipant,
@@ -23,11 +24,10 @@ from laminar_kafka.checkpoint.participant import (
     TaskIdentity,
 )
 from laminar_kafka.checkpoint.store import CheckpointStore
-from laminar_kafka.control.codec import decode
 from laminar_kafka.control.headers import is_control
-from laminar_kafka.control.records import Announcement, Barrier
+from laminar_kafka.control.records import Announcement
 from laminar_kafka.control.transport import ControlChannel
-from laminar_kafka.errors import ControlRecordError, FencedError, LaminarError
+from laminar_kafka.errors import FencedError, LaminarError
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.runtime.file_sinks import recover_staged_files, task_sinks
@@ -185,14 +185,8 @@ class WorkerTask:
         self._since_commit += len(batch)
 
     def _on_barrier(self, key: PartitionKey, m: KafkaMessage) -> bool:
-        try:
-            barrier = decode(m.value())
-        except ControlRecordError as exc:
-            log.warning("skipping undecodable control record %s[%d]@%d: %s", *key, m.offset(), exc)
-            return False
-        if not isinstance(barrier, Barrier) or barrier.pipeline != self.spec.pipeline.name:
-            return False  # another pipeline's barrier, or a record that does not belong here
-        if self._aligner.is_stale(barrier, self.spec.generation):
+        barrier = barrier_of(m, key, self.spec.pipeline.name)
+        if barrier is None or self._aligner.is_stale(barrier, self.spec.generation):
             return False
         if self._aligner.phase in (AlignmentPhase.ALIGNED, AlignmentPhase.UNALIGNED):
             # A newer barrier overtook the decision this task awaits (the data

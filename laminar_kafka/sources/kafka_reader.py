@@ -15,6 +15,7 @@ from confluent_kafka import (
     OFFSET_END,
     Consumer,
     KafkaError,
+    Message,
     TopicPartition,
 )
 
@@ -25,6 +26,8 @@ from laminar_kafka.kafka.names import PartitionKey, consumer_group
 # confluent-kafka's stubs declare topic(), partition() and offset() optional; on a
 # message without error() they are always set, so data paths treat messages as Any.
 KafkaMessage = Any
+
+_error = Message.error
 
 
 class PartitionReader:
@@ -71,7 +74,7 @@ class PartitionReader:
     def poll(self, timeout_s: float) -> list[KafkaMessage]:
         """Up to one batch of records; raises on a non-transient consumer error."""
         messages: list[KafkaMessage] = self._consumer.consume(self._batch_size, timeout_s)
-        if any(m.error() is not None for m in messages):
+        if any(map(_error, messages)):  # a KafkaError is truthy
             kept = []
             for m in messages:
                 err = m.error()

@@ -1,0 +1,32 @@
+"""What a task makes of a control record met in one of its input partitions."""
+
+from __future__ import annotations
+
+import logging
+
+from laminar_kafka.control.codec import decode
+from laminar_kafka.control.records import Barrier
+from laminar_kafka.errors import ControlRecordError
+from laminar_kafka.kafka.names import PartitionKey
+from laminar_kafka.sources.kafka_reader import KafkaMessage
+
+log = logging.getLogger(__name__)
+
+
+def barrier_of(message: KafkaMessage, key: PartitionKey, pipeline: str) -> Barrier | None:
+    """The pipeline's barrier the record carries; None for anything else.
+
+    An undecodable record, another pipeline's barrier (two pipelines reading one
+    topic) or another kind of control record is skipped, never an error: the
+    partition reads on.
+    """
+    try:
+        record = decode(message.value())
+    except ControlRecordError as exc:
+        log.warning(
+            "skipping undecodable control record %s[%d]@%d: %s", *key, message.offset(), exc
+        )
+        return None
+    if not isinstance(record, Barrier) or record.pipeline != pipeline:
+        return None
+    return record
