@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from laminar_kafka.control.codec import decode
 from laminar_kafka.control.records import Barrier
 from laminar_kafka.errors import ControlRecordError
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.sources.kafka_reader import KafkaMessage
 
 log = logging.getLogger(__name__)
 
 
-def barrier_of(message: KafkaMessage, key: PartitionKey, pipeline: str) -> Barrier | None:
-    """The pipeline's barrier the record carries; None for anything else.
+def barrier_of(message: Any, key: PartitionKey, pipeline: str) -> Barrier | None:
+    """The pipeline's barrier the consumed record carries; None for anything else.
 
     An undecodable record, another pipeline's barrier (two pipelines reading one
     topic) or another kind of control record is skipped, never an error: the
