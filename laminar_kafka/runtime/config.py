@@ -56,7 +56,9 @@ class RuntimeConfig:
     client_config: Mapping[str, str] = field(default_factory=dict)
     transaction_timeout_ms: int | None = None
     """None: derived from the checkpoint settings (`effective_transaction_timeout_ms`)."""
-    batch_size: int = 1_000
+    batch_size: int = 5_000
+    """Records a task takes from its reader per poll (at most). At 1,000 the per-batch
+    work cost about 15% of stateless throughput against 5,000 (medians of three)."""
     dead_letter_topic: str | None = None
     restart: RestartPolicy = field(default_factory=RestartPolicy)
     ready_timeout_s: float = 120.0
