@@ -202,6 +202,11 @@ class BarrierAligner:
         self._move(AlignmentPhase.UNALIGNED)
         return True
 
+    def due_without_barrier(self) -> bool:
+        """True when the current checkpoint is to be taken now, no barrier awaited:
+        only skipped partitions are left (`settled`), or the timeout passed."""
+        return self.settled() or self.timed_out()
+
     def waited_s(self) -> float:
         return self._clock() - self.started_at
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Protocol
 
 from laminar_kafka.control.codec import decode
 from laminar_kafka.control.records import Barrier
@@ -13,7 +13,15 @@ from laminar_kafka.kafka.names import PartitionKey
 log = logging.getLogger(__name__)
 
 
-def barrier_of(message: Any, key: PartitionKey, pipeline: str) -> Barrier | None:
+class ConsumedRecord(Protocol):
+    """What this module reads of a consumed record (a `confluent_kafka.Message` has it)."""
+
+    def value(self) -> bytes | None: ...
+
+    def offset(self) -> int | None: ...
+
+
+def barrier_of(message: ConsumedRecord, key: PartitionKey, pipeline: str) -> Barrier | None:
     """The pipeline's barrier the consumed record carries; None for anything else.
 
     An undecodable record, another pipeline's barrier (two pipelines reading one

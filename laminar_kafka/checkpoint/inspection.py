@@ -36,7 +36,7 @@ from laminar_kafka.checkpoint.inspection_report import (
 from laminar_kafka.checkpoint.manifest import Manifest
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import CheckpointError
-from laminar_kafka.state.keyed_state import SNAPSHOT_FORMAT
+from laminar_kafka.state.keyed_state import snapshot_keys
 from laminar_kafka.storage.locations import StorePath, store_path
 
 __all__ = ["MarkerReader", "find_pipelines", "inspect_store", "kafka_marker_reader"]
@@ -265,19 +265,7 @@ def _step_size(step: str, entries: list[tuple[int, int | None]]) -> StepSize:
 
 
 def _count_keys(blob: object) -> int | None:
-    """The keys in one table's snapshot bytes (see KeyedState.restore); raises if damaged.
-
-    None when the values are of classes that only the pipeline's code defines:
-    not a fault, the workers load that code; inspect does not.
-    """
+    """The keys in one table's snapshot bytes (see `snapshot_keys`); raises if damaged."""
     if not isinstance(blob, bytes):
         raise CheckpointError(f"is a {type(blob).__name__}, not bytes")
-    try:
-        version, table = pickle.loads(blob)
-    except (ImportError, AttributeError):
-        return None
-    except Exception as exc:
-        raise CheckpointError(f"is unreadable: {exc}") from None
-    if version != SNAPSHOT_FORMAT or not isinstance(table, dict):
-        raise CheckpointError(f"is not a table of snapshot format {SNAPSHOT_FORMAT}")
-    return len(table)
+    return snapshot_keys(blob)

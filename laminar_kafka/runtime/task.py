@@ -130,10 +130,12 @@ class WorkerTask:
         while (announcement := self._inbox.pop()) is not None:
             self._on_announcement(announcement, participant)
         # Also before the poll: a Prepare that skips every partition needs no wait for it.
-        due = self._aligner.settled() or self._aligner.timed_out()
-        if not due and (messages := self._inputs.poll(0.05)):
-            due = self._process(messages)
-        if due or self._aligner.settled() or self._aligner.timed_out():
+        due = self._aligner.due_without_barrier()
+        if not due:
+            if messages := self._inputs.poll(0.05):
+                due = self._process(messages)
+            due = due or self._aligner.due_without_barrier()
+        if due:
             return self._checkpoint(participant)
         if self._since_commit and self._aligner.phase is AlignmentPhase.IDLE:
             faults.crash_here(

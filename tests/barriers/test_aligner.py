@@ -348,3 +348,18 @@ def test_without_skips_nothing_settles_early(aligner: BarrierAligner) -> None:
     aligner.prepare(_barrier(1))
     assert not aligner.settled()
     assert aligner.phase is AlignmentPhase.ALIGNING
+
+
+def test_due_without_barrier_when_settled_or_timed_out_never_while_waiting(
+    aligner: BarrierAligner, clock: FakeClock
+) -> None:
+    assert not aligner.due_without_barrier()  # idle
+    aligner.prepare(_barrier(1), skipped=[B, C])
+    assert not aligner.due_without_barrier()  # A still owes its barrier
+    clock.advance(TIMEOUT_S)
+    assert aligner.due_without_barrier()
+    assert aligner.phase is AlignmentPhase.UNALIGNED
+    aligner.finish()
+    aligner.prepare(_barrier(2), skipped=[A, B, C])
+    assert aligner.due_without_barrier()
+    assert aligner.phase is AlignmentPhase.ALIGNED

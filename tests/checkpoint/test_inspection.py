@@ -207,10 +207,8 @@ def test_an_unreadable_state_file_or_table_is_a_problem(tmp_path: Path) -> None:
     assert [f.task for f in report.newest.state_files] == [1]
 
 
-def test_values_of_the_pipelines_own_classes_are_not_counted_but_not_a_problem(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store = build_store(tmp_path)
+def _pipeline_only_class(monkeypatch: pytest.MonkeyPatch) -> type:
+    """A class that only the pipeline's code defines: gone once the snapshot is written."""
     module = types.ModuleType("pipeline_only_module")
 
     class Total:
@@ -219,8 +217,35 @@ def test_values_of_the_pipelines_own_classes_are_not_counted_but_not_a_problem(
     Total.__module__, Total.__qualname__ = module.__name__, "Total"
     module.Total = Total  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    data = encode_task_snapshot({("orders", 2): {TOTALS: KeyedState({"a": Total()})}})
-    monkeypatch.delitem(sys.modules, module.__name__)
+    return Total
+
+
+def test_values_of_the_pipelines_own_classes_are_counted_from_the_header(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = build_store(tmp_path)
+    total = _pipeline_only_class(monkeypatch)
+    state = KeyedState({"a": total(), "b": total()})
+    data = encode_task_snapshot({("orders", 2): {TOTALS: state}})
+    monkeypatch.delitem(sys.modules, "pipeline_only_module")
+    store.snapshot_path(5, 1, 2).write_bytes(data)
+    report = only(tmp_path)
+
+    assert report.problems == ()
+    assert report.newest is not None
+    task1 = next(f for f in report.newest.state_files if f.task == 1)
+    assert [(s.step, s.keys) for s in task1.steps] == [(TOTALS, 2)]
+    assert not any(f"keys of {TOTALS}" in note for note in report.notes), report.notes
+
+
+def test_format_1_values_of_the_pipelines_own_classes_are_not_counted_but_not_a_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = build_store(tmp_path)
+    total = _pipeline_only_class(monkeypatch)
+    table = pickle.dumps((1, {"a": total()}))  # as versions before chunked snapshots wrote
+    data = pickle.dumps({"orders:2": {TOTALS: table}})
+    monkeypatch.delitem(sys.modules, "pipeline_only_module")
     store.snapshot_path(5, 1, 2).write_bytes(data)
     report = only(tmp_path)
 
