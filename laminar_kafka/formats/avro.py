@@ -18,12 +18,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from fastavro import parse_schema, schemaless_reader, schemaless_writer
+from fastavro import parse_schema, schemaless_reader
 from fastavro.schema import fingerprint, to_parsing_canonical_form
 from fastavro.validation import validate as validate_datum
 
 from laminar_kafka.errors import ConfigError, RecordDecodeError
 from laminar_kafka.formats.avro_strict import StrictAvro, may_overflow
+from laminar_kafka.formats.avro_writer import AvroWriter, avro_writer
 
 if TYPE_CHECKING:
     from laminar_kafka.formats.registry import RegistryAvroFormat
@@ -54,6 +55,7 @@ class AvroFormat:
     _parsed: Any = field(init=False, repr=False, compare=False)
     _prefix: bytes = field(init=False, repr=False, compare=False)
     _strict: StrictAvro = field(init=False, repr=False, compare=False)
+    _writer: AvroWriter = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.framing not in ("single-object", "raw"):
@@ -67,6 +69,13 @@ class AvroFormat:
         object.__setattr__(self, "_parsed", parsed)
         object.__setattr__(self, "_prefix", single_object_prefix(parsed))
         object.__setattr__(self, "_strict", StrictAvro(parsed))
+        framed = self._prefix if self.framing == "single-object" else b""
+        object.__setattr__(self, "_writer", avro_writer(parsed, framed))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Only the settings: a worker parses the schema and builds its writer itself
+        # (the writer is a closure, which does not pickle).
+        return (AvroFormat, (self.schema, self.framing, self.name, self.validate))
 
     @property
     def single_object_prefix(self) -> bytes:
@@ -156,7 +165,7 @@ class AvroFormat:
         try:
             if self.validate:
                 validate_datum(value, self._parsed, raise_errors=True)
-            return self._write(io.BytesIO(), value)
+            return self._writer(value)
         except Exception as exc:
             raise RecordDecodeError(f"value does not match the Avro schema: {exc}") from None
 
@@ -165,17 +174,11 @@ class AvroFormat:
         the caller then encodes them one by one, which names each bad value's error."""
         if None in values:
             return None
-        write, new_stream = self._write, io.BytesIO
+        write = self._writer
         try:
             if self.validate:
                 for value in values:
                     validate_datum(value, self._parsed, raise_errors=True)
-            return [write(new_stream(), v) for v in values]
+            return [write(v) for v in values]
         except Exception:  # fastavro raises many types; encode_one words them
             return None
-
-    def _write(self, stream: io.BytesIO, value: Any) -> bytes:
-        if self.framing == "single-object":
-            stream.write(self._prefix)
-        schemaless_writer(stream, self._parsed, value)
-        return stream.getvalue()

@@ -1,0 +1,66 @@
+"""Avro bodies written through fastavro's compiled writer, without its per-call setup.
+
+`fastavro.schemaless_writer` parses its schema argument again, builds an options
+dict and a buffer, and copies the buffer into the stream on every call: about
+0.4 of the 2.2 us that a 100-byte record costs. Its compiled core,
+`fastavro._write.write_data`, is not public API, so a writer uses it only when
+it imports and writes exactly what `schemaless_writer` writes for a value
+generated from the schema; otherwise it calls `schemaless_writer`.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from typing import Any
+
+from fastavro import parse_schema, schemaless_writer
+from fastavro.utils import generate_one
+
+try:  # the compiled module; absent where fastavro runs as pure Python
+    from fastavro._write import write_data as _write_data  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - fastavro ships compiled wheels for CPython
+    _write_data = None
+
+# schemaless_writer's defaults, which `write_data` takes as one dict.
+_OPTIONS = {"strict": False, "strict_allow_default": False, "disable_tuple_notation": False}
+
+AvroWriter = Callable[[Any], bytes]
+"""value → `prefix` followed by the value's Avro body."""
+
+
+def avro_writer(parsed_schema: Any, prefix: bytes) -> AvroWriter:
+    """The fastest writer of `parsed_schema` that writes what `schemaless_writer` does."""
+    portable = _portable_writer(parsed_schema, prefix)
+    if _write_data is None:
+        return portable
+    direct = _direct_writer(parsed_schema, prefix)
+    try:
+        probe = generate_one(parsed_schema)
+        same = direct(probe) == portable(probe)
+    except Exception:  # any doubt about the internal API: the public one
+        same = False
+    return direct if same else portable
+
+
+def _portable_writer(parsed_schema: Any, prefix: bytes) -> AvroWriter:
+    def write(value: Any) -> bytes:
+        stream = io.BytesIO()
+        stream.write(prefix)
+        schemaless_writer(stream, parsed_schema, value)
+        return stream.getvalue()
+
+    return write
+
+
+def _direct_writer(parsed_schema: Any, prefix: bytes) -> AvroWriter:
+    named: dict[str, Any] = {}
+    parse_schema(parsed_schema, named)  # the named types a reference may need
+    write_data = _write_data
+
+    def write(value: Any) -> bytes:
+        buffer = bytearray(prefix)
+        write_data(buffer, value, parsed_schema, named, "", _OPTIONS)
+        return bytes(buffer)
+
+    return write
