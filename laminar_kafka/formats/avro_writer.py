@@ -11,6 +11,7 @@ generated from the schema; otherwise it calls `schemaless_writer`.
 from __future__ import annotations
 
 import io
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -35,11 +36,14 @@ def avro_writer(parsed_schema: Any, prefix: bytes) -> AvroWriter:
     if _write_data is None:
         return portable
     direct = _direct_writer(parsed_schema, prefix)
+    seeded = random.getstate()  # generate_one draws from the global generator
     try:
         probe = generate_one(parsed_schema)
         same = direct(probe) == portable(probe)
     except Exception:  # any doubt about the internal API: the public one
         same = False
+    finally:
+        random.setstate(seeded)  # a pipeline's own seeded draws stay as they were
     return direct if same else portable
 
 

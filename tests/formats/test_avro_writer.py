@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import io
+import random
 from typing import Any
 
 import pytest
@@ -108,3 +109,11 @@ def test_an_internal_writer_that_fails_or_is_missing_is_not_used(
     write = avro_writer(SCHEMA, PREFIX)
     assert write.__qualname__.startswith("_portable_writer")
     assert write(ORDER) == _reference(ORDER)
+
+
+def test_the_probe_leaves_the_global_random_generator_as_it_was() -> None:
+    random.seed(7)
+    expected = [random.random() for _ in range(3)]
+    random.seed(7)
+    avro_writer(SCHEMA, PREFIX)
+    assert [random.random() for _ in range(3)] == expected
