@@ -220,13 +220,22 @@ def _pipeline_only_class(monkeypatch: pytest.MonkeyPatch) -> type:
     return Total
 
 
-def test_values_of_the_pipelines_own_classes_are_counted_from_the_header(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("snapshot_format", "keys", "noted"), [(2, 2, False), (1, None, True)])
+def test_values_of_the_pipelines_own_classes_are_never_a_problem(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    snapshot_format: int,
+    keys: int | None,
+    noted: bool,
 ) -> None:
+    """Format 2 counts their keys from its header; format 1 cannot, and says so in a note."""
     store = build_store(tmp_path)
     total = _pipeline_only_class(monkeypatch)
-    state = KeyedState({"a": total(), "b": total()})
-    data = encode_task_snapshot({("orders", 2): {TOTALS: state}})
+    table = {"a": total(), "b": total()}
+    if snapshot_format == 2:
+        data = encode_task_snapshot({("orders", 2): {TOTALS: KeyedState(table)}})
+    else:  # as versions before chunked snapshots wrote it
+        data = pickle.dumps({"orders:2": {TOTALS: pickle.dumps((1, table))}})
     monkeypatch.delitem(sys.modules, "pipeline_only_module")
     store.snapshot_path(5, 1, 2).write_bytes(data)
     report = only(tmp_path)
@@ -234,26 +243,8 @@ def test_values_of_the_pipelines_own_classes_are_counted_from_the_header(
     assert report.problems == ()
     assert report.newest is not None
     task1 = next(f for f in report.newest.state_files if f.task == 1)
-    assert [(s.step, s.keys) for s in task1.steps] == [(TOTALS, 2)]
-    assert not any(f"keys of {TOTALS}" in note for note in report.notes), report.notes
-
-
-def test_format_1_values_of_the_pipelines_own_classes_are_not_counted_but_not_a_problem(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store = build_store(tmp_path)
-    total = _pipeline_only_class(monkeypatch)
-    table = pickle.dumps((1, {"a": total()}))  # as versions before chunked snapshots wrote
-    data = pickle.dumps({"orders:2": {TOTALS: table}})
-    monkeypatch.delitem(sys.modules, "pipeline_only_module")
-    store.snapshot_path(5, 1, 2).write_bytes(data)
-    report = only(tmp_path)
-
-    assert report.problems == ()
-    assert report.newest is not None
-    task1 = next(f for f in report.newest.state_files if f.task == 1)
-    assert [(s.step, s.keys) for s in task1.steps] == [(TOTALS, None)]
-    assert any(f"keys of {TOTALS}" in note for note in report.notes), report.notes
+    assert [(s.step, s.keys) for s in task1.steps] == [(TOTALS, keys)]
+    assert any(f"keys of {TOTALS}" in note for note in report.notes) is noted, report.notes
 
 
 def test_an_unreadable_generation_record_is_a_problem(tmp_path: Path) -> None:
