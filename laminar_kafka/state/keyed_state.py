@@ -50,24 +50,21 @@ class KeyedState:
         stream = io.BytesIO(data)
         try:
             version, body = pickle.load(stream)
-            table = _read_chunks(stream, body) if version == SNAPSHOT_FORMAT else body
-            trailing = len(data) - stream.tell()
+            table = _read_chunks(stream, body, len(data)) if version == SNAPSHOT_FORMAT else body
         except Exception as exc:
             raise CheckpointError(f"state snapshot is unreadable: {exc}") from None
         if version not in (1, SNAPSHOT_FORMAT):
             raise CheckpointError(f"state snapshot format {version} is not {SNAPSHOT_FORMAT}")
         if not isinstance(table, dict):
             raise CheckpointError(f"state snapshot holds a {type(table).__name__}, not a table")
-        if trailing:
-            raise CheckpointError(f"state snapshot is unreadable: {trailing} trailing bytes")
         return cls(table=table)
 
     def __len__(self) -> int:
         return len(self.table)
 
 
-def _read_chunks(stream: io.BytesIO, keys: int) -> dict[Any, Any]:
-    """The `keys` entries that follow a format-2 header, chunk by chunk."""
+def _read_chunks(stream: io.BytesIO, keys: int, end: int) -> dict[Any, Any]:
+    """The `keys` entries that follow a format-2 header, chunk by chunk, up to `end`."""
     table: dict[Any, Any] = {}
     while len(table) < keys:
         chunk = pickle.load(stream)
@@ -76,6 +73,8 @@ def _read_chunks(stream: io.BytesIO, keys: int) -> dict[Any, Any]:
         table.update(chunk)
     if len(table) != keys:
         raise ValueError(f"{len(table)} keys where the header says {keys}")
+    if stream.tell() != end:
+        raise ValueError(f"{end - stream.tell()} trailing bytes")
     return table
 
 
@@ -92,10 +91,7 @@ def snapshot_keys(data: bytes) -> int | None:
     try:
         version, body = pickle.load(stream)
         if version == SNAPSHOT_FORMAT and isinstance(body, int):
-            counted = len(_read_chunks(stream, body))
-            if stream.tell() != len(data):
-                raise ValueError(f"{len(data) - stream.tell()} trailing bytes")
-            return counted
+            return len(_read_chunks(stream, body, len(data)))
     except (ImportError, AttributeError):
         return body if version == SNAPSHOT_FORMAT and isinstance(body, int) else None
     except Exception as exc:
