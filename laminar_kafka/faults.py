@@ -41,6 +41,8 @@ class FaultPoint(enum.Enum):
     """Driver: while purging internal topics below a complete checkpoint."""
     FILES_UNPUBLISHED = "files_unpublished"
     """Worker: the Kafka transaction of N committed, its staged files not yet published."""
+    DURING_STAGING_DELETE = "during_staging_delete"
+    """Worker: N published, its staging folder half deleted (step 5: one file gone, not all)."""
 
     @property
     def multi_stage(self) -> bool:
@@ -54,7 +56,7 @@ class FaultPoint(enum.Enum):
     @property
     def file_sinks_only(self) -> bool:
         """Points only a pipeline with a file sink reaches."""
-        return self is FaultPoint.FILES_UNPUBLISHED
+        return self in (FaultPoint.FILES_UNPUBLISHED, FaultPoint.DURING_STAGING_DELETE)
 
     @property
     def in_driver(self) -> bool:

@@ -14,7 +14,7 @@ BETWEEN_STAGES = {
 }
 
 
-FILES_ONLY = {FaultPoint.FILES_UNPUBLISHED}
+FILES_ONLY = {FaultPoint.FILES_UNPUBLISHED, FaultPoint.DURING_STAGING_DELETE}
 
 
 def test_all_means_every_point_the_pipeline_can_reach() -> None:

@@ -25,7 +25,9 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from laminar_kafka import faults
 from laminar_kafka.errors import CheckpointError
+from laminar_kafka.faults import FaultPoint
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.sinks.file_layout import FileSinkLayout, StagedEpoch
 from laminar_kafka.sinks.file_output import FileOutput
@@ -34,6 +36,7 @@ from laminar_kafka.sinks.transaction_state import TxnState, check_transition
 from laminar_kafka.storage.locations import (
     StorePath,
     copy_whole,
+    remove_file,
     remove_tree,
     store_path,
     write_whole,
@@ -88,7 +91,16 @@ def publish(layout: FileSinkLayout, epoch: StagedEpoch) -> None:
             f"checkpoint {epoch.checkpoint_id} of task {epoch.task} committed, but its files "
             f"are neither staged nor published in {layout.root}: they were deleted by hand"
         )
-    remove_tree(folder)  # 5.
+    _delete_staging(folder, epoch)  # 5.
+
+
+def _delete_staging(folder: StorePath, epoch: StagedEpoch) -> None:
+    """Step 5: the staged data files one by one, then the rest of the folder."""
+    for i, name in enumerate(epoch.files):
+        remove_file(folder / name)
+        if i == 0:
+            faults.crash_here(FaultPoint.DURING_STAGING_DELETE, epoch.checkpoint_id, epoch.task)
+    remove_tree(folder)
 
 
 def _final(root: StorePath, name: str) -> StorePath:

@@ -44,6 +44,7 @@ RECORDS = 800
 # meets the points around its staging and publishing, and a driver kill.
 FILE_POINTS = (
     FaultPoint.FILES_UNPUBLISHED,
+    FaultPoint.DURING_STAGING_DELETE,
     FaultPoint.AFTER_SNAPSHOT,
     FaultPoint.DURING_COMMIT,
     FaultPoint.AFTER_DECISION_BEFORE_ANNOUNCE,
