@@ -206,6 +206,18 @@ def test_a_publish_cut_short_in_its_staging_delete_can_be_repeated(sink_url: str
     assert resolve_staged(layout, [0], found) == (0, 0)
 
 
+def test_a_publish_refuses_to_overwrite_another_epochs_commit_record(tmp_path: Path) -> None:
+    url = str(tmp_path / "out")
+    first, _ = staged(url, 6, rows(1, 2), generation=1)
+    first.commit()
+    # Another run (its own checkpoint directory) got to checkpoint 6 too.
+    other, layout = staged(url, 6, rows(3), generation=1)
+    with pytest.raises(CheckpointError, match=r"records another epoch \(generation 1, 2 rows\)"):
+        other.commit()
+    assert sorted(r["n"] for r in read_published(url)) == [1, 2]
+    assert (layout.staging(0, 6, 1) / "_epoch.json").exists()
+
+
 def published_files(url: str) -> list[str]:
     """The published data files under `url`, relative to it."""
     root = store_path(url)
