@@ -4,6 +4,7 @@ Layout under `<root>/<pipeline>/`:
 
     LOCK                               held by the one running application
     generation.json                    last worker generation, widest parallelism used
+    checkpoint_ids.json                the highest checkpoint id before the last reset
     MARKERS_SEEN                       Kafka held committed offset markers once
     chk-<id>/task-<t>-g<gen>.state     state snapshots written by tasks before Ack
     chk-<id>/MANIFEST.json             written by the coordinator: the Commit decision
@@ -34,6 +35,8 @@ from laminar_kafka.storage.locations import (
     store_path,
     write_whole,
 )
+
+_IDS_FILE = "checkpoint_ids.json"
 
 
 @dataclass(frozen=True)
@@ -202,11 +205,24 @@ class CheckpointStore:
         return self.read_manifest(ids[-1]) if ids else None
 
     def highest_id(self) -> int:
-        """The highest checkpoint id ever started here, complete or not."""
+        """The highest checkpoint id ever started here, complete or not, resets included.
+
+        Ids never repeat for a pipeline: a file sink names published files and
+        commit records by checkpoint id, so a reused id would overwrite an epoch.
+        """
         if not self.home.exists():
             return 0
         ids = [_checkpoint_id(e) for e in self.home.iterdir()]
-        return max((i for i in ids if i is not None), default=0)
+        return max([self._highest_before_reset(), *(i for i in ids if i is not None)])
+
+    def _highest_before_reset(self) -> int:
+        path = self.home / _IDS_FILE
+        try:
+            return int(json.loads(path.read_bytes())["highest"])
+        except FileNotFoundError:
+            return 0
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CheckpointError(f"{path}: unreadable: {exc}") from None
 
     def retain(self, keep: int, keep_from: int | None = None) -> list[int]:
         """Delete all but the newest `keep` complete checkpoints and older incomplete ones.
@@ -234,15 +250,20 @@ class CheckpointStore:
         return sorted(removed)
 
     def clear(self) -> None:
-        """Delete every checkpoint (a reset); keep the lock and the generation record.
+        """Delete every checkpoint (a reset); keep the lock, generations and checkpoint ids.
 
         Generations stay monotonic across a reset: barriers of the old run are still
         in the source topics, and only their older generation marks them stale.
+        Checkpoint ids go on counting (the highest is recorded before anything is
+        deleted): the old run's published files keep their names.
         """
         if not self.home.exists():
             return
+        highest = self.highest_id()
+        if highest:
+            write_whole(self.home / _IDS_FILE, json.dumps({"highest": highest}).encode())
         for entry in self.home.iterdir():
-            if entry.name in ("LOCK", "generation.json"):
+            if entry.name in ("LOCK", "generation.json", _IDS_FILE):
                 continue
             if entry.is_dir():
                 remove_tree(entry)

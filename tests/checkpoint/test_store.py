@@ -254,6 +254,25 @@ def test_retention_below_the_count_removes_nothing(store: CheckpointStore) -> No
     assert store.complete_ids() == [3]
 
 
+def test_checkpoint_ids_go_on_counting_across_resets(store: CheckpointStore) -> None:
+    _populate(store, complete=[1, 2], incomplete=[3])
+    store.clear()
+    assert store.complete_ids() == [] and store.highest_id() == 3
+    store.clear()  # reset again before any checkpoint
+    assert store.highest_id() == 3
+    _populate(store, complete=[4, 5], incomplete=[])
+    store.clear()
+    assert store.highest_id() == 5
+    # A directory the reset did not get to delete (killed in the middle) lowers nothing.
+    _populate(store, complete=[2], incomplete=[])
+    assert store.highest_id() == 5
+    assert _files(store.root) == {
+        "orders/checkpoint_ids.json",
+        "orders/chk-000000000002/MANIFEST.json",
+        "orders/chk-000000000002/task-0-g1.state",
+    }
+
+
 def _partial(store: CheckpointStore, checkpoint_id: int) -> None:
     """Checkpoint `checkpoint_id` of a two-stage pipeline with only stage 0 decided."""
     store.write_snapshot(store.snapshot_path(checkpoint_id, 0, 1), b"s")

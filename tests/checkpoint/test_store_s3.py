@@ -81,9 +81,10 @@ def test_retention_partial_manifests_and_reset_on_s3(local_s3: LocalS3, s3_bucke
     assert not any("chk-000000000004" in k for k in _keys(local_s3, s3_bucket))
     store.next_generation(2)
     store.clear()
-    # A reset keeps the generation record: generations stay monotonic.
-    assert _keys(local_s3, s3_bucket) == {"orders/generation.json"}
+    # A reset keeps the generation record and the ids: both go on counting.
+    assert _keys(local_s3, s3_bucket) == {"orders/generation.json", "orders/checkpoint_ids.json"}
     assert store.complete_ids() == [] and store.read_generation().generation == 1
+    assert store.highest_id() == 9
 
 
 def test_inspect_reads_a_store_on_s3(s3_bucket: str) -> None:
