@@ -22,6 +22,8 @@ from laminar_kafka.sinks.file_output import FileOutput
 StartFrom = Literal["earliest", "latest"]
 KeySpec = str | Callable[[Any], Any]
 """A field name, or a function of the record."""
+SOURCE_TIME = "source"
+"""A sink's `timestamp`: the timestamp of the source record the output came from."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,16 @@ class SinkSpec:
     partitions: int | None = None
     """Partitions of an internal topic when it is created (None: the stage's parallelism)."""
     files: FileOutput | None = None
+    headers: Callable[[Any], Any] | None = None
+    """A function of the value giving the record's headers (a mapping or pairs)."""
+    timestamp: KeySpec | None = None
+    """A field or function giving the record's timestamp in ms, or `SOURCE_TIME`;
+    None leaves it to the producer's clock."""
+
+    @property
+    def stamps(self) -> bool:
+        """Whether records carry headers or a timestamp of the pipeline's choosing."""
+        return self.headers is not None or self.timestamp is not None
 
     @property
     def url(self) -> str:

@@ -18,6 +18,7 @@ from laminar_kafka.formats.batch import decode_batch, encode_batch
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators.base import BatchContext, DeadLetter
 from laminar_kafka.runtime.routing import route
+from laminar_kafka.runtime.stamped_output import write_stamped
 from laminar_kafka.sinks.output import OutputWriter
 from laminar_kafka.sources.kafka_reader import KafkaMessage
 from laminar_kafka.state.keyed_state import KeyedState
@@ -78,7 +79,14 @@ class FlowRunner:
         datas = [m.value() for m in messages]
         source_offsets = [m.offset() for m in messages]
         for flow in self._flows_by_topic.get(topic, ()):
-            ctx = BatchContext(topic, partition, self._partition_counts[topic], states)
+            ctx = BatchContext(
+                topic,
+                partition,
+                self._partition_counts[topic],
+                states,
+                messages=messages,
+                key_format=flow.source.key_format,
+            )
             values, offsets = self._decode(flow, datas, source_offsets, ctx)
             for op in flow.operators:
                 if not values:
@@ -127,6 +135,10 @@ class FlowRunner:
             routed = route(sink, values, offsets, ctx, count, limit)
             txn.produce_batch(sink.topic, *routed)
             self.counts.records_out += len(routed[0])
+            return
+        if sink.stamps:
+            limit = self._limits.get(sink.topic)
+            self.counts.records_out += write_stamped(sink, values, offsets, ctx, txn, limit)
             return
         datas = encode_batch(sink.value_format, values)
         keys: list[bytes | None] | None = None

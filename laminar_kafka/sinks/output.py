@@ -25,9 +25,11 @@ class OutputWriter(Protocol):
         value: bytes | None,
         key: bytes | None,
         headers: Sequence[OutputHeader] | None,
+        timestamp: int | None = None,
         /,
     ) -> None:
-        """One record (a dead letter, with its headers)."""
+        """One record (a dead letter, or a record with headers or a timestamp of its own;
+        without a timestamp the producer stamps it)."""
         ...
 
     def produce_batch(

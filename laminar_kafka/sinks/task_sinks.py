@@ -45,9 +45,10 @@ class TaskSinks:
         value: bytes | None,
         key: bytes | None = None,
         headers: Sequence[OutputHeader] | None = None,
+        timestamp: int | None = None,
         /,
     ) -> None:
-        self.kafka.produce(topic, value, key, headers)
+        self.kafka.produce(topic, value, key, headers, timestamp=timestamp)
 
     def produce_batch(
         self,

@@ -29,10 +29,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from laminar_kafka.api.pipeline import Flow, Pipeline
+from laminar_kafka.api.pipeline import Flow, Pipeline, SinkSpec
 from laminar_kafka.checkpoint.topology import check_topology
 from laminar_kafka.errors import ConfigError, PipelineError, RecordDecodeError
-from laminar_kafka.formats import Format
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators.keyed import key_bytes
 from laminar_kafka.runtime.config import RuntimeConfig
@@ -46,13 +45,14 @@ from laminar_kafka.testing.memory_log import (
     DeadLetterRecord,
     MemoryMessage,
     MemoryOutput,
+    OutputRecord,
     ProducedRecord,
     Raw,
     partition_for,
 )
 from laminar_kafka.testing.memory_topics import MemoryTopics, partition_counts
 
-__all__ = ["DeadLetterRecord", "PipelineTester", "Raw", "run_pipeline"]
+__all__ = ["DeadLetterRecord", "OutputRecord", "PipelineTester", "Raw", "run_pipeline"]
 
 
 class PipelineTester:
@@ -80,7 +80,7 @@ class PipelineTester:
         config = RuntimeConfig("memory", "memory", dead_letter_topic=dead_letter_topic)
         self.dead_letter_topic = config.dead_letters_to(pipeline.name)
         self._batch_size = batch_size
-        self._sinks: dict[str, Format] = {}
+        self._sinks: dict[str, SinkSpec] = {}
         self._topics = MemoryTopics()
         self._output = MemoryOutput(self._topics.logs, self._topics.internal)
         self._clock_ms = 0
@@ -100,7 +100,7 @@ class PipelineTester:
             self._checkpoint_offsets.setdefault(key, 0)
         # Sinks of earlier versions stay readable: their committed output is still there.
         sinks = [f.sink for f in reversed(pipeline.flows) if not f.sink.internal]
-        self._sinks.update({sink.topic: sink.value_format for sink in sinks})
+        self._sinks.update({sink.topic: sink for sink in sinks})
         self._restart()
 
     def _restart(self) -> None:
@@ -123,6 +123,7 @@ class PipelineTester:
         values: Iterable[Any],
         keys: Iterable[Any] | None = None,
         timestamps: Iterable[int] | None = None,
+        headers: Iterable[Iterable[tuple[str, bytes | None]]] | None = None,
     ) -> None:
         """Append records to `topic` (encoded with its source format; `Raw` as is), process them.
 
@@ -142,8 +143,9 @@ class PipelineTester:
         items = list(values)
         key_list = list(keys) if keys is not None else [None] * len(items)
         stamps = list(timestamps) if timestamps is not None else None
-        if len(key_list) != len(items) or (stamps is not None and len(stamps) != len(items)):
-            raise ConfigError(f"send to {topic}: keys and timestamps must match the values")
+        heads = [tuple(h) for h in headers] if headers is not None else [()] * len(items)
+        if {len(key_list), len(items if stamps is None else stamps), len(heads)} != {len(items)}:
+            raise ConfigError(f"send to {topic}: keys, timestamps, headers must match the values")
         # Every value is encoded before any is appended: a bad one leaves the input as it was.
         datas = [self._encode(flows[0], value, i) for i, value in enumerate(items)]
         for i, (data, key) in enumerate(zip(datas, key_list, strict=True)):
@@ -152,7 +154,9 @@ class PipelineTester:
             partition = partition_for(flows, count, data, raw_key, keys is not None)
             log = self._topics.logs[(topic, partition)]
             ts = stamps[i] if stamps is not None else self._clock_ms
-            log.append(MemoryMessage(topic, partition, len(log), raw_key, data, ts, self._sent))
+            log.append(
+                MemoryMessage(topic, partition, len(log), raw_key, data, ts, self._sent, heads[i])
+            )
             self._clock_ms += 1
             self._sent += 1
         self._process()
@@ -248,10 +252,15 @@ class PipelineTester:
             return list(self.dead_letters())
         if any(sink.url == topic for sink in self.pipeline.file_sinks):
             return [r.row for r in self._committed(topic)]
-        fmt = self._sinks.get(topic)
-        if fmt is None:
+        return [r.value for r in self.output_records(topic)]
+
+    def output_records(self, topic: str) -> list[OutputRecord]:
+        """The committed records of a sink topic with their keys, headers and timestamps."""
+        sink = self._sinks.get(topic)
+        if sink is None or sink.files is not None:
             raise ConfigError(f"pipeline {self.pipeline.name!r} does not write topic {topic!r}")
-        return [fmt.decode_one(r.value) for r in self._committed(topic)]
+        keys = sink.key_format if sink.key is not None else None
+        return [OutputRecord.decoded(r, sink.value_format, keys) for r in self._committed(topic)]
 
     def dead_letters(self) -> list[DeadLetterRecord]:
         """The committed records of the dead-letter topic."""
