@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from laminar_kafka.formats import BytesFormat, Format, JsonFormat, StringFormat
 from laminar_kafka.operators import AggregateOp, Operator
+from laminar_kafka.operators.event_time import EventTime
 from laminar_kafka.operators.partitioning import Partitioner
 from laminar_kafka.sinks.file_output import FileOutput
 
@@ -24,6 +25,8 @@ KeySpec = str | Callable[[Any], Any]
 """A field name, or a function of the record."""
 SOURCE_TIME = "source"
 """A sink's `timestamp`: the timestamp of the source record the output came from."""
+EVENT_TIME = "#event-time"
+"""An internal sink's `timestamp`: each record's event time, for the next stage."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,8 @@ class SourceSpec:
     partitioner: Partitioner = "murmur2"
     internal: bool = False
     """An internal topic between two stages, created and purged by the runner."""
+    event_time: EventTime | None = None
+    """How records are stamped with event time, if the pipeline uses it (windows)."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,10 @@ class Flow:
     @property
     def is_stateful(self) -> bool:
         return any(isinstance(op, AggregateOp) for op in self.operators)
+
+    @property
+    def has_windows(self) -> bool:
+        return any(isinstance(op, AggregateOp) and op.window for op in self.operators)
 
     @property
     def label(self) -> str:

@@ -20,12 +20,15 @@ from laminar_kafka.api.checks import (
     check_key,
     check_name,
 )
+from laminar_kafka.api.event_time import Duration
 from laminar_kafka.api.specs import KeySpec, SinkSpec, SourceSpec
+from laminar_kafka.api.windowed import WindowedStream, window_spec
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.formats import Format, JsonFormat, StringFormat
 from laminar_kafka.operators import AggregateOp, FilterOp, FlatMapOp, KeyByOp, MapOp, Operator
 from laminar_kafka.operators.keyed import StepKind
 from laminar_kafka.operators.partitioning import Partitioner
+from laminar_kafka.operators.windows import EmitMode
 from laminar_kafka.sinks.file_output import FileFormat
 
 if TYPE_CHECKING:
@@ -225,6 +228,38 @@ class KeyedStream:
     ) -> Stream:
         """Running count of records per key."""
         return self._stateful("count", lambda: 0, lambda n, _v: n + 1, emit, name)
+
+    def tumbling_window(
+        self,
+        size: Duration,
+        *,
+        allowed_lateness: Duration = 0,
+        emit: EmitMode = "final",
+        late_to: str | None = None,
+    ) -> WindowedStream:
+        """Event-time windows of `size` (seconds or a timedelta), back to back from the epoch.
+
+        A window closes when the watermark passes its end plus `allowed_lateness`;
+        records later than that go to the `late_to` topic, else are counted and
+        dropped. See `WindowedStream` for what it emits.
+        """
+        branches = self.stream.branches
+        spec = window_spec("tumbling", size, None, allowed_lateness, emit, late_to, branches)
+        return WindowedStream(self.stream, spec)
+
+    def hopping_window(
+        self,
+        size: Duration,
+        every: Duration,
+        *,
+        allowed_lateness: Duration = 0,
+        emit: EmitMode = "final",
+        late_to: str | None = None,
+    ) -> WindowedStream:
+        """Event-time windows of `size` starting `every` (overlapping when every < size)."""
+        branches = self.stream.branches
+        spec = window_spec("hopping", size, every, allowed_lateness, emit, late_to, branches)
+        return WindowedStream(self.stream, spec)
 
     def _stateful(
         self,

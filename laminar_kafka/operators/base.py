@@ -31,6 +31,15 @@ class DeadLetter:
 
 
 @dataclass(frozen=True)
+class LateRecord:
+    """A record too late for its windows; written to `topic` if set, else only counted."""
+
+    offset: int
+    topic: str | None
+    windows: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
 class BatchContext:
     """The partition a batch comes from, its keyed state and its dead letters.
 
@@ -48,6 +57,15 @@ class BatchContext:
     raw_by_offset: dict[int, tuple[bytes | None, bytes | None]] = field(default_factory=dict)
     messages: Sequence[Any] = ()
     key_format: Format = field(default_factory=BytesFormat)
+    times: dict[int, int] = field(default_factory=dict)
+    """Source offset → event time (ms), for a source with event time."""
+    marks: dict[int, int] = field(default_factory=dict)
+    """Source offset → the partition's watermark once that record was read."""
+    watermark: int = -(2**63)
+    """The partition's watermark after the batch."""
+    last_offset: int = -1
+    """The batch's last source offset: what results of windows closed after it carry."""
+    late: list[LateRecord] = field(default_factory=list)
     _fields: dict[int, SourceFields | str] = field(default_factory=dict, repr=False)
 
     def table(self, step: str) -> dict[Any, Any]:
@@ -77,6 +95,12 @@ class BatchContext:
         for offset, reason in refused:
             self.reject(offset, reason)
         return views, kept, kept_offsets
+
+    def late_record(
+        self, offset: int, topic: str | None, windows: list[tuple[int, int]]
+    ) -> None:
+        """The record at `offset` came after every window it belongs to had closed."""
+        self.late.append(LateRecord(offset, topic, tuple(windows)))
 
     def reject(self, offset: int, reason: str) -> None:
         key, value = self.raw_by_offset.get(offset, (None, None))

@@ -14,9 +14,8 @@ from typing import Any
 
 from laminar_kafka.api.specs import SOURCE_TIME, SinkSpec
 from laminar_kafka.operators.base import BatchContext, describe_error
+from laminar_kafka.operators.event_time import kafka_times
 from laminar_kafka.sinks.output import OutputHeader, OutputWriter
-
-_NO_TIMESTAMP = 0  # confluent_kafka.TIMESTAMP_NOT_AVAILABLE
 
 
 def write_stamped(
@@ -32,7 +31,7 @@ def write_stamped(
     Returns how many were written; the rest are dead letters in `ctx`.
     `limit` is the largest record the topic accepts (key + value), if known.
     """
-    source_times = _source_times(ctx.messages) if sink.timestamp == SOURCE_TIME else {}
+    source_times = kafka_times(ctx.messages) if sink.timestamp == SOURCE_TIME else {}
     written = 0
     for value, offset in zip(values, offsets, strict=True):
         try:
@@ -92,12 +91,3 @@ def _timestamp(sink: SinkSpec, value: Any, source_time: int | None) -> int | Non
             f"a timestamp must be an int of milliseconds since the epoch, not {stamp!r}"
         )
     return stamp
-
-
-def _source_times(messages: Sequence[Any]) -> dict[int, int | None]:
-    """Source offset → the source record's timestamp in ms (None when it has none)."""
-    found: dict[int, int | None] = {}
-    for message in messages:
-        kind, stamp = message.timestamp()
-        found[message.offset()] = None if kind == _NO_TIMESTAMP else stamp
-    return found

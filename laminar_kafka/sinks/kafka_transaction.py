@@ -157,14 +157,16 @@ class KafkaTransaction:
         values: Sequence[bytes | None],
         keys: Sequence[bytes | None] | None,
         partitions: Sequence[int] | None = None,
+        timestamps: Sequence[int | None] | None = None,
     ) -> None:
         """Produce many records with one state check (the hot path of a task)."""
-        if self.state is TxnState.PREPARED:
-            ks = keys if keys is not None else [None] * len(values)
-            ps = partitions if partitions is not None else [None] * len(values)
-            self._staged.extend(
-                (topic, v, k, None, p, None) for v, k, p in zip(values, ks, ps, strict=True)
-            )
+        if timestamps is not None or self.state is TxnState.PREPARED:
+            n = len(values)
+            ks = keys if keys is not None else [None] * n
+            ps = partitions if partitions is not None else [None] * n
+            ts = timestamps if timestamps is not None else [None] * n
+            for v, k, p, t in zip(values, ks, ps, ts, strict=True):
+                self.produce(topic, v, k, None, p, t)
             return
         if self.state is not TxnState.OPEN:
             self._to("produce")

@@ -38,10 +38,12 @@ class OutputWriter(Protocol):
         values: Sequence[bytes | None],
         keys: Sequence[bytes | None] | None,
         partitions: Sequence[int] | None = None,
+        timestamps: Sequence[int | None] | None = None,
         /,
     ) -> None:
         """Many records of one topic; `keys[i]` is the key of `values[i]`, if keys are
-        given, and `partitions[i]` its partition, if given (else the producer's choice)."""
+        given, `partitions[i]` its partition, if given (else the producer's choice), and
+        `timestamps[i]` its timestamp in ms, if given (else the producer's clock)."""
         ...
 
     def write_rows(self, url: str, output: FileOutput, values: Sequence[Any], /) -> Rejected:

@@ -56,9 +56,10 @@ class TaskSinks:
         values: Sequence[bytes | None],
         keys: Sequence[bytes | None] | None,
         partitions: Sequence[int] | None = None,
+        timestamps: Sequence[int | None] | None = None,
         /,
     ) -> None:
-        self.kafka.produce_batch(topic, values, keys, partitions)
+        self.kafka.produce_batch(topic, values, keys, partitions, timestamps)
 
     def write_rows(self, url: str, output: FileOutput, values: Sequence[Any], /) -> Rejected:
         assert self.files is not None, "a file sink without a file transaction"

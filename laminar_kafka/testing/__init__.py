@@ -15,8 +15,8 @@ from laminar_kafka.testing.memory import (
     OutputRecord,
     PipelineTester,
     Raw,
-    run_pipeline,
 )
+from laminar_kafka.testing.memory_run import run_pipeline
 from laminar_kafka.testing.oracle import OutputReport, compare_outputs
 from laminar_kafka.testing.registry import session_registry
 

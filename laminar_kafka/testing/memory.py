@@ -35,6 +35,7 @@ from laminar_kafka.errors import ConfigError, PipelineError, RecordDecodeError
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators.keyed import key_bytes
 from laminar_kafka.runtime.config import RuntimeConfig
+from laminar_kafka.runtime.event_clock import wall_ms
 from laminar_kafka.runtime.processing import FlowRunner
 from laminar_kafka.state.snapshot import (
     PartitionTables,
@@ -48,11 +49,12 @@ from laminar_kafka.testing.memory_log import (
     OutputRecord,
     ProducedRecord,
     Raw,
+    late_formats,
     partition_for,
 )
 from laminar_kafka.testing.memory_topics import MemoryTopics, partition_counts
 
-__all__ = ["DeadLetterRecord", "OutputRecord", "PipelineTester", "Raw", "run_pipeline"]
+__all__ = ["DeadLetterRecord", "OutputRecord", "PipelineTester", "Raw"]
 
 
 class PipelineTester:
@@ -84,6 +86,7 @@ class PipelineTester:
         self._topics = MemoryTopics()
         self._output = MemoryOutput(self._topics.logs, self._topics.internal)
         self._clock_ms = 0
+        self._wall_ms = wall_ms()  # moved on by advance_clock only: idleness is testable
         self._sent = 0
         self._snapshot: bytes | None = None
         self._snapshot_keys: frozenset[PartitionKey] = frozenset()
@@ -101,12 +104,19 @@ class PipelineTester:
         # Sinks of earlier versions stay readable: their committed output is still there.
         sinks = [f.sink for f in reversed(pipeline.flows) if not f.sink.internal]
         self._sinks.update({sink.topic: sink for sink in sinks})
+        # Late records are source records as they were read: decoded with the source's format.
+        self._sinks.update({t: SinkSpec(t, fmt) for t, fmt in late_formats(pipeline).items()})
         self._restart()
 
     def _restart(self) -> None:
         """A new worker generation resuming from the last checkpoint (or from scratch)."""
         self._topics.rewind()
-        self._runner = FlowRunner(self.pipeline.flows, self._topics.counts, self.dead_letter_topic)
+        self._runner = FlowRunner(
+            self.pipeline.flows,
+            self._topics.counts,
+            self.dead_letter_topic,
+            clock=lambda: self._wall_ms,
+        )
         self._positions = {k: self._checkpoint_offsets[k] for k in self._keys}
         snapshot = self._snapshot
         self._states: dict[PartitionKey, PartitionTables] = {
@@ -196,6 +206,12 @@ class PipelineTester:
                     position += len(batch)
                     self._positions[key] = position
 
+    def advance_clock(self, seconds: float) -> None:
+        """Let `seconds` of wall-clock time pass: partitions without records for their
+        source's idle_timeout release their windows (runtime/event_clock.py)."""
+        self._wall_ms += round(seconds * 1000)
+        self._runner.tick(self._states, self._positions, self._output, self._output.at)
+
     # -- checkpoints and crashes ------------------------------------------
     def checkpoint(self) -> int:
         """Process what is pending, snapshot state and offsets, commit; returns its number.
@@ -273,23 +289,3 @@ class PipelineTester:
         if letters:
             out[self.dead_letter_topic] = letters
         return out
-
-
-def run_pipeline(
-    pipeline: Pipeline,
-    inputs: Mapping[str, Iterable[Any]],
-    partitions: int | Mapping[str, int] = 1,
-    *,
-    keys: Mapping[str, Iterable[Any]] | None = None,
-    batch_size: int = 1,
-) -> dict[str, list[Any]]:
-    """Run `inputs` (values per source topic) through the pipeline in one crash-free run.
-
-    Returns the decoded output per sink topic, plus `<pipeline>.dlq` with
-    `DeadLetterRecord`s if any record went there.
-    """
-    tester = PipelineTester(pipeline, partitions, batch_size=batch_size)
-    for topic, values in inputs.items():
-        tester.send(topic, values, None if keys is None else keys.get(topic))
-    tester.checkpoint()
-    return tester.outputs()

@@ -15,12 +15,12 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from laminar_kafka.api.pipeline import Flow, SourceSpec
+from laminar_kafka.api.pipeline import Flow, Pipeline, SourceSpec
 from laminar_kafka.errors import PipelineError, RecordDecodeError
 from laminar_kafka.formats import Format
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators.base import BatchContext
-from laminar_kafka.operators.keyed import KeyByOp, key_bytes
+from laminar_kafka.operators.keyed import AggregateOp, KeyByOp, key_bytes
 from laminar_kafka.operators.partitioning import PARTITIONERS
 from laminar_kafka.sinks.file_output import FileOutput
 from laminar_kafka.sinks.file_rows import EpochRows, Rejected
@@ -180,23 +180,30 @@ class MemoryOutput:
         values: Sequence[bytes | None],
         keys: Sequence[bytes | None] | None,
         partitions: Sequence[int] | None = None,
+        timestamps: Sequence[int | None] | None = None,
         /,
     ) -> None:
         key_list = list(keys) if keys is not None else [None] * len(values)
+        stamps = list(timestamps) if timestamps is not None else [None] * len(values)
         if topic in self.internal:
             if partitions is None:
                 raise PipelineError(f"records for internal topic {topic} without partitions")
-            for v, k, p in zip(values, key_list, partitions, strict=True):
+            for v, k, p, t in zip(values, key_list, partitions, stamps, strict=True):
                 log = self.logs.get((topic, p))
                 if log is None:
                     raise PipelineError(f"internal topic {topic} has no partition {p}")
-                message = MemoryMessage(topic, p, len(log), k, v, self.timestamp_ms, self.sequence)
-                log.append(message)
+                at = self.timestamp_ms if t is None else t
+                log.append(MemoryMessage(topic, p, len(log), k, v, at, self.sequence))
             return
         source = self.source
         self.pending.extend(
-            ProducedRecord(topic, k, v, (), source) for v, k in zip(values, key_list, strict=True)
+            ProducedRecord(topic, k, v, (), source, None, t)
+            for v, k, t in zip(values, key_list, stamps, strict=True)
         )
+
+    def at(self, key: PartitionKey) -> None:
+        """What follows is written by the processing of partition `key`."""
+        self.source = key
 
     def write_rows(self, url: str, output: FileOutput, values: Sequence[Any], /) -> Rejected:
         """Rows of a file sink, checked as the real sink checks them."""
@@ -216,6 +223,16 @@ class MemoryOutput:
 
     def abort(self) -> None:
         self.pending.clear()
+
+
+def late_formats(pipeline: Pipeline) -> dict[str, Format]:
+    """Each `late_to` topic → the format of the records its windowed step reads."""
+    return {
+        op.window.late_to: flow.source.value_format
+        for flow in pipeline.flows
+        for op in flow.operators
+        if isinstance(op, AggregateOp) and op.window is not None and op.window.late_to
+    }
 
 
 def _routing_key(flow: Flow, data: bytes | None) -> tuple[bytes, KeyByOp] | None:
