@@ -49,10 +49,9 @@ from laminar_kafka.testing.memory_log import (
     OutputRecord,
     ProducedRecord,
     Raw,
-    late_formats,
     partition_for,
 )
-from laminar_kafka.testing.memory_topics import MemoryTopics, partition_counts
+from laminar_kafka.testing.memory_topics import MemoryTopics, late_formats, partition_counts
 
 __all__ = ["DeadLetterRecord", "OutputRecord", "PipelineTester", "Raw"]
 

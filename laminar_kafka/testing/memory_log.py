@@ -15,12 +15,12 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from laminar_kafka.api.pipeline import Flow, Pipeline, SourceSpec
+from laminar_kafka.api.pipeline import Flow, SourceSpec
 from laminar_kafka.errors import PipelineError, RecordDecodeError
 from laminar_kafka.formats import Format
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators.base import BatchContext
-from laminar_kafka.operators.keyed import AggregateOp, KeyByOp, key_bytes
+from laminar_kafka.operators.keyed import KeyByOp, key_bytes
 from laminar_kafka.operators.partitioning import PARTITIONERS
 from laminar_kafka.sinks.file_output import FileOutput
 from laminar_kafka.sinks.file_rows import EpochRows, Rejected
@@ -223,16 +223,6 @@ class MemoryOutput:
 
     def abort(self) -> None:
         self.pending.clear()
-
-
-def late_formats(pipeline: Pipeline) -> dict[str, Format]:
-    """Each `late_to` topic → the format of the records its windowed step reads."""
-    return {
-        op.window.late_to: flow.source.value_format
-        for flow in pipeline.flows
-        for op in flow.operators
-        if isinstance(op, AggregateOp) and op.window is not None and op.window.late_to
-    }
 
 
 def _routing_key(flow: Flow, data: bytes | None) -> tuple[bytes, KeyByOp] | None:
