@@ -21,6 +21,7 @@ from typing import Any, Literal
 from laminar_kafka.operators.base import BatchContext, describe_error
 
 WindowKind = Literal["tumbling", "hopping"]
+_NEVER = 2**62  # beyond any timestamp: no window ends there
 EmitMode = Literal["final", "updates"]
 
 
@@ -75,14 +76,18 @@ def apply_windowed(
     ends = ctx.table(step + "#ends")
     out: list[Any] = []
     kept: list[int] = []
-    size, lateness = spec.size_ms, spec.lateness_ms
+    size, lateness, every = spec.size_ms, spec.lateness_ms, spec.every_ms
     updates = spec.emit == "updates"
     times, marks = ctx.times, ctx.marks
-    closed_at = None  # the watermark windows were last closed at, in this call
+    due = min(ends, default=_NEVER) + lateness  # the watermark that closes the next window
     for (k, v), o in zip(values, offsets, strict=True):
         ts, watermark = times[o], marks[o]
-        starts = spec.starts(ts)
+        last = ts - ts % every
+        starts = range(last - size + every, last + 1, every)
         open_starts = [s for s in starts if s + size + lateness > watermark]
+        if not open_starts:  # a late record moves no watermark: nothing closes here
+            ctx.late_record(o, spec.late_to, [(s, s + size) for s in starts])
+            continue
         try:  # every window's new value first: a record that fails changes none
             updated = [
                 add(table[(k, s)] if (k, s) in table else initial(), v) for s in open_starts
@@ -90,22 +95,23 @@ def apply_windowed(
             emitted = [
                 emit(k, Window(s, s + size, False), u)
                 for s, u in zip(open_starts, updated, strict=True)
-            ] if updates else []
+                if updates
+            ]
         except Exception as exc:
             ctx.reject(o, describe_error("window aggregate", exc))
             continue
         for s, u in zip(open_starts, updated, strict=True):
             if (k, s) not in table:
                 ends.setdefault(s + size, []).append(k)
+                due = min(due, s + size + lateness)
             table[(k, s)] = u
-        out.extend(emitted)
-        kept.extend([o] * len(emitted))
-        if not open_starts:
-            ctx.late_record(o, spec.late_to, [(s, s + size) for s in starts])
-        if watermark != closed_at:
-            _close(table, ends, size, lateness, watermark, emit, o, ctx, out, kept)
-            closed_at = watermark
-    _close(table, ends, size, lateness, ctx.watermark, emit, ctx.last_offset, ctx, out, kept)
+        if emitted:
+            out.extend(emitted)
+            kept.extend([o] * len(emitted))
+        if watermark >= due:
+            due = _close(table, ends, size, lateness, watermark, emit, o, ctx, out, kept)
+    if ctx.watermark >= due:
+        _close(table, ends, size, lateness, ctx.watermark, emit, ctx.last_offset, ctx, out, kept)
     return out, kept
 
 
@@ -120,10 +126,10 @@ def _close(
     ctx: BatchContext,
     out: list[Any],
     kept: list[int],
-) -> None:
-    """Emit and drop every window that ends at or before watermark - lateness, oldest first."""
-    due = sorted(end for end in ends if end + lateness <= watermark)
-    for end in due:
+) -> int:
+    """Emit and drop every window that ends at or before watermark - lateness, oldest
+    first; returns the watermark that closes the next one."""
+    for end in sorted(end for end in ends if end + lateness <= watermark):
         start = end - size
         for k in ends.pop(end):
             value = table.pop((k, start))
@@ -132,3 +138,4 @@ def _close(
                 kept.append(offset)
             except Exception as exc:
                 ctx.reject(offset, describe_error(f"window emit of [{start}, {end})", exc))
+    return min(ends, default=_NEVER) + lateness
