@@ -124,7 +124,8 @@ def test_an_idle_partition_stops_holding_its_windows_back() -> None:
     assert tester.output("counts") == []  # not idle yet: the window waits for more
     tester.advance_clock(2)
     tester.checkpoint()
-    assert tester.output("counts") == [{"key": "a", "start": BASE, "end": BASE + MINUTE, "value": 1}]
+    window = {"key": "a", "start": BASE, "end": BASE + MINUTE, "value": 1}
+    assert tester.output("counts") == [window]
 
 
 def test_a_stalled_partition_keeps_its_own_windows_open_but_not_the_others() -> None:
