@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from laminar_kafka.api.checks import DERIVED_STEP, check_callable, check_duration, check_name
+from laminar_kafka.api.specs import SourceSpec
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.operators import AggregateOp
 from laminar_kafka.operators.keyed import StepKind
@@ -20,6 +21,10 @@ from laminar_kafka.operators.windows import EmitMode, Window, WindowSpec, defaul
 
 if TYPE_CHECKING:
     from laminar_kafka.api.streams import Branch, Stream
+
+
+def _is_repartition(given: object) -> bool:
+    return not isinstance(given, SourceSpec)
 
 
 def window_spec(
@@ -31,7 +36,15 @@ def window_spec(
     late_to: str | None,
     branches: tuple[Branch, ...],
 ) -> WindowSpec:
-    """A checked window; refused when a source feeding it has no event time."""
+    """A checked window; refused when a source feeding it has no event time, or when it
+    would follow a repartition (a stage's watermark must then come from every writer
+    of its internal partitions, which the internal topics do not carry yet)."""
+    if any(_is_repartition(b.input) for b in branches):
+        raise ConfigError(
+            "windows run in the stage of their source for now: declare the key on the "
+            "source (source(..., partitioned_by=<key>), the key its producers partition by) "
+            "so that key_by needs no repartition"
+        )
     without = [topic for topic, has in sources_with_event_time(branches) if not has]
     if without:
         raise ConfigError(
@@ -52,15 +65,13 @@ def window_spec(
 
 def sources_with_event_time(branches: tuple[Branch, ...]) -> list[tuple[str, bool]]:
     """(topic, has event time) of every user source that feeds these branches."""
-    from laminar_kafka.api.streams import Repartition
-
     found: list[tuple[str, bool]] = []
     for branch in branches:
         given = branch.input
-        if isinstance(given, Repartition):
-            found.extend(sources_with_event_time(given.upstream))
-        else:
+        if isinstance(given, SourceSpec):
             found.append((given.topic, given.event_time is not None))
+        else:
+            found.extend(sources_with_event_time(given.upstream))
     return found
 
 

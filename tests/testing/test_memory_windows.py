@@ -17,15 +17,10 @@ MINUTE = 60_000
 BASE = 1_700_000_000_000 - 1_700_000_000_000 % MINUTE
 
 
-def revenue(partitions_by_product: bool = False) -> Pipeline:
+def revenue() -> Pipeline:
     p = Pipeline("revenue")
     (
-        p.source(
-            "orders",
-            timestamp="ts",
-            max_out_of_order=10,
-            partitioned_by="product" if partitions_by_product else None,
-        )
+        p.source("orders", timestamp="ts", max_out_of_order=10, partitioned_by="product")
         .key_by("product")
         .tumbling_window(60, allowed_lateness=5, late_to="late-orders")
         .aggregate(
@@ -95,7 +90,7 @@ def test_final_results_are_exactly_once_whatever_the_crashes(seed: int) -> None:
 
 
 def test_late_records_go_to_the_side_topic_once_with_the_window_they_missed() -> None:
-    tester = PipelineTester(revenue(partitions_by_product=True))
+    tester = PipelineTester(revenue())
     on_time = [{"id": 1, "product": "p", "amount": 5, "ts": BASE + 1_000}]
     closing = [{"id": 2, "product": "p", "amount": 1, "ts": BASE + MINUTE + 16_000}]
     late = [{"id": 3, "product": "p", "amount": 7, "ts": BASE + 2_000}]
@@ -148,6 +143,12 @@ def test_a_stalled_partition_keeps_its_own_windows_open_but_not_the_others() -> 
 
 
 def test_windows_need_event_time_on_every_source() -> None:
-    stream = Pipeline("no-time").source("in").key_by("k")
+    stream = Pipeline("no-time").source("in", partitioned_by="k").key_by("k")
     with pytest.raises(ConfigError, match="windows need event time"):
+        stream.tumbling_window(60)
+
+
+def test_windows_after_a_repartition_are_refused_with_the_way_out() -> None:
+    stream = Pipeline("cut").source("in", timestamp="kafka").key_by("k")
+    with pytest.raises(ConfigError, match="partitioned_by"):
         stream.tumbling_window(60)
