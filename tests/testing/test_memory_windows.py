@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -152,3 +153,24 @@ def test_windows_after_a_repartition_are_refused_with_the_way_out() -> None:
     stream = Pipeline("cut").source("in", timestamp="kafka").key_by("k")
     with pytest.raises(ConfigError, match="partitioned_by"):
         stream.tumbling_window(60)
+
+
+def test_the_example_pipeline_gives_each_customer_minute_once() -> None:
+    from laminar_kafka.api.loader import load_pipeline
+    from laminar_kafka.testing.orders import order
+
+    example = Path(__file__).resolve().parents[2] / "pipelines" / "spend_per_minute.py"
+    pipeline = load_pipeline(str(example))
+    # Order i at 1_700_000_000_000 + i * 500 ms: 120 orders per minute, 12 per customer.
+    items = [{**order(i), "ts_ms": 1_700_000_000_000 + i * 500} for i in range(1_000)]
+    late = {**order(1_000), "ts_ms": 1_700_000_000_000}
+    out = run_pipeline(pipeline, {"orders": [*items, late]}, partitions=3)
+    minutes = out["spend-per-minute"]
+    assert len({(m["customer"], m["minute_end"]) for m in minutes}) == len(minutes)
+    for m in minutes:
+        inside = [
+            o for o in items
+            if o["customer"] == m["customer"] and m["minute_start"] <= o["ts_ms"] < m["minute_end"]
+        ]
+        assert (m["orders"], m["amount"]) == (len(inside), sum(o["amount"] for o in inside))
+    assert out["orders-late"] == [late]
