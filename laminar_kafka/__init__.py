@@ -3,6 +3,7 @@
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.formats import AvroFormat, BytesFormat, JsonFormat, StringFormat
+from laminar_kafka.operators.record import Record
 from laminar_kafka.runtime.config import RestartPolicy, RuntimeConfig
 from laminar_kafka.runtime.runner import PipelineRunner
 
@@ -13,6 +14,7 @@ __all__ = [
     "LaminarError",
     "Pipeline",
     "PipelineRunner",
+    "Record",
     "RestartPolicy",
     "RuntimeConfig",
     "StringFormat",

@@ -6,6 +6,7 @@ Each raises ConfigError at definition time, not once per record when the pipelin
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.sinks.file_output import FileOutput
@@ -36,6 +37,18 @@ def check_callable(what: str, fn: object) -> None:
 def check_key(what: str, key: object) -> None:
     if not (isinstance(key, str) or callable(key)):
         raise ConfigError(f"{what} must be a field name or a function, not {key!r:.60}")
+
+
+def check_duration(what: str, value: object, positive: bool = False) -> int:
+    """A duration given in seconds (int or float) or as a timedelta, in milliseconds."""
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    if type(value) not in (int, float) or value != value or value in (float("inf"), -float("inf")):
+        raise ConfigError(f"{what} must be seconds (a number) or a timedelta, not {value!r:.60}")
+    ms = round(float(value) * 1000)  # type: ignore[arg-type]
+    if ms < 0 or (positive and ms == 0):
+        raise ConfigError(f"{what} must be {'positive' if positive else 'at least 0'}, not {value}")
+    return ms
 
 
 def check_format(what: str, fmt: object) -> None:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from laminar_kafka.api.specs import Flow, SinkSpec, SourceSpec
+from laminar_kafka.api.specs import EVENT_TIME, Flow, SinkSpec, SourceSpec
 from laminar_kafka.api.streams import Branch, Repartition
 from laminar_kafka.formats import JsonFormat
 from laminar_kafka.operators import AggregateOp, Operator
+from laminar_kafka.operators.event_time import KAFKA_TIME, EventTime
 
 _NOT_IN_TOPIC = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -61,6 +62,7 @@ class _Cutter:
         step = given.name or f"{self.label}/key_by-{self.repartitions}"
         topic = internal_topic(self.pipeline, step)
         op = given.key_by
+        clock = carried_event_time(given.upstream)
         sink = SinkSpec(
             topic,
             JsonFormat(strict=True),
@@ -68,6 +70,7 @@ class _Cutter:
             internal=True,
             partitioner=op.partitioner,
             partitions=given.partitions,
+            timestamp=EVENT_TIME if clock is not None else None,
         )
         for upstream in given.upstream:
             self.branch(upstream, sink)
@@ -77,6 +80,7 @@ class _Cutter:
             partitioned_by=op.key,
             partitioner=op.partitioner,
             internal=True,
+            event_time=clock,
         )
         self.cut[id(given)] = source
         return source
@@ -89,6 +93,30 @@ class _Cutter:
                 op = replace(op, step=op.name or f"{self.label}/aggregate-{self.aggregates}")
             named.append(op)
         return tuple(named)
+
+
+def carried_event_time(branches: tuple[Branch, ...]) -> EventTime | None:
+    """How the stage after a repartition reads event time: from the Kafka timestamps
+    the upstream stage wrote, with the loosest settings of the sources it comes from.
+    None unless every source feeding it has event time."""
+    found = [_source_clock(b) for b in branches]
+    clocks = [c for c in found if c is not None]
+    if not clocks or len(clocks) < len(found):
+        return None
+    idle = [c.idle_timeout_ms for c in clocks if c.idle_timeout_ms is not None]
+    return EventTime(
+        KAFKA_TIME,
+        max(c.max_out_of_order_ms for c in clocks),
+        min(idle) if idle else None,
+        max(c.max_future_ms for c in clocks),
+    )
+
+
+def _source_clock(branch: Branch) -> EventTime | None:
+    given = branch.input
+    if isinstance(given, SourceSpec):
+        return given.event_time
+    return carried_event_time(given.upstream)
 
 
 def cut_stream(pipeline: str, branches: tuple[Branch, ...], sink: SinkSpec) -> list[Flow]:

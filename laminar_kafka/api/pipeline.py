@@ -17,12 +17,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from laminar_kafka.api.checks import check_format, check_key, check_name
+from laminar_kafka.api.event_time import Duration, event_time
 from laminar_kafka.api.graph import cut_stream
 from laminar_kafka.api.specs import Flow, KeySpec, SinkSpec, SourceSpec, StartFrom
 from laminar_kafka.api.streams import Branch, KeyedStream, Stream
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.formats import BytesFormat, Format, JsonFormat
 from laminar_kafka.operators import AggregateOp
+from laminar_kafka.operators.event_time import TimestampSpec
 from laminar_kafka.operators.partitioning import PARTITIONERS, Partitioner
 from laminar_kafka.operators.steps import describe_steps, step_signatures
 
@@ -45,6 +47,11 @@ class Pipeline:
         barriers: bool = True,
         partitioned_by: KeySpec | None = None,
         partitioner: Partitioner = "murmur2",
+        *,
+        timestamp: TimestampSpec | None = None,
+        max_out_of_order: Duration = 0,
+        idle_timeout: Duration | None = None,
+        max_future: Duration = 3600,
     ) -> Stream:
         """Read `topic`.
 
@@ -55,6 +62,14 @@ class Pipeline:
         With `barriers=False` no control record is written into the topic (for a
         topic the pipeline may not write): each checkpoint captures such a source
         where the task stands when the checkpoint is announced.
+
+        Event time (for windows): `timestamp` is "kafka" (the record's Kafka
+        timestamp), a field or a function of the value, in ms since the epoch.
+        A partition's watermark is its highest timestamp minus `max_out_of_order`
+        (seconds or a timedelta); a partition without records for `idle_timeout`
+        stops holding its windows back (see operators/event_time.py). A record
+        without a timestamp, or stamped more than `max_future` ahead of the
+        clock, is a dead letter.
         """
         if start_from not in ("earliest", "latest"):
             raise ConfigError(f"start_from must be 'earliest' or 'latest', not {start_from!r}")
@@ -76,6 +91,7 @@ class Pipeline:
             bool(barriers),
             partitioned_by,
             partitioner,
+            event_time=event_time(timestamp, max_out_of_order, idle_timeout, max_future),
         )
         return Stream(self, (Branch(spec),))
 
@@ -105,6 +121,14 @@ class Pipeline:
         for flow in flows:
             if flow.sink.topic == flow.source.topic:
                 raise ConfigError(f"flow reads and writes the same topic {flow.source.topic!r}")
+        clocks: dict[str, object] = {}
+        for flow in (*self._flows, *flows):
+            clock = clocks.setdefault(flow.source.topic, flow.source.event_time)
+            if clock != flow.source.event_time:
+                raise ConfigError(
+                    f"topic {flow.source.topic!r} is read twice with different event-time "
+                    "settings (timestamp, max_out_of_order, idle_timeout): give both the same"
+                )
         seen: dict[str, str] = {}
         for i, f in enumerate((*self._flows, *flows), 1):
             for step, this in describe_steps(f.operators, f"flow {i} ({f.label})"):
@@ -156,12 +180,21 @@ class Pipeline:
 
     @property
     def sink_topics(self) -> tuple[str, ...]:
-        """The user's sink topics (not the internal ones, not file sinks)."""
-        return tuple(
-            dict.fromkeys(
-                f.sink.topic for f in self._flows if not f.sink.internal and f.sink.files is None
-            )
-        )
+        """The user's sink topics (not the internal ones, not file sinks), then the
+        topics late records go to."""
+        sinks = [f.sink.topic for f in self._flows if not f.sink.internal and f.sink.files is None]
+        return tuple(dict.fromkeys([*sinks, *self.late_topics]))
+
+    @property
+    def late_topics(self) -> tuple[str, ...]:
+        """Topics that windowed steps send late records to (`late_to`)."""
+        found = [
+            op.window.late_to
+            for f in self._flows
+            for op in f.operators
+            if isinstance(op, AggregateOp) and op.window is not None and op.window.late_to
+        ]
+        return tuple(dict.fromkeys(found))
 
     @property
     def file_sinks(self) -> tuple[SinkSpec, ...]:

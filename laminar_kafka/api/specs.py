@@ -16,12 +16,17 @@ from typing import Any, Literal
 
 from laminar_kafka.formats import BytesFormat, Format, JsonFormat, StringFormat
 from laminar_kafka.operators import AggregateOp, Operator
+from laminar_kafka.operators.event_time import EventTime
 from laminar_kafka.operators.partitioning import Partitioner
 from laminar_kafka.sinks.file_output import FileOutput
 
 StartFrom = Literal["earliest", "latest"]
 KeySpec = str | Callable[[Any], Any]
 """A field name, or a function of the record."""
+SOURCE_TIME = "source"
+"""A sink's `timestamp`: the timestamp of the source record the output came from."""
+EVENT_TIME = "#event-time"
+"""An internal sink's `timestamp`: each record's event time, for the next stage."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,8 @@ class SourceSpec:
     partitioner: Partitioner = "murmur2"
     internal: bool = False
     """An internal topic between two stages, created and purged by the runner."""
+    event_time: EventTime | None = None
+    """How records are stamped with event time, if the pipeline uses it (windows)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,16 @@ class SinkSpec:
     partitions: int | None = None
     """Partitions of an internal topic when it is created (None: the stage's parallelism)."""
     files: FileOutput | None = None
+    headers: Callable[[Any], Any] | None = None
+    """A function of the value giving the record's headers (a mapping or pairs)."""
+    timestamp: KeySpec | None = None
+    """A field or function giving the record's timestamp in ms, or `SOURCE_TIME`;
+    None leaves it to the producer's clock."""
+
+    @property
+    def stamps(self) -> bool:
+        """Whether records carry headers or a timestamp of the pipeline's choosing."""
+        return self.headers is not None or self.timestamp is not None
 
     @property
     def url(self) -> str:
@@ -99,6 +116,10 @@ class Flow:
     @property
     def is_stateful(self) -> bool:
         return any(isinstance(op, AggregateOp) for op in self.operators)
+
+    @property
+    def has_windows(self) -> bool:
+        return any(isinstance(op, AggregateOp) and op.window for op in self.operators)
 
     @property
     def label(self) -> str:

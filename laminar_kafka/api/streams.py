@@ -20,17 +20,26 @@ from laminar_kafka.api.checks import (
     check_key,
     check_name,
 )
+from laminar_kafka.api.event_time import Duration
 from laminar_kafka.api.specs import KeySpec, SinkSpec, SourceSpec
+from laminar_kafka.api.windowed import WindowedStream, window_spec
 from laminar_kafka.errors import ConfigError
-from laminar_kafka.formats import Format, JsonFormat
+from laminar_kafka.formats import Format, JsonFormat, StringFormat
 from laminar_kafka.operators import AggregateOp, FilterOp, FlatMapOp, KeyByOp, MapOp, Operator
 from laminar_kafka.operators.keyed import StepKind
 from laminar_kafka.operators.partitioning import Partitioner
+from laminar_kafka.operators.windows import EmitMode
 from laminar_kafka.sinks.file_output import FileFormat
 
 if TYPE_CHECKING:
     from laminar_kafka.api.pipeline import Pipeline
     from laminar_kafka.api.specs import Flow
+
+
+def _flag(what: str, metadata: bool) -> bool:
+    if not isinstance(metadata, bool):
+        raise ConfigError(f"{what} metadata must be True or False, not {metadata!r}")
+    return metadata
 
 
 @dataclass(frozen=True)
@@ -71,17 +80,22 @@ class Stream:
             self.pipeline, tuple(replace(b, operators=(*b.operators, op)) for b in self.branches)
         )
 
-    def map(self, fn: Callable[[Any], Any]) -> Stream:
+    def map(self, fn: Callable[[Any], Any], *, metadata: bool = False) -> Stream:
+        """fn(value) for each record; with `metadata=True`, fn(`Record`): the value with
+        the key, timestamp, headers, topic, partition and offset of its source record."""
         check_callable("map", fn)
-        return self._then(MapOp(fn))
+        return self._then(MapOp(fn, _flag("map", metadata)))
 
-    def filter(self, fn: Callable[[Any], bool]) -> Stream:
+    def filter(self, fn: Callable[[Any], bool], *, metadata: bool = False) -> Stream:
+        """Keep the records for which fn is true (`metadata=True`: fn gets a `Record`)."""
         check_callable("filter", fn)
-        return self._then(FilterOp(fn))
+        return self._then(FilterOp(fn, _flag("filter", metadata)))
 
-    def flat_map(self, fn: Callable[[Any], Iterable[Any]]) -> Stream:
+    def flat_map(self, fn: Callable[[Any], Iterable[Any]], *, metadata: bool = False) -> Stream:
+        """Each record becomes what fn returns, zero or more (`metadata=True`: fn gets a
+        `Record`)."""
         check_callable("flat_map", fn)
-        return self._then(FlatMapOp(fn))
+        return self._then(FlatMapOp(fn, _flag("flat_map", metadata)))
 
     def union(self, *others: Stream) -> Stream:
         """One stream of this stream's records and the others' (no order between them)."""
@@ -120,13 +134,37 @@ class Stream:
         topic: str,
         value_format: Format | None = None,
         key: KeySpec | None = None,
+        *,
+        key_format: Format | None = None,
+        headers: Callable[[Any], Any] | None = None,
+        timestamp: KeySpec | None = None,
     ) -> Flow:
-        """Complete the stream; returns the flow that writes `topic` (its steps named)."""
+        """Complete the stream; returns the flow that writes `topic` (its steps named).
+
+        `key` (a field or function of the value) sets the record key, encoded with
+        `key_format` (strings by default). `headers` is a function of the value
+        returning a mapping or (name, value) pairs. `timestamp` is a field or
+        function giving milliseconds, or "source" for the source record's own
+        timestamp; by default the producer stamps the record.
+        """
         if key is not None:
             check_key("sink key", key)
         if value_format is not None:
             check_format("sink value_format", value_format)
-        spec = SinkSpec(check_name("sink topic", topic), value_format or JsonFormat(), key)
+        if key_format is not None:
+            check_format("sink key_format", key_format)
+        if headers is not None:
+            check_callable("sink headers", headers)
+        if timestamp is not None:
+            check_key("sink timestamp", timestamp)
+        spec = SinkSpec(
+            check_name("sink topic", topic),
+            value_format or JsonFormat(),
+            key,
+            key_format or StringFormat(),
+            headers=headers,
+            timestamp=timestamp,
+        )
         return self.pipeline.add_stream(self.branches, spec)
 
     def sink_files(
@@ -190,6 +228,38 @@ class KeyedStream:
     ) -> Stream:
         """Running count of records per key."""
         return self._stateful("count", lambda: 0, lambda n, _v: n + 1, emit, name)
+
+    def tumbling_window(
+        self,
+        size: Duration,
+        *,
+        allowed_lateness: Duration = 0,
+        emit: EmitMode = "final",
+        late_to: str | None = None,
+    ) -> WindowedStream:
+        """Event-time windows of `size` (seconds or a timedelta), back to back from the epoch.
+
+        A window closes when the watermark passes its end plus `allowed_lateness`;
+        records later than that go to the `late_to` topic, else are counted and
+        dropped. See `WindowedStream` for what it emits.
+        """
+        branches = self.stream.branches
+        spec = window_spec("tumbling", size, None, allowed_lateness, emit, late_to, branches)
+        return WindowedStream(self.stream, spec)
+
+    def hopping_window(
+        self,
+        size: Duration,
+        every: Duration,
+        *,
+        allowed_lateness: Duration = 0,
+        emit: EmitMode = "final",
+        late_to: str | None = None,
+    ) -> WindowedStream:
+        """Event-time windows of `size` starting `every` (overlapping when every < size)."""
+        branches = self.stream.branches
+        spec = window_spec("hopping", size, every, allowed_lateness, emit, late_to, branches)
+        return WindowedStream(self.stream, spec)
 
     def _stateful(
         self,

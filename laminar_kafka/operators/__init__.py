@@ -2,6 +2,7 @@
 
 from laminar_kafka.operators.base import BatchContext, Operator
 from laminar_kafka.operators.keyed import AggregateOp, KeyByOp, StepKind
+from laminar_kafka.operators.record import Record
 from laminar_kafka.operators.stateless import FilterOp, FlatMapOp, MapOp
 from laminar_kafka.operators.steps import (
     describe_steps,
@@ -18,6 +19,7 @@ __all__ = [
     "KeyByOp",
     "MapOp",
     "Operator",
+    "Record",
     "StepKind",
     "describe_steps",
     "name_steps",

@@ -8,9 +8,13 @@ its offset instead of failing the task.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from laminar_kafka.errors import RecordDecodeError
+from laminar_kafka.formats import BytesFormat, Format
+from laminar_kafka.operators.record import Record, SourceFields, record_views, source_fields
 from laminar_kafka.state.keyed_state import KeyedState
 
 
@@ -27,11 +31,22 @@ class DeadLetter:
 
 
 @dataclass(frozen=True)
+class LateRecord:
+    """A record too late for its windows; written to `topic` if set, else only counted."""
+
+    offset: int
+    topic: str | None
+    windows: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
 class BatchContext:
     """The partition a batch comes from, its keyed state and its dead letters.
 
     `tables` is the partition's keyed state, one table per stateful step name
     (not per flow position, so that adding or reordering flows moves no state).
+    `messages` are the batch's source records, read by steps that ask for the
+    whole record (`views`); `key_format` decodes their keys.
     """
 
     topic: str
@@ -40,6 +55,18 @@ class BatchContext:
     tables: dict[str, KeyedState] = field(default_factory=dict)
     dead_letters: list[DeadLetter] = field(default_factory=list)
     raw_by_offset: dict[int, tuple[bytes | None, bytes | None]] = field(default_factory=dict)
+    messages: Sequence[Any] = ()
+    key_format: Format = field(default_factory=BytesFormat)
+    times: dict[int, int] = field(default_factory=dict)
+    """Source offset → event time (ms), for a source with event time."""
+    marks: dict[int, int] = field(default_factory=dict)
+    """Source offset → the partition's watermark once that record was read."""
+    watermark: int = -(2**63)
+    """The partition's watermark after the batch."""
+    last_offset: int = -1
+    """The batch's last source offset: what results of windows closed after it carry."""
+    late: list[LateRecord] = field(default_factory=list)
+    _fields: dict[int, SourceFields | str] = field(default_factory=dict, repr=False)
 
     def table(self, step: str) -> dict[Any, Any]:
         """The key → value table of stateful step `step`, empty on its first use."""
@@ -47,6 +74,33 @@ class BatchContext:
         if state is None:
             state = self.tables[step] = KeyedState()
         return state.table
+
+    def views(
+        self, values: list[Any], offsets: list[int]
+    ) -> tuple[list[Record], list[Any], list[int]]:
+        """`Record` views of `values`, with the values and offsets that got one.
+
+        A record whose key cannot be decoded gets none: it is a dead letter.
+        """
+        if not self._fields and self.messages:
+            for message in self.messages:
+                try:
+                    found: SourceFields | str = source_fields(message, self.key_format)
+                except RecordDecodeError as exc:
+                    found = str(exc)
+                self._fields[message.offset()] = found
+        views, kept, kept_offsets, refused = record_views(
+            values, offsets, self._fields, self.topic, self.partition
+        )
+        for offset, reason in refused:
+            self.reject(offset, reason)
+        return views, kept, kept_offsets
+
+    def late_record(
+        self, offset: int, topic: str | None, windows: list[tuple[int, int]]
+    ) -> None:
+        """The record at `offset` came after every window it belongs to had closed."""
+        self.late.append(LateRecord(offset, topic, tuple(windows)))
 
     def reject(self, offset: int, reason: str) -> None:
         key, value = self.raw_by_offset.get(offset, (None, None))

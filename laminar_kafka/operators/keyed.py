@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from laminar_kafka.operators.base import BatchContext, describe_error
 from laminar_kafka.operators.partitioning import PARTITIONERS, Partitioner
+from laminar_kafka.operators.windows import WindowSpec, apply_windowed
 
 
 def key_bytes(key: Any) -> bytes:
@@ -83,14 +84,22 @@ class AggregateOp:
 
     initial: Callable[[], Any]
     add: Callable[[Any, Any], Any]
-    emit: Callable[[Any, Any], Any] = _default_emit
+    emit: Callable[..., Any] = _default_emit
+    """emit(key, state); over windows emit(key, window, state)."""
     kind: StepKind = "aggregate"
     name: str | None = None
     step: str = ""
+    window: WindowSpec | None = None
+    """Aggregate per event-time window instead of a running value (operators/windows.py)."""
 
     def apply(
         self, values: list[Any], offsets: list[int], ctx: BatchContext
     ) -> tuple[list[Any], list[int]]:
+        if self.window is not None:
+            w = self.window
+            return apply_windowed(
+                self.step, w, self.initial, self.add, self.emit, values, offsets, ctx
+            )
         table = ctx.table(self.step)  # once per batch: the loop below is the hot path
         initial, add, emit = self.initial, self.add, self.emit
         out: list[Any] = []

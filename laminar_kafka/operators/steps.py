@@ -46,6 +46,8 @@ def step_signatures(operators: Iterable[Operator]) -> dict[str, str]:
             key_by = op
         elif isinstance(op, AggregateOp):
             found[op.step] = step_signature(op.kind, key_by)
+            if op.window is not None:
+                found[op.step] += " over " + op.window.describe()
     return found
 
 

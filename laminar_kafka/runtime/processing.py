@@ -8,16 +8,21 @@ same transaction as the output, so they are exactly-once too.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from laminar_kafka.api.specs import Flow
+from laminar_kafka.api.specs import EVENT_TIME, Flow
 from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats.batch import decode_batch, encode_batch
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.operators.base import BatchContext, DeadLetter
+from laminar_kafka.operators import AggregateOp
+from laminar_kafka.operators.base import BatchContext
+from laminar_kafka.operators.event_time import Progress
+from laminar_kafka.runtime.event_clock import Clock, EventClock, event_times_of, wall_ms
 from laminar_kafka.runtime.routing import route
+from laminar_kafka.runtime.side_outputs import write_dead_letters, write_late
+from laminar_kafka.runtime.stamped_output import write_stamped
 from laminar_kafka.sinks.output import OutputWriter
 from laminar_kafka.sources.kafka_reader import KafkaMessage
 from laminar_kafka.state.keyed_state import KeyedState
@@ -28,18 +33,11 @@ class ProcessCounts:
     records_in: int = 0
     records_out: int = 0
     dead_letters: int = 0
+    late: int = 0
+    """Records later than their windows allowed (written to late_to, or dropped)."""
 
     def as_tuple(self) -> tuple[int, int, int]:
         return self.records_in, self.records_out, self.dead_letters
-
-
-def dead_letter_headers(letter: DeadLetter) -> list[tuple[str, bytes]]:
-    return [
-        ("laminar.error", letter.reason.encode()),
-        ("laminar.source.topic", letter.topic.encode()),
-        ("laminar.source.partition", str(letter.partition).encode()),
-        ("laminar.source.offset", str(letter.offset).encode()),
-    ]
 
 
 class FlowRunner:
@@ -51,14 +49,20 @@ class FlowRunner:
         partition_counts: dict[str, int],
         dead_letter_topic: str,
         max_record_bytes: Mapping[str, int] | None = None,
+        clock: Clock = wall_ms,
     ) -> None:
         """`max_record_bytes`: sink topic → the largest record it accepts (key + value)."""
         self._limits = dict(max_record_bytes or {})
         self._flows_by_topic: dict[str, list[Flow]] = {}
+        flows = list(flows)
         for flow in flows:
             self._flows_by_topic.setdefault(flow.source.topic, []).append(flow)
         self._partition_counts = partition_counts
-        self._dead_letter_topic = dead_letter_topic
+        self._dlq = dead_letter_topic
+        self._event_times = {
+            f.source.topic: f.source.event_time for f in flows if f.source.event_time is not None
+        }
+        self.clock = EventClock(clock)
         self.counts = ProcessCounts()
 
     def run(
@@ -77,16 +81,70 @@ class FlowRunner:
         self.counts.records_in += len(messages)
         datas = [m.value() for m in messages]
         source_offsets = [m.offset() for m in messages]
+        clock = self._event_times.get(topic)
+        progress = Progress.of(states) if clock is not None else None
+        start = replace(progress) if progress is not None else None  # every flow starts here
+        last = source_offsets[-1] if source_offsets else -1
         for flow in self._flows_by_topic.get(topic, ()):
-            ctx = BatchContext(topic, partition, self._partition_counts[topic], states)
+            ctx = BatchContext(
+                topic,
+                partition,
+                self._partition_counts[topic],
+                states,
+                messages=messages,
+                key_format=flow.source.key_format,
+                last_offset=last,
+            )
             values, offsets = self._decode(flow, datas, source_offsets, ctx)
-            for op in flow.operators:
-                if not values:
-                    break
+            if clock is not None and start is not None and progress is not None:
+                stamped = self.clock.stamp(key, clock, ctx, values, offsets, start, progress)
+                ctx, values, offsets = stamped
+            self._apply(flow, values, offsets, ctx, txn)
+
+    def tick(
+        self,
+        states: Mapping[PartitionKey, dict[str, KeyedState]],
+        positions: Mapping[PartitionKey, int],
+        txn: OutputWriter,
+        on_partition: Callable[[PartitionKey], None] | None = None,
+    ) -> None:
+        """Release idle partitions (runtime/event_clock.py): raise their watermarks and
+        emit the windows that closes. `positions`: each partition's next offset;
+        `on_partition(key)` is called before a partition's output is written."""
+        specs = {k: self._event_times[k[0]] for k in states if k[0] in self._event_times}
+        for key, watermark in self.clock.idle_watermarks(specs, states).items():
+            Progress.of(states[key]).watermark = watermark
+            if on_partition is not None:
+                on_partition(key)
+            topic, partition = key
+            for flow in self._flows_by_topic.get(topic, ()):
+                if flow.has_windows:
+                    count = self._partition_counts[topic]
+                    last = positions.get(key, 0) - 1
+                    ctx = BatchContext(
+                        topic, partition, count, states[key], watermark=watermark, last_offset=last
+                    )
+                    self._apply(flow, [], [], ctx, txn)
+
+    def _apply(
+        self,
+        flow: Flow,
+        values: list[Any],
+        offsets: list[int],
+        ctx: BatchContext,
+        txn: OutputWriter,
+    ) -> None:
+        """The flow's operators, its sink, then what left beside it (late, dead letters)."""
+        for op in flow.operators:
+            # A window closes on the watermark alone: it runs on an empty batch too.
+            if values or (isinstance(op, AggregateOp) and op.window is not None):
                 values, offsets = op.apply(values, offsets, ctx)
-            self._write(flow, values, offsets, ctx, txn)
-            if ctx.dead_letters:
-                self._dead_letters(ctx.dead_letters, messages, txn)
+        self._write(flow, values, offsets, ctx, txn)
+        if ctx.late:
+            self.counts.late += write_late(ctx.late, (ctx.topic, ctx.partition), ctx.messages, txn)
+        if ctx.dead_letters:
+            letters, messages = ctx.dead_letters, ctx.messages
+            self.counts.dead_letters += write_dead_letters(self._dlq, letters, messages, txn)
 
     @staticmethod
     def _decode(
@@ -124,9 +182,19 @@ class FlowRunner:
             return
         if sink.internal:
             count, limit = self._partition_counts[sink.topic], self._limits.get(sink.topic)
-            routed = route(sink, values, offsets, ctx, count, limit)
-            txn.produce_batch(sink.topic, *routed)
+            if sink.timestamp == EVENT_TIME:  # the next stage reads event time from it
+                routed_offsets: list[int] = []
+                routed = route(sink, values, offsets, ctx, count, limit, routed_offsets)
+                stamps = event_times_of(routed_offsets, ctx)
+                txn.produce_batch(sink.topic, *routed, stamps)
+            else:
+                routed = route(sink, values, offsets, ctx, count, limit)
+                txn.produce_batch(sink.topic, *routed)
             self.counts.records_out += len(routed[0])
+            return
+        if sink.stamps:
+            limit = self._limits.get(sink.topic)
+            self.counts.records_out += write_stamped(sink, values, offsets, ctx, txn, limit)
             return
         datas = encode_batch(sink.value_format, values)
         keys: list[bytes | None] | None = None
@@ -166,21 +234,6 @@ class FlowRunner:
             keys.append(key)
             kept.append(offset)
         return datas, (keys if sink.key is not None else None), kept
-
-    def _dead_letters(
-        self, letters: list[DeadLetter], messages: Sequence[KafkaMessage], txn: OutputWriter
-    ) -> None:
-        by_offset = {m.offset(): m for m in messages}
-        for letter in letters:
-            source = by_offset.get(letter.offset)
-            if source is not None and letter.value is None and letter.key is None:
-                letter = replace(letter, key=source.key(), value=source.value())
-            txn.produce(
-                self._dead_letter_topic, letter.value, letter.key, dead_letter_headers(letter)
-            )
-        self.counts.dead_letters += len(letters)
-        letters.clear()
-
 
 def _size(data: bytes | None) -> int:
     return len(data) if data is not None else 0

@@ -31,9 +31,11 @@ def route(
     ctx: BatchContext,
     partitions: int,
     limit: int | None = None,
+    offsets_out: list[int] | None = None,
 ) -> Routed:
     """Encode `values` for internal topic `sink.topic` with their keys and partitions;
-    `limit`: the largest record (key + value) the topic accepts."""
+    `limit`: the largest record (key + value) the topic accepts. `offsets_out`, if
+    given, receives the source offset of each routed record."""
     partition_of = PARTITIONERS[sink.partitioner or "murmur2"]
     owners: dict[bytes, int] = {}  # keys repeat within a batch: hash each once
     kept: list[Any] = []
@@ -61,12 +63,19 @@ def route(
     if datas is None:
         datas, keys, parts, kept_offsets = _one_by_one(sink, kept, kept_offsets, keys, parts, ctx)
     if limit is None:
+        if offsets_out is not None:
+            offsets_out.extend(kept_offsets)
         return datas, keys, parts
-    return _fitting(sink.topic, limit, (datas, keys, parts), kept_offsets, ctx)
+    return _fitting(sink.topic, limit, (datas, keys, parts), kept_offsets, ctx, offsets_out)
 
 
 def _fitting(
-    topic: str, limit: int, routed: Routed, offsets: list[int], ctx: BatchContext
+    topic: str,
+    limit: int,
+    routed: Routed,
+    offsets: list[int],
+    ctx: BatchContext,
+    offsets_out: list[int] | None,
 ) -> Routed:
     out: Routed = ([], [], [])
     for data, key, part, offset in zip(*routed, offsets, strict=True):
@@ -81,6 +90,8 @@ def _fitting(
         out[0].append(data)
         out[1].append(key)
         out[2].append(part)
+        if offsets_out is not None:
+            offsets_out.append(offset)
     return out
 
 

@@ -42,6 +42,7 @@ from laminar_kafka.state.task_state import TaskState
 log = logging.getLogger(__name__)
 
 _STAGE_LIMIT = 100_000  # records staged while awaiting a decision, before reading pauses
+_TICK_S = 0.2  # how often idle partitions are looked for (event time)
 
 
 class WorkerTask:
@@ -69,6 +70,7 @@ class WorkerTask:
         self._state = TaskState(stage.is_stateful)
         self._max_ts: dict[PartitionKey, int] = {}
         self._since_commit = 0
+        self._next_tick = 0.0
         self._participant: CheckpointParticipant | None = None
         self._parent = os.getppid()
 
@@ -83,8 +85,7 @@ class WorkerTask:
         finally:
             self._close()
         c, done = self._flows.counts, self._participant.checkpoints if self._participant else 0
-        spec = self.spec
-        return TaskSummary(spec.task, spec.generation, *c.as_tuple(), done)
+        return TaskSummary(self.spec.task, self.spec.generation, *c.as_tuple(), done)
 
     def _recover(self) -> CheckpointParticipant:
         """Recovery steps 1-5 (see runtime/recovery.py), 6: staged files (runtime/file_sinks.py)."""
@@ -137,6 +138,9 @@ class WorkerTask:
             due = due or self._aligner.due_without_barrier()
         if due:
             return self._checkpoint(participant)
+        if time.monotonic() >= self._next_tick:  # idle partitions release their windows
+            self._next_tick = time.monotonic() + _TICK_S
+            self._flows.tick(self._state.partitions, self._inputs.positions, self._sinks)
         if self._since_commit and self._aligner.phase is AlignmentPhase.IDLE:
             faults.crash_here(
                 FaultPoint.MID_EPOCH, self._aligner.last_resolved_id + 1, self.spec.task

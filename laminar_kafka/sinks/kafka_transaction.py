@@ -57,7 +57,9 @@ class KafkaTransaction:
         self._fenced = False
         self.produced = 0
         self._staged: list[
-            tuple[str, bytes | None, bytes | None, Sequence[Header] | None, int | None]
+            tuple[
+                str, bytes | None, bytes | None, Sequence[Header] | None, int | None, int | None
+            ]
         ] = []
         config = transactional_producer_settings(kafka, txn_id, transaction_timeout_ms, batch_bytes)
         config["on_delivery"] = self._on_delivery
@@ -103,8 +105,8 @@ class KafkaTransaction:
         except KafkaException as exc:
             self._raise("begin_transaction", exc)
         staged, self._staged = self._staged, []
-        for topic, value, key, headers, partition in staged:
-            self.produce(topic, value, key, headers, partition)
+        for topic, value, key, headers, partition, timestamp in staged:
+            self.produce(topic, value, key, headers, partition, timestamp)
 
     def _on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
         if err is not None and self._delivery_error is None:
@@ -123,26 +125,24 @@ class KafkaTransaction:
         key: bytes | None = None,
         headers: Sequence[Header] | None = None,
         partition: int | None = None,
+        timestamp: int | None = None,
     ) -> None:
+        """One record; `timestamp` in ms (None: the producer's clock)."""
         if self.state is TxnState.PREPARED:
-            self._staged.append((topic, value, key, headers, partition))
+            self._staged.append((topic, value, key, headers, partition, timestamp))
             return
         if self.state is not TxnState.OPEN:
             self._to("produce")
+        extra: dict[str, Any] = {}
+        if partition is not None:
+            extra["partition"] = partition
+        if timestamp is not None:
+            extra["timestamp"] = timestamp
         while True:
             try:
-                if partition is None:
-                    self._producer.produce(
-                        topic, value, key, headers=list(headers) if headers else None
-                    )
-                else:
-                    self._producer.produce(
-                        topic,
-                        value,
-                        key,
-                        partition=partition,
-                        headers=list(headers) if headers else None,
-                    )
+                self._producer.produce(
+                    topic, value, key, headers=list(headers) if headers else None, **extra
+                )
                 break
             except BufferError:
                 # The local queue is full: serve delivery reports to make room.
@@ -157,14 +157,16 @@ class KafkaTransaction:
         values: Sequence[bytes | None],
         keys: Sequence[bytes | None] | None,
         partitions: Sequence[int] | None = None,
+        timestamps: Sequence[int | None] | None = None,
     ) -> None:
         """Produce many records with one state check (the hot path of a task)."""
-        if self.state is TxnState.PREPARED:
-            ks = keys if keys is not None else [None] * len(values)
-            ps = partitions if partitions is not None else [None] * len(values)
-            self._staged.extend(
-                (topic, v, k, None, p) for v, k, p in zip(values, ks, ps, strict=True)
-            )
+        if timestamps is not None or self.state is TxnState.PREPARED:
+            n = len(values)
+            ks = keys if keys is not None else [None] * n
+            ps = partitions if partitions is not None else [None] * n
+            ts = timestamps if timestamps is not None else [None] * n
+            for v, k, p, t in zip(values, ks, ps, ts, strict=True):
+                self.produce(topic, v, k, None, p, t)
             return
         if self.state is not TxnState.OPEN:
             self._to("produce")

@@ -25,9 +25,11 @@ class OutputWriter(Protocol):
         value: bytes | None,
         key: bytes | None,
         headers: Sequence[OutputHeader] | None,
+        timestamp: int | None = None,
         /,
     ) -> None:
-        """One record (a dead letter, with its headers)."""
+        """One record (a dead letter, or a record with headers or a timestamp of its own;
+        without a timestamp the producer stamps it)."""
         ...
 
     def produce_batch(
@@ -36,10 +38,12 @@ class OutputWriter(Protocol):
         values: Sequence[bytes | None],
         keys: Sequence[bytes | None] | None,
         partitions: Sequence[int] | None = None,
+        timestamps: Sequence[int | None] | None = None,
         /,
     ) -> None:
         """Many records of one topic; `keys[i]` is the key of `values[i]`, if keys are
-        given, and `partitions[i]` its partition, if given (else the producer's choice)."""
+        given, `partitions[i]` its partition, if given (else the producer's choice), and
+        `timestamps[i]` its timestamp in ms, if given (else the producer's clock)."""
         ...
 
     def write_rows(self, url: str, output: FileOutput, values: Sequence[Any], /) -> Rejected:

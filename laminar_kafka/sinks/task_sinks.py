@@ -45,9 +45,10 @@ class TaskSinks:
         value: bytes | None,
         key: bytes | None = None,
         headers: Sequence[OutputHeader] | None = None,
+        timestamp: int | None = None,
         /,
     ) -> None:
-        self.kafka.produce(topic, value, key, headers)
+        self.kafka.produce(topic, value, key, headers, timestamp=timestamp)
 
     def produce_batch(
         self,
@@ -55,9 +56,10 @@ class TaskSinks:
         values: Sequence[bytes | None],
         keys: Sequence[bytes | None] | None,
         partitions: Sequence[int] | None = None,
+        timestamps: Sequence[int | None] | None = None,
         /,
     ) -> None:
-        self.kafka.produce_batch(topic, values, keys, partitions)
+        self.kafka.produce_batch(topic, values, keys, partitions, timestamps)
 
     def write_rows(self, url: str, output: FileOutput, values: Sequence[Any], /) -> Rejected:
         assert self.files is not None, "a file sink without a file transaction"

@@ -10,12 +10,19 @@ registry (an existing one, or a local Apicurio Registry it starts).
 """
 
 from laminar_kafka.testing.broker import TopicFactory, docker_available, session_bootstrap
-from laminar_kafka.testing.memory import DeadLetterRecord, PipelineTester, Raw, run_pipeline
+from laminar_kafka.testing.memory import (
+    DeadLetterRecord,
+    OutputRecord,
+    PipelineTester,
+    Raw,
+)
+from laminar_kafka.testing.memory_run import run_pipeline
 from laminar_kafka.testing.oracle import OutputReport, compare_outputs
 from laminar_kafka.testing.registry import session_registry
 
 __all__ = [
     "DeadLetterRecord",
+    "OutputRecord",
     "OutputReport",
     "PipelineTester",
     "Raw",

@@ -30,8 +30,8 @@ from laminar_kafka.operators.keyed import KeyByOp, key_bytes
 from laminar_kafka.operators.partitioning import murmur2_partition
 from laminar_kafka.testing.chaos_checks import ExactlyOnceReport, compare_ids, compare_totals
 from laminar_kafka.testing.chaos_producer import InputRecord
-from laminar_kafka.testing.memory import run_pipeline
 from laminar_kafka.testing.memory_log import partition_for
+from laminar_kafka.testing.memory_run import run_pipeline
 from laminar_kafka.testing.oracle import compare_outputs
 from laminar_kafka.testing.orders import expected_totals, order
 from laminar_kafka.testing.product_checks import compare_product_totals

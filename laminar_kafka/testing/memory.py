@@ -29,13 +29,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from laminar_kafka.api.pipeline import Flow, Pipeline
+from laminar_kafka.api.pipeline import Flow, Pipeline, SinkSpec
 from laminar_kafka.checkpoint.topology import check_topology
 from laminar_kafka.errors import ConfigError, PipelineError, RecordDecodeError
-from laminar_kafka.formats import Format
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators.keyed import key_bytes
 from laminar_kafka.runtime.config import RuntimeConfig
+from laminar_kafka.runtime.event_clock import wall_ms
 from laminar_kafka.runtime.processing import FlowRunner
 from laminar_kafka.state.snapshot import (
     PartitionTables,
@@ -46,13 +46,14 @@ from laminar_kafka.testing.memory_log import (
     DeadLetterRecord,
     MemoryMessage,
     MemoryOutput,
+    OutputRecord,
     ProducedRecord,
     Raw,
     partition_for,
 )
-from laminar_kafka.testing.memory_topics import MemoryTopics, partition_counts
+from laminar_kafka.testing.memory_topics import MemoryTopics, late_formats, partition_counts
 
-__all__ = ["DeadLetterRecord", "PipelineTester", "Raw", "run_pipeline"]
+__all__ = ["DeadLetterRecord", "OutputRecord", "PipelineTester", "Raw"]
 
 
 class PipelineTester:
@@ -80,10 +81,11 @@ class PipelineTester:
         config = RuntimeConfig("memory", "memory", dead_letter_topic=dead_letter_topic)
         self.dead_letter_topic = config.dead_letters_to(pipeline.name)
         self._batch_size = batch_size
-        self._sinks: dict[str, Format] = {}
+        self._sinks: dict[str, SinkSpec] = {}
         self._topics = MemoryTopics()
         self._output = MemoryOutput(self._topics.logs, self._topics.internal)
         self._clock_ms = 0
+        self._wall_ms = wall_ms()  # moved on by advance_clock only: idleness is testable
         self._sent = 0
         self._snapshot: bytes | None = None
         self._snapshot_keys: frozenset[PartitionKey] = frozenset()
@@ -100,13 +102,20 @@ class PipelineTester:
             self._checkpoint_offsets.setdefault(key, 0)
         # Sinks of earlier versions stay readable: their committed output is still there.
         sinks = [f.sink for f in reversed(pipeline.flows) if not f.sink.internal]
-        self._sinks.update({sink.topic: sink.value_format for sink in sinks})
+        self._sinks.update({sink.topic: sink for sink in sinks})
+        # Late records are source records as they were read: decoded with the source's format.
+        self._sinks.update({t: SinkSpec(t, fmt) for t, fmt in late_formats(pipeline).items()})
         self._restart()
 
     def _restart(self) -> None:
         """A new worker generation resuming from the last checkpoint (or from scratch)."""
         self._topics.rewind()
-        self._runner = FlowRunner(self.pipeline.flows, self._topics.counts, self.dead_letter_topic)
+        self._runner = FlowRunner(
+            self.pipeline.flows,
+            self._topics.counts,
+            self.dead_letter_topic,
+            clock=lambda: self._wall_ms,
+        )
         self._positions = {k: self._checkpoint_offsets[k] for k in self._keys}
         snapshot = self._snapshot
         self._states: dict[PartitionKey, PartitionTables] = {
@@ -123,6 +132,7 @@ class PipelineTester:
         values: Iterable[Any],
         keys: Iterable[Any] | None = None,
         timestamps: Iterable[int] | None = None,
+        headers: Iterable[Iterable[tuple[str, bytes | None]]] | None = None,
     ) -> None:
         """Append records to `topic` (encoded with its source format; `Raw` as is), process them.
 
@@ -142,8 +152,9 @@ class PipelineTester:
         items = list(values)
         key_list = list(keys) if keys is not None else [None] * len(items)
         stamps = list(timestamps) if timestamps is not None else None
-        if len(key_list) != len(items) or (stamps is not None and len(stamps) != len(items)):
-            raise ConfigError(f"send to {topic}: keys and timestamps must match the values")
+        heads = [tuple(h) for h in headers] if headers is not None else [()] * len(items)
+        if {len(key_list), len(items if stamps is None else stamps), len(heads)} != {len(items)}:
+            raise ConfigError(f"send to {topic}: keys, timestamps, headers must match the values")
         # Every value is encoded before any is appended: a bad one leaves the input as it was.
         datas = [self._encode(flows[0], value, i) for i, value in enumerate(items)]
         for i, (data, key) in enumerate(zip(datas, key_list, strict=True)):
@@ -152,7 +163,9 @@ class PipelineTester:
             partition = partition_for(flows, count, data, raw_key, keys is not None)
             log = self._topics.logs[(topic, partition)]
             ts = stamps[i] if stamps is not None else self._clock_ms
-            log.append(MemoryMessage(topic, partition, len(log), raw_key, data, ts, self._sent))
+            log.append(
+                MemoryMessage(topic, partition, len(log), raw_key, data, ts, self._sent, heads[i])
+            )
             self._clock_ms += 1
             self._sent += 1
         self._process()
@@ -191,6 +204,12 @@ class PipelineTester:
                     self._runner.run(key, batch, self._states[key], self._output)
                     position += len(batch)
                     self._positions[key] = position
+
+    def advance_clock(self, seconds: float) -> None:
+        """Let `seconds` of wall-clock time pass: partitions without records for their
+        source's idle_timeout release their windows (runtime/event_clock.py)."""
+        self._wall_ms += round(seconds * 1000)
+        self._runner.tick(self._states, self._positions, self._output, self._output.at)
 
     # -- checkpoints and crashes ------------------------------------------
     def checkpoint(self) -> int:
@@ -248,10 +267,15 @@ class PipelineTester:
             return list(self.dead_letters())
         if any(sink.url == topic for sink in self.pipeline.file_sinks):
             return [r.row for r in self._committed(topic)]
-        fmt = self._sinks.get(topic)
-        if fmt is None:
+        return [r.value for r in self.output_records(topic)]
+
+    def output_records(self, topic: str) -> list[OutputRecord]:
+        """The committed records of a sink topic with their keys, headers and timestamps."""
+        sink = self._sinks.get(topic)
+        if sink is None or sink.files is not None:
             raise ConfigError(f"pipeline {self.pipeline.name!r} does not write topic {topic!r}")
-        return [fmt.decode_one(r.value) for r in self._committed(topic)]
+        keys = sink.key_format if sink.key is not None else None
+        return [OutputRecord.decoded(r, sink.value_format, keys) for r in self._committed(topic)]
 
     def dead_letters(self) -> list[DeadLetterRecord]:
         """The committed records of the dead-letter topic."""
@@ -264,23 +288,3 @@ class PipelineTester:
         if letters:
             out[self.dead_letter_topic] = letters
         return out
-
-
-def run_pipeline(
-    pipeline: Pipeline,
-    inputs: Mapping[str, Iterable[Any]],
-    partitions: int | Mapping[str, int] = 1,
-    *,
-    keys: Mapping[str, Iterable[Any]] | None = None,
-    batch_size: int = 1,
-) -> dict[str, list[Any]]:
-    """Run `inputs` (values per source topic) through the pipeline in one crash-free run.
-
-    Returns the decoded output per sink topic, plus `<pipeline>.dlq` with
-    `DeadLetterRecord`s if any record went there.
-    """
-    tester = PipelineTester(pipeline, partitions, batch_size=batch_size)
-    for topic, values in inputs.items():
-        tester.send(topic, values, None if keys is None else keys.get(topic))
-    tester.checkpoint()
-    return tester.outputs()

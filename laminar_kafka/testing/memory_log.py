@@ -17,6 +17,7 @@ from typing import Any
 
 from laminar_kafka.api.pipeline import Flow, SourceSpec
 from laminar_kafka.errors import PipelineError, RecordDecodeError
+from laminar_kafka.formats import Format
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators.base import BatchContext
 from laminar_kafka.operators.keyed import KeyByOp, key_bytes
@@ -48,6 +49,7 @@ class MemoryMessage:
     timestamp_ms: int
     sequence: int = 0
     """Send order of the input record it comes from: orders an internal log's unread records."""
+    record_headers: tuple[OutputHeader, ...] = ()
 
     def topic(self) -> str:
         return self.source_topic
@@ -68,7 +70,7 @@ class MemoryMessage:
         return TIMESTAMP_CREATE_TIME, self.timestamp_ms
 
     def headers(self) -> list[OutputHeader] | None:
-        return None  # data records only: the tester never writes barriers
+        return list(self.record_headers) or None  # data only: the tester writes no barriers
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,25 @@ class ProducedRecord:
     source: PartitionKey
     row: Any = None
     """A file sink's row as written (`topic` is then the sink's directory)."""
+    timestamp_ms: int | None = None
+    """The timestamp the pipeline set, None when it left it to the producer."""
+
+
+@dataclass(frozen=True)
+class OutputRecord:
+    """A committed record of a sink topic, decoded: what a consumer of the topic reads."""
+
+    value: Any
+    key: Any
+    headers: tuple[OutputHeader, ...]
+    timestamp: int | None
+    """As the pipeline set it; None where the producer's clock stamps it."""
+
+    @classmethod
+    def decoded(cls, record: ProducedRecord, values: Format, keys: Format | None) -> OutputRecord:
+        """Decode `record`'s value, and its key when `keys` is given (else its bytes)."""
+        key = record.key if keys is None else keys.decode_one(record.key)
+        return cls(values.decode_one(record.value), key, record.headers, record.timestamp_ms)
 
 
 @dataclass(frozen=True)
@@ -144,11 +165,14 @@ class MemoryOutput:
         value: bytes | None,
         key: bytes | None = None,
         headers: Sequence[OutputHeader] | None = None,
+        timestamp: int | None = None,
         /,
     ) -> None:
         if topic in self.internal:
             raise PipelineError(f"a record for internal topic {topic} without its partition")
-        self.pending.append(ProducedRecord(topic, key, value, tuple(headers or ()), self.source))
+        self.pending.append(
+            ProducedRecord(topic, key, value, tuple(headers or ()), self.source, None, timestamp)
+        )
 
     def produce_batch(
         self,
@@ -156,23 +180,30 @@ class MemoryOutput:
         values: Sequence[bytes | None],
         keys: Sequence[bytes | None] | None,
         partitions: Sequence[int] | None = None,
+        timestamps: Sequence[int | None] | None = None,
         /,
     ) -> None:
         key_list = list(keys) if keys is not None else [None] * len(values)
+        stamps = list(timestamps) if timestamps is not None else [None] * len(values)
         if topic in self.internal:
             if partitions is None:
                 raise PipelineError(f"records for internal topic {topic} without partitions")
-            for v, k, p in zip(values, key_list, partitions, strict=True):
+            for v, k, p, t in zip(values, key_list, partitions, stamps, strict=True):
                 log = self.logs.get((topic, p))
                 if log is None:
                     raise PipelineError(f"internal topic {topic} has no partition {p}")
-                message = MemoryMessage(topic, p, len(log), k, v, self.timestamp_ms, self.sequence)
-                log.append(message)
+                at = self.timestamp_ms if t is None else t
+                log.append(MemoryMessage(topic, p, len(log), k, v, at, self.sequence))
             return
         source = self.source
         self.pending.extend(
-            ProducedRecord(topic, k, v, (), source) for v, k in zip(values, key_list, strict=True)
+            ProducedRecord(topic, k, v, (), source, None, t)
+            for v, k, t in zip(values, key_list, stamps, strict=True)
         )
+
+    def at(self, key: PartitionKey) -> None:
+        """What follows is written by the processing of partition `key`."""
+        self.source = key
 
     def write_rows(self, url: str, output: FileOutput, values: Sequence[Any], /) -> Rejected:
         """Rows of a file sink, checked as the real sink checks them."""

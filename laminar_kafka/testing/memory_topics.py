@@ -19,7 +19,9 @@ from dataclasses import replace
 
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.errors import ConfigError
+from laminar_kafka.formats import Format
 from laminar_kafka.kafka.names import PartitionKey
+from laminar_kafka.operators import AggregateOp
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.testing.memory_log import MemoryMessage
 
@@ -101,3 +103,13 @@ class MemoryTopics:
         for key, log in self.logs.items():
             if key[0] in self.internal:
                 del log[self._checkpoint_lengths.get(key, 0) :]
+
+
+def late_formats(pipeline: Pipeline) -> dict[str, Format]:
+    """Each `late_to` topic → the format of the records its windowed step reads."""
+    return {
+        op.window.late_to: flow.source.value_format
+        for flow in pipeline.flows
+        for op in flow.operators
+        if isinstance(op, AggregateOp) and op.window is not None and op.window.late_to
+    }

@@ -142,6 +142,8 @@ class CommittedRecord:
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...]
+    timestamp: int | None = None
+    """The record's Kafka timestamp in ms (None when it has none)."""
 
     def header(self, name: str) -> str | None:
         """The value of the first header called `name`, as text; None when absent."""
@@ -205,6 +207,7 @@ def read_committed_records(
                         m.key(),
                         m.value(),
                         _header_pairs(headers),
+                        m.timestamp()[1] if m.timestamp()[0] else None,
                     )
                 )
             # Markers of aborted/committed transactions occupy offsets but are

@@ -9,7 +9,7 @@ from typing import Any
 from laminar_kafka.api.loader import load_pipeline
 from laminar_kafka.sinks.file_transaction import FileSinkWriter, FileTransaction
 from laminar_kafka.testing.chaos_workloads import OrderWorkload
-from laminar_kafka.testing.memory import run_pipeline
+from laminar_kafka.testing.memory_run import run_pipeline
 from laminar_kafka.testing.orders import order
 
 PIPELINE = Path(__file__).resolve().parents[2] / "pipelines" / "product_totals_files.py"

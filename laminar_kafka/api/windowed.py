@@ -1,0 +1,149 @@
+"""Windowed aggregates as the user builds them: `keyed.tumbling_window(60).count()`.
+
+A windowed step is a keyed aggregate with a `WindowSpec` (operators/windows.py):
+the same naming, signatures and state as a running aggregate, one value per key
+and window instead of one per key. Windows need event time on every source
+that feeds them (`source(..., timestamp=...)`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from laminar_kafka.api.checks import DERIVED_STEP, check_callable, check_duration, check_name
+from laminar_kafka.api.specs import SourceSpec
+from laminar_kafka.errors import ConfigError
+from laminar_kafka.operators import AggregateOp
+from laminar_kafka.operators.keyed import StepKind
+from laminar_kafka.operators.windows import EmitMode, Window, WindowSpec, default_window_emit
+
+if TYPE_CHECKING:
+    from laminar_kafka.api.streams import Branch, Stream
+
+
+def _is_repartition(given: object) -> bool:
+    return not isinstance(given, SourceSpec)
+
+
+def window_spec(
+    kind: str,
+    size: Any,
+    every: Any,
+    allowed_lateness: Any,
+    emit: EmitMode,
+    late_to: str | None,
+    branches: tuple[Branch, ...],
+) -> WindowSpec:
+    """A checked window; refused when a source feeding it has no event time, or when it
+    would follow a repartition (a stage's watermark must then come from every writer
+    of its internal partitions, which the internal topics do not carry yet)."""
+    if any(_is_repartition(b.input) for b in branches):
+        raise ConfigError(
+            "windows run in the stage of their source for now: declare the key on the "
+            "source (source(..., partitioned_by=<key>), the key its producers partition by) "
+            "so that key_by needs no repartition"
+        )
+    without = [topic for topic, has in sources_with_event_time(branches) if not has]
+    if without:
+        raise ConfigError(
+            f"windows need event time, and source {without[0]!r} has none: pass "
+            'timestamp= ("kafka", a field or a function) to its source(...)'
+        )
+    size_ms = check_duration("window size", size, True)
+    every_ms = size_ms if every is None else check_duration("window every", every, True)
+    if every_ms > size_ms:
+        raise ConfigError(f"a window's every ({every}) must not exceed its size ({size})")
+    if emit not in ("final", "updates"):
+        raise ConfigError(f"window emit must be 'final' or 'updates', not {emit!r}")
+    if late_to is not None:
+        check_name("late_to topic", late_to)
+    lateness = check_duration("allowed_lateness", allowed_lateness)
+    return WindowSpec(kind, size_ms, every_ms, lateness, emit, late_to)  # type: ignore[arg-type]
+
+
+def sources_with_event_time(branches: tuple[Branch, ...]) -> list[tuple[str, bool]]:
+    """(topic, has event time) of every user source that feeds these branches."""
+    found: list[tuple[str, bool]] = []
+    for branch in branches:
+        given = branch.input
+        if isinstance(given, SourceSpec):
+            found.append((given.topic, given.event_time is not None))
+        else:
+            found.extend(sources_with_event_time(given.upstream))
+    return found
+
+
+@dataclass(frozen=True)
+class WindowedStream:
+    """A keyed stream cut into event-time windows: aggregate, reduce or count per window.
+
+    `emit(key, window, value)` makes each result (default: a dict of key, start,
+    end and value). With emit="final" a window emits once, when the watermark
+    passes its end plus the allowed lateness; with "updates", after every record
+    too (`window.final` tells the last one apart).
+    """
+
+    stream: Stream
+    window: WindowSpec
+
+    def aggregate(
+        self,
+        initial: Callable[[], Any],
+        add: Callable[[Any, Any], Any],
+        emit: Callable[[Any, Window, Any], Any] | None = None,
+        *,
+        name: str | None = None,
+    ) -> Stream:
+        check_callable("aggregate initial", initial)
+        check_callable("aggregate add", add)
+        return self._stateful("aggregate", initial, add, emit, name)
+
+    def reduce(
+        self,
+        fn: Callable[[Any, Any], Any],
+        emit: Callable[[Any, Window, Any], Any] | None = None,
+        *,
+        name: str | None = None,
+    ) -> Stream:
+        check_callable("reduce", fn)
+        return self._stateful("reduce", lambda: _FIRST, _Reduce(fn), emit, name)
+
+    def count(
+        self, emit: Callable[[Any, Window, Any], Any] | None = None, *, name: str | None = None
+    ) -> Stream:
+        return self._stateful("count", lambda: 0, lambda n, _v: n + 1, emit, name)
+
+    def _stateful(
+        self,
+        kind: StepKind,
+        initial: Callable[[], Any],
+        add: Callable[[Any, Any], Any],
+        emit: Callable[[Any, Window, Any], Any] | None,
+        name: str | None,
+    ) -> Stream:
+        if emit is not None:
+            check_callable(f"{kind} emit", emit)
+        if name is not None and not (isinstance(name, str) and DERIVED_STEP.fullmatch(name)):
+            check_name("step", name)
+        op = AggregateOp(initial, add, kind=kind, name=name, window=self.window)
+        return self.stream._then(replace(op, emit=emit or default_window_emit))
+
+
+class _First:
+    """The state of a reduce before its first value (one object, so it pickles as one)."""
+
+    def __reduce__(self) -> str:
+        return "_FIRST"
+
+
+_FIRST = _First()
+
+
+@dataclass(frozen=True)
+class _Reduce:
+    fn: Callable[[Any, Any], Any]
+
+    def __call__(self, state: Any, value: Any) -> Any:
+        return value if state is _FIRST else self.fn(state, value)

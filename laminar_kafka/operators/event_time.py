@@ -1,0 +1,139 @@
+"""Event time: each record's timestamp, and each source partition's watermark.
+
+A partition's watermark is the highest timestamp read from it minus the
+allowed out-of-orderness: no record older than that is expected any more. It
+is computed record by record in offset order, so a replay of a partition
+computes the same watermark at the same record, whatever the batches were.
+Keyed state (windows) lives per partition, and only that partition feeds it,
+so a partition's own watermark is what closes its windows.
+
+The watermark is state: it lives in the partition's tables under
+`WATERMARK_TABLE` and is snapshotted and restored with them.
+
+A record stamped more than `max_future` ahead of the wall clock would carry the
+watermark past every open window at once: it is a dead letter instead (Kafka's
+brokers refuse such records by default too, `log.message.timestamp.after.max.ms`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from laminar_kafka.state.keyed_state import KeyedState
+
+KAFKA_TIME = "kafka"
+"""A source's `timestamp`: each record's own Kafka timestamp."""
+WATERMARK_TABLE = "#event-time"
+"""The partition table holding its event-time progress (no step can have this name)."""
+NO_WATERMARK = -(2**63)
+
+TimestampSpec = str | Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class EventTime:
+    """How a source's records are stamped and how far they may arrive out of order."""
+
+    timestamp: TimestampSpec = KAFKA_TIME
+    """"kafka", a field of the value, or a function of the value; milliseconds."""
+    max_out_of_order_ms: int = 0
+    idle_timeout_ms: int | None = None
+    """Wall-clock time without records after which a partition stops holding back."""
+    max_future_ms: int = 3_600_000
+
+
+@dataclass
+class Progress:
+    """A partition's event-time progress: the highest timestamp seen and its watermark."""
+
+    max_ts: int = NO_WATERMARK
+    watermark: int = NO_WATERMARK
+
+    @classmethod
+    def of(cls, tables: dict[str, KeyedState]) -> Progress:
+        table = tables.get(WATERMARK_TABLE)
+        if table is None:
+            table = tables[WATERMARK_TABLE] = KeyedState()
+        found = table.table.get("progress")
+        if found is None:
+            found = table.table["progress"] = cls()
+        assert isinstance(found, Progress)
+        return found
+
+
+@dataclass(frozen=True)
+class Stamped:
+    """A batch's event times: per source offset its timestamp and the watermark after it."""
+
+    times: dict[int, int]
+    marks: dict[int, int]
+    max_ts: int
+    watermark: int
+    """The partition's watermark after the batch."""
+    refused: list[tuple[int, str]]
+
+
+def stamp(
+    spec: EventTime,
+    values: Sequence[Any],
+    offsets: Sequence[int],
+    kafka_times: dict[int, int | None],
+    start: Progress,
+    now_ms: int | None = None,
+) -> Stamped:
+    """Timestamps and watermarks of a batch, from the partition's progress before it.
+
+    A record without a usable timestamp (missing, not an int, negative, or too
+    far in the future) is refused with the reason; it moves no watermark.
+    """
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    horizon = now + spec.max_future_ms
+    times: dict[int, int] = {}
+    marks: dict[int, int] = {}
+    refused: list[tuple[int, str]] = []
+    highest, lag = start.max_ts, spec.max_out_of_order_ms
+    watermark = start.watermark
+    for value, offset in zip(values, offsets, strict=True):
+        try:
+            ts = _timestamp_of(spec.timestamp, value, kafka_times.get(offset))
+        except Exception as exc:  # the user's function, or a value without the field
+            refused.append((offset, f"no event time: {type(exc).__name__}: {exc}"))
+            continue
+        if type(ts) is not int or ts < 0:
+            refused.append(
+                (offset, f"no event time: {ts!r} is not an int of milliseconds since the epoch")
+            )
+            continue
+        if ts > horizon:
+            refused.append(
+                (offset, f"event time {ts} is more than {spec.max_future_ms} ms ahead of the clock")
+            )
+            continue
+        times[offset] = ts
+        if ts > highest:
+            highest = ts
+            watermark = max(watermark, ts - lag)
+        marks[offset] = watermark
+    return Stamped(times, marks, highest, watermark, refused)
+
+
+def _timestamp_of(spec: TimestampSpec, value: Any, kafka_time: int | None) -> Any:
+    if spec == KAFKA_TIME:
+        if kafka_time is None:
+            raise ValueError("the record has no Kafka timestamp")
+        return kafka_time
+    if callable(spec):
+        return spec(value)
+    return value[spec]
+
+
+def kafka_times(messages: Sequence[Any]) -> dict[int, int | None]:
+    """Source offset → the record's Kafka timestamp (None when it has none)."""
+    found: dict[int, int | None] = {}
+    for message in messages:
+        kind, ts = message.timestamp()
+        found[message.offset()] = ts if kind else None
+    return found

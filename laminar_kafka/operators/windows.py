@@ -1,0 +1,141 @@
+"""Event-time windows of a keyed aggregate: tumbling and hopping, with allowed lateness.
+
+A window [start, end) of a key holds the aggregate of the key's records
+stamped inside it. It closes when the partition's watermark reaches
+end + allowed lateness: its final result is emitted and its state dropped, in
+the same checkpoint transaction, so a final result appears exactly once
+whatever crashes. A record whose every window has closed is late: it goes to
+the `late_to` topic (with the windows it missed) or is counted and dropped.
+
+State, per step: the table `(key, start) → aggregate`, and the table
+`end → keys with a window ending there` (`<step>#ends`), which finds the
+windows to close without a scan of every key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from laminar_kafka.operators.base import BatchContext, describe_error
+
+WindowKind = Literal["tumbling", "hopping"]
+_NEVER = 2**62  # beyond any timestamp: no window ends there
+EmitMode = Literal["final", "updates"]
+
+
+@dataclass(frozen=True)
+class Window:
+    """The window a result belongs to: [start, end) in ms; `final` on its last result."""
+
+    start: int
+    end: int
+    final: bool = True
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """Which windows a record falls in, when they close and what they emit."""
+
+    kind: WindowKind
+    size_ms: int
+    every_ms: int
+    lateness_ms: int = 0
+    emit: EmitMode = "final"
+    late_to: str | None = None
+
+    def starts(self, ts: int) -> range:
+        """Starts of the windows holding `ts`: multiples of `every_ms` in (ts - size, ts]."""
+        last = ts - ts % self.every_ms
+        return range(last - self.size_ms + self.every_ms, last + 1, self.every_ms)
+
+    def describe(self) -> str:
+        """What the window is, for a step's signature (saved state must mean the same)."""
+        if self.kind == "tumbling":
+            return f"tumbling {self.size_ms} ms windows"
+        return f"hopping {self.size_ms} ms windows every {self.every_ms} ms"
+
+
+def default_window_emit(key: Any, window: Window, value: Any) -> Any:
+    return {"key": key, "start": window.start, "end": window.end, "value": value}
+
+
+def apply_windowed(
+    step: str,
+    spec: WindowSpec,
+    initial: Callable[[], Any],
+    add: Callable[[Any, Any], Any],
+    emit: Callable[[Any, Window, Any], Any],
+    values: list[Any],
+    offsets: list[int],
+    ctx: BatchContext,
+) -> tuple[list[Any], list[int]]:
+    """Add each (key, value) to its windows; emit what closes as the watermark moves."""
+    table = ctx.table(step)
+    ends = ctx.table(step + "#ends")
+    out: list[Any] = []
+    kept: list[int] = []
+    size, lateness, every = spec.size_ms, spec.lateness_ms, spec.every_ms
+    updates = spec.emit == "updates"
+    times, marks = ctx.times, ctx.marks
+    due = min(ends, default=_NEVER) + lateness  # the watermark that closes the next window
+    for (k, v), o in zip(values, offsets, strict=True):
+        ts, watermark = times[o], marks[o]
+        last = ts - ts % every
+        starts = range(last - size + every, last + 1, every)
+        open_starts = [s for s in starts if s + size + lateness > watermark]
+        if not open_starts:  # a late record moves no watermark: nothing closes here
+            ctx.late_record(o, spec.late_to, [(s, s + size) for s in starts])
+            continue
+        try:  # every window's new value first: a record that fails changes none
+            updated = [
+                add(table[(k, s)] if (k, s) in table else initial(), v) for s in open_starts
+            ]
+            emitted = [
+                emit(k, Window(s, s + size, False), u)
+                for s, u in zip(open_starts, updated, strict=True)
+                if updates
+            ]
+        except Exception as exc:
+            ctx.reject(o, describe_error("window aggregate", exc))
+            continue
+        for s, u in zip(open_starts, updated, strict=True):
+            if (k, s) not in table:
+                ends.setdefault(s + size, []).append(k)
+                due = min(due, s + size + lateness)
+            table[(k, s)] = u
+        if emitted:
+            out.extend(emitted)
+            kept.extend([o] * len(emitted))
+        if watermark >= due:
+            due = _close(table, ends, size, lateness, watermark, emit, o, ctx, out, kept)
+    if ctx.watermark >= due:
+        _close(table, ends, size, lateness, ctx.watermark, emit, ctx.last_offset, ctx, out, kept)
+    return out, kept
+
+
+def _close(
+    table: dict[Any, Any],
+    ends: dict[Any, Any],
+    size: int,
+    lateness: int,
+    watermark: int,
+    emit: Callable[[Any, Window, Any], Any],
+    offset: int,
+    ctx: BatchContext,
+    out: list[Any],
+    kept: list[int],
+) -> int:
+    """Emit and drop every window that ends at or before watermark - lateness, oldest
+    first; returns the watermark that closes the next one."""
+    for end in sorted(end for end in ends if end + lateness <= watermark):
+        start = end - size
+        for k in ends.pop(end):
+            value = table.pop((k, start))
+            try:
+                out.append(emit(k, Window(start, end), value))
+                kept.append(offset)
+            except Exception as exc:
+                ctx.reject(offset, describe_error(f"window emit of [{start}, {end})", exc))
+    return min(ends, default=_NEVER) + lateness

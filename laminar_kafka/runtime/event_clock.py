@@ -1,0 +1,104 @@
+"""A task's event-time bookkeeping: stamping batches, and releasing idle partitions.
+
+Stamping and watermarks are per partition and deterministic (operators/event_time.py).
+Idleness is not: it is measured on the wall clock. A partition that received no
+record for its source's `idle_timeout` stops holding its windows back: its
+watermark rises to the lowest watermark of the task's partitions that are not
+idle, or, when every partition is idle, to the wall clock minus the allowed
+out-of-orderness (so the last windows of a stream that stopped do close).
+A record that arrives afterwards with an older timestamp is late.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from laminar_kafka.kafka.names import PartitionKey
+from laminar_kafka.operators.base import BatchContext
+from laminar_kafka.operators.event_time import (
+    NO_WATERMARK,
+    EventTime,
+    Progress,
+    kafka_times,
+    stamp,
+)
+from laminar_kafka.state.keyed_state import KeyedState
+
+Clock = Callable[[], int]
+"""Wall-clock milliseconds."""
+
+
+def wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def event_times_of(offsets: list[int], ctx: BatchContext) -> list[int | None]:
+    """The event time of each output record: its source record's, or the watermark for
+    a result a watermark alone produced (a window closed by an idle partition)."""
+    fallback = ctx.watermark if ctx.watermark != NO_WATERMARK else None
+    times = ctx.times
+    return [times.get(o, fallback) for o in offsets]
+
+
+class EventClock:
+    """Stamps batches and finds idle partitions; remembers when each partition last had data."""
+
+    def __init__(self, clock: Clock = wall_ms) -> None:
+        self.clock = clock
+        self._arrivals: dict[PartitionKey, int] = {}
+        self._started = clock()
+
+    def stamp(
+        self,
+        key: PartitionKey,
+        spec: EventTime,
+        ctx: BatchContext,
+        values: list[Any],
+        offsets: list[int],
+        start: Progress,
+        progress: Progress,
+    ) -> tuple[BatchContext, list[Any], list[int]]:
+        """Event times of a flow's decoded batch, from the partition's progress `start`.
+
+        Records without a usable timestamp are dead letters in `ctx`; `progress`
+        (the partition's, in its state) moves to the batch's end.
+        """
+        now = self.clock()
+        self._arrivals[key] = now
+        stamped = stamp(spec, values, offsets, kafka_times(ctx.messages), start, now)
+        for offset, reason in stamped.refused:
+            ctx.reject(offset, reason)
+        if stamped.refused:
+            kept = [i for i, o in enumerate(offsets) if o in stamped.times]
+            values, offsets = [values[i] for i in kept], [offsets[i] for i in kept]
+        progress.max_ts = max(progress.max_ts, stamped.max_ts)
+        progress.watermark = max(progress.watermark, stamped.watermark)
+        ctx = replace(ctx, times=stamped.times, marks=stamped.marks, watermark=stamped.watermark)
+        return ctx, values, offsets
+
+    def idle_watermarks(
+        self,
+        specs: Mapping[PartitionKey, EventTime],
+        states: Mapping[PartitionKey, dict[str, KeyedState]],
+    ) -> dict[PartitionKey, int]:
+        """Partition → the watermark it rises to now for being idle (only rises listed)."""
+        now = self.clock()
+        idle: list[PartitionKey] = []
+        active: list[int] = []
+        for key, spec in specs.items():
+            quiet = now - self._arrivals.get(key, self._started)
+            progress = Progress.of(states[key])
+            if spec.idle_timeout_ms is not None and quiet >= spec.idle_timeout_ms:
+                idle.append(key)
+            elif progress.watermark != NO_WATERMARK:
+                active.append(progress.watermark)
+        found: dict[PartitionKey, int] = {}
+        for key in idle:
+            progress = Progress.of(states[key])
+            target = min(active) if active else now - specs[key].max_out_of_order_ms
+            if target > progress.watermark:
+                found[key] = target
+        return found

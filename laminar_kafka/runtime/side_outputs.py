@@ -1,0 +1,63 @@
+"""Records that leave a flow beside its sink: dead letters, and records too late for
+their windows. Both are written in the checkpoint's transaction, so exactly once,
+with the source record's bytes and headers saying where it came from and why."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from laminar_kafka.operators.base import DeadLetter, LateRecord
+from laminar_kafka.sinks.output import OutputHeader, OutputWriter
+from laminar_kafka.sources.kafka_reader import KafkaMessage
+
+
+def dead_letter_headers(letter: DeadLetter) -> list[tuple[str, bytes]]:
+    return [
+        ("laminar.error", letter.reason.encode()),
+        ("laminar.source.topic", letter.topic.encode()),
+        ("laminar.source.partition", str(letter.partition).encode()),
+        ("laminar.source.offset", str(letter.offset).encode()),
+    ]
+
+
+def write_dead_letters(
+    topic: str, letters: list[DeadLetter], messages: Sequence[KafkaMessage], txn: OutputWriter
+) -> int:
+    """Write `letters` to the dead-letter `topic` (with their source bytes); clears them."""
+    by_offset = {m.offset(): m for m in messages}
+    for letter in letters:
+        source = by_offset.get(letter.offset)
+        if source is not None and letter.value is None and letter.key is None:
+            letter = replace(letter, key=source.key(), value=source.value())
+        txn.produce(topic, letter.value, letter.key, dead_letter_headers(letter))
+    written = len(letters)
+    letters.clear()
+    return written
+
+
+def write_late(
+    late: list[LateRecord],
+    source: tuple[str, int],
+    messages: Sequence[KafkaMessage],
+    txn: OutputWriter,
+) -> int:
+    """Write late records to their `late_to` topics, naming the windows they missed;
+    those of a step without one are only counted. Returns how many; clears them."""
+    by_offset = {m.offset(): m for m in messages}
+    for record in late:
+        message = by_offset.get(record.offset)
+        if record.topic is None or message is None:
+            continue
+        missed = ",".join(f"[{start},{end})" for start, end in record.windows)
+        headers: list[OutputHeader] = [
+            ("laminar.late.windows", missed),
+            ("laminar.source.topic", source[0]),
+            ("laminar.source.partition", str(source[1])),
+            ("laminar.source.offset", str(record.offset)),
+        ]
+        kind, ts = message.timestamp()
+        txn.produce(record.topic, message.value(), message.key(), headers, ts if kind else None)
+    count = len(late)
+    late.clear()
+    return count

@@ -1,0 +1,50 @@
+"""Stamping a batch: timestamps, a watermark per record in offset order, refusals with reasons."""
+
+from __future__ import annotations
+
+from laminar_kafka.operators.event_time import KAFKA_TIME, EventTime, Progress, stamp
+
+NOW = 1_700_000_000_000
+
+
+def test_the_watermark_is_the_highest_timestamp_minus_the_out_of_orderness() -> None:
+    spec = EventTime("ts", max_out_of_order_ms=100)
+    values = [{"ts": 1_000}, {"ts": 1_500}, {"ts": 1_200}, {"ts": 2_000}]
+    s = stamp(spec, values, [0, 1, 2, 3], {}, Progress(), NOW)
+    assert s.times == {0: 1_000, 1: 1_500, 2: 1_200, 3: 2_000}
+    assert s.marks == {0: 900, 1: 1_400, 2: 1_400, 3: 1_900}  # an older record moves nothing
+    assert (s.max_ts, s.watermark, s.refused) == (2_000, 1_900, [])
+
+
+def test_a_batch_continues_from_the_partition_progress() -> None:
+    spec = EventTime("ts", max_out_of_order_ms=0)
+    s = stamp(spec, [{"ts": 10}], [5], {}, Progress(max_ts=50, watermark=50), NOW)
+    assert s.marks == {5: 50} and s.watermark == 50 and s.max_ts == 50
+
+
+def test_the_same_records_give_the_same_marks_however_they_are_batched() -> None:
+    spec = EventTime("ts", max_out_of_order_ms=5)
+    values = [{"ts": t} for t in (3, 9, 4, 20, 15, 30)]
+    whole = stamp(spec, values, list(range(6)), {}, Progress(), NOW)
+    first = stamp(spec, values[:2], [0, 1], {}, Progress(), NOW)
+    rest = stamp(spec, values[2:], [2, 3, 4, 5], {}, Progress(first.max_ts, first.watermark), NOW)
+    assert whole.marks == {**first.marks, **rest.marks}
+
+
+def test_records_without_a_usable_timestamp_are_refused_with_the_reason() -> None:
+    spec = EventTime("ts", max_future_ms=1_000)
+    values = [{"ts": "noon"}, {}, {"ts": -1}, {"ts": NOW + 5_000}, {"ts": True}, {"ts": 7}]
+    s = stamp(spec, values, [0, 1, 2, 3, 4, 5], {}, Progress(), NOW)
+    reasons = dict(s.refused)
+    assert set(reasons) == {0, 1, 2, 3, 4}
+    assert "not an int of milliseconds" in reasons[0]
+    assert "KeyError" in reasons[1]
+    assert "ahead of the clock" in reasons[3]
+    assert s.times == {5: 7} and s.watermark == 7  # the future record moved no watermark
+
+
+def test_kafka_timestamps_and_functions() -> None:
+    s = stamp(EventTime(KAFKA_TIME), ["a", "b"], [0, 1], {0: 40, 1: None}, Progress(), NOW)
+    assert s.times == {0: 40} and [o for o, _ in s.refused] == [1]
+    s = stamp(EventTime(lambda v: v * 10), [1, 2], [0, 1], {}, Progress(), NOW)
+    assert s.times == {0: 10, 1: 20}

@@ -1,0 +1,176 @@
+"""Windows in the test kit, through the engine's own flow runner: final results exactly
+once across crashes, idle partitions, late records to a side topic, bounded state."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from laminar_kafka import Pipeline
+from laminar_kafka.errors import ConfigError
+from laminar_kafka.testing import PipelineTester, run_pipeline
+
+MINUTE = 60_000
+BASE = 1_700_000_000_000 - 1_700_000_000_000 % MINUTE
+
+
+def revenue() -> Pipeline:
+    p = Pipeline("revenue")
+    (
+        p.source("orders", timestamp="ts", max_out_of_order=10, partitioned_by="product")
+        .key_by("product")
+        .tumbling_window(60, allowed_lateness=5, late_to="late-orders")
+        .aggregate(
+            initial=lambda: 0,
+            add=lambda total, o: total + o["amount"],
+            emit=lambda product, w, total: {"product": product, "end": w.end, "revenue": total},
+        )
+        .sink("revenue", timestamp="end")
+    )
+    return p
+
+
+def orders(n: int, seed: int = 1) -> list[dict[str, Any]]:
+    """Orders shuffled within 8 s of each other: none late under any interleaving."""
+    rng = random.Random(seed)
+    out = [
+        {"id": i, "product": f"p{i % 3}", "amount": 1 + i % 7, "ts": BASE + i * 1_000}
+        for i in range(n)
+    ]
+    for i in range(0, n - 8, 8):
+        window = out[i : i + 8]
+        rng.shuffle(window)
+        out[i : i + 8] = window
+    return out
+
+
+def expected_revenue(items: list[dict[str, Any]], closed_before: int) -> Counter[tuple[str, int]]:
+    totals: Counter[tuple[str, int]] = Counter()
+    for o in items:
+        end = o["ts"] - o["ts"] % MINUTE + MINUTE
+        if end + 5_000 <= closed_before:
+            totals[(o["product"], end)] += o["amount"]
+    return totals
+
+
+def test_each_window_emits_its_sum_once_stamped_with_its_end() -> None:
+    items = orders(400)
+    tester = PipelineTester(revenue(), partitions=2)
+    tester.send("orders", items)
+    tester.checkpoint()
+    records = tester.output_records("revenue")
+    results = Counter({(r.value["product"], r.value["end"]): r.value["revenue"] for r in records})
+    assert len(records) == len(results)  # no window twice
+    assert all(r.timestamp == r.value["end"] for r in records)
+    watermark = max(o["ts"] for o in items) - 10_000
+    assert results == expected_revenue(items, watermark + 1)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_final_results_are_exactly_once_whatever_the_crashes(seed: int) -> None:
+    items = orders(300, seed)
+    expected = run_pipeline(revenue(), {"orders": items}, partitions=2)["revenue"]
+    rng = random.Random(seed)
+    tester = PipelineTester(revenue(), partitions=2, batch_size=rng.choice([1, 7, 50]))
+    sent = 0
+    while sent < len(items):
+        step = rng.randint(1, 60)
+        tester.send("orders", items[sent : sent + step])
+        sent += step
+        action = rng.random()
+        if action < 0.3:
+            tester.checkpoint()
+        elif action < 0.5:
+            tester.crash()
+    tester.checkpoint()
+    assert sorted(tester.output("revenue"), key=str) == sorted(expected, key=str)
+
+
+def test_late_records_go_to_the_side_topic_once_with_the_window_they_missed() -> None:
+    tester = PipelineTester(revenue())
+    on_time = [{"id": 1, "product": "p", "amount": 5, "ts": BASE + 1_000}]
+    closing = [{"id": 2, "product": "p", "amount": 1, "ts": BASE + MINUTE + 16_000}]
+    late = [{"id": 3, "product": "p", "amount": 7, "ts": BASE + 2_000}]
+    tester.send("orders", on_time + closing + late)
+    tester.crash()
+    tester.checkpoint()
+    assert tester.output("revenue") == [{"product": "p", "end": BASE + MINUTE, "revenue": 5}]
+    assert tester.output("late-orders") == late
+    [record] = tester.output_records("late-orders")
+    assert dict(record.headers)["laminar.late.windows"] == f"[{BASE},{BASE + MINUTE})"
+
+
+def test_an_idle_partition_stops_holding_its_windows_back() -> None:
+    p = Pipeline("idle")
+    (
+        p.source("in", timestamp="ts", idle_timeout=30, partitioned_by="k")
+        .key_by("k")
+        .tumbling_window(60)
+        .count()
+        .sink("counts")
+    )
+    tester = PipelineTester(p)
+    tester.send("in", [{"k": "a", "ts": BASE + 1}])
+    tester.advance_clock(29)
+    tester.checkpoint()
+    assert tester.output("counts") == []  # not idle yet: the window waits for more
+    tester.advance_clock(2)
+    tester.checkpoint()
+    window = {"key": "a", "start": BASE, "end": BASE + MINUTE, "value": 1}
+    assert tester.output("counts") == [window]
+
+
+def test_a_stalled_partition_keeps_its_own_windows_open_but_not_the_others() -> None:
+    p = Pipeline("stall")
+    (
+        p.source("in", timestamp="ts", partitioned_by="k")
+        .key_by("k")
+        .tumbling_window(60)
+        .count()
+        .sink("counts")
+    )
+    tester = PipelineTester(p, partitions=2)
+    keys = ["a", "b", "c", "d"]  # spread over both partitions by murmur2
+    tester.send("in", [{"k": k, "ts": BASE + 1} for k in keys])
+    tester.send("in", [{"k": "a", "ts": BASE + 2 * MINUTE}])
+    tester.checkpoint()
+    closed = {r["key"] for r in tester.output("counts")}
+    # Only the partition that moved on closed its window; the other still holds its keys.
+    assert "a" in closed and closed != set(keys)
+
+
+def test_windows_need_event_time_on_every_source() -> None:
+    stream = Pipeline("no-time").source("in", partitioned_by="k").key_by("k")
+    with pytest.raises(ConfigError, match="windows need event time"):
+        stream.tumbling_window(60)
+
+
+def test_windows_after_a_repartition_are_refused_with_the_way_out() -> None:
+    stream = Pipeline("cut").source("in", timestamp="kafka").key_by("k")
+    with pytest.raises(ConfigError, match="partitioned_by"):
+        stream.tumbling_window(60)
+
+
+def test_the_example_pipeline_gives_each_customer_minute_once() -> None:
+    from laminar_kafka.api.loader import load_pipeline
+    from laminar_kafka.testing.orders import order
+
+    example = Path(__file__).resolve().parents[2] / "pipelines" / "spend_per_minute.py"
+    pipeline = load_pipeline(str(example))
+    # Order i at 1_700_000_000_000 + i * 500 ms: 120 orders per minute, 12 per customer.
+    items = [{**order(i), "ts_ms": 1_700_000_000_000 + i * 500} for i in range(1_000)]
+    late = {**order(1_000), "ts_ms": 1_700_000_000_000}
+    out = run_pipeline(pipeline, {"orders": [*items, late]}, partitions=3)
+    minutes = out["spend-per-minute"]
+    assert len({(m["customer"], m["minute_end"]) for m in minutes}) == len(minutes)
+    for m in minutes:
+        inside = [
+            o for o in items
+            if o["customer"] == m["customer"] and m["minute_start"] <= o["ts_ms"] < m["minute_end"]
+        ]
+        assert (m["orders"], m["amount"]) == (len(inside), sum(o["amount"] for o in inside))
+    assert out["orders-late"] == [late]
