@@ -5,6 +5,8 @@ The group's offsets are lost after a first run, and a second run resumes with
 decided, then a task (or the whole application) is killed before the tasks
 commit it: the killed transactions are aborted, their partitions have no offset
 marker, and S+1, a decision and not a commit, must not be where they resume.
+The application killed after it recorded S, before its first generation, resumes
+from S too.
 """
 
 from __future__ import annotations
@@ -82,7 +84,11 @@ class _App:
 
 @pytest.mark.parametrize(
     "point",
-    [FaultPoint.AFTER_DECISION_BEFORE_COMMIT, FaultPoint.AFTER_DECISION_BEFORE_ANNOUNCE],
+    [
+        FaultPoint.AFTER_DECISION_BEFORE_COMMIT,
+        FaultPoint.AFTER_DECISION_BEFORE_ANNOUNCE,
+        FaultPoint.RUN_START_RECORDED,
+    ],
     ids=lambda p: p.value,
 )
 def test_a_crash_in_the_first_checkpoint_after_a_latest_start_loses_nothing(
