@@ -6,7 +6,8 @@ decided, then a task (or the whole application) is killed before the tasks
 commit it: the killed transactions are aborted, their partitions have no offset
 marker, and S+1, a decision and not a commit, must not be where they resume.
 The application killed after it recorded S, before its first generation, resumes
-from S too.
+from S too. A two-stage pipeline whose newest checkpoint is partial resumes each
+stage from the newest checkpoint that decided it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from laminar_kafka import JsonFormat
+from laminar_kafka.checkpoint.committed_markers import CommittedMarkers
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.kafka.admin import delete_committed_offsets
@@ -34,6 +36,7 @@ from laminar_kafka.testing.orders import (
     produce_orders,
     read_committed,
 )
+from laminar_kafka.testing.product_checks import compare_product_totals
 from tests.runtime.test_failed_prepare import _WRAPPER, PIPELINES, _await, _events
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.chaos]
@@ -156,4 +159,70 @@ def test_a_crash_in_the_first_checkpoint_after_a_latest_start_loses_nothing(
     report = compare_totals(
         expected_totals(range(1000)), read_committed(kafka_bootstrap, sink, decode_json)
     )
-    assert (report.duplicates, report.losses) == (0, 0), report
+    assert report.exact, report
+
+
+def test_a_partial_last_checkpoint_resumes_each_stage_from_its_newest_decided_cut(
+    kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
+) -> None:
+    # Stage 0 committed checkpoint S+1, stage 1 did not (a task of stage 1 died before
+    # its Ack), the application died, and then Kafka lost every offset. Resuming stage 0
+    # from S too would write epoch S+1 into the internal topic a second time, and stage 1,
+    # resuming at S's cut, would count those orders twice.
+    source = topic_factory.create("orders", partitions=4)
+    sink = source + "-out"
+    name = "lp-" + source[-8:]
+    wrapper = tmp_path / "pipeline.py"
+    topics = {"orders": source, "product-totals": sink}
+    wrapper.write_text(
+        _WRAPPER.format(source=str(PIPELINES / "product_totals.py"), name=name, topics=topics)
+    )
+    store = CheckpointStore(str(tmp_path / "checkpoints"), name)
+    apps = [_App(tmp_path, kafka_bootstrap, wrapper, label) for label in ("a", "b", "c")]
+    try:
+        produce_orders(kafka_bootstrap, source, range(400))
+        apps[0].start()
+        apps[0].wait(lambda: len(read_committed(kafka_bootstrap, sink, decode_json)) >= 400,
+                     "the first run's output")  # fmt: skip
+        apps[0].drain()
+        start = store.highest_id()
+
+        produce_orders(kafka_bootstrap, source, range(400, 1000))
+        faults = tmp_path / "faults"
+        faults.mkdir()
+        fault_env = {
+            "LAMINAR_FAULT": FaultPoint.AFTER_SNAPSHOT.value,
+            "LAMINAR_FAULT_DIR": str(faults),
+            "LAMINAR_FAULT_MIN_CHECKPOINT": str(start + 1),
+            "LAMINAR_FAULT_TASK": "2",  # the first task of stage 1 (2 tasks a stage)
+        }
+        apps[1].start(env=fault_env)
+        apps[1].wait((faults / "fired-after_snapshot").exists, "the kill of a stage 1 task")
+        apps[1].kill()  # long before its restarted generation could commit again
+    finally:
+        for app in apps[:2]:
+            app.kill()
+    partial = store.read_manifest(start + 1)
+    assert partial is not None and partial.decided_stages == (0,), partial
+    assert store.complete_ids()[-1] == start
+    internal = f"{name}.by-product.repartition"
+    counts = {source: 4, internal: 2}
+    partitions = [(t, p) for t, n in counts.items() for p in range(n)]
+    reader = CommittedMarkers(KafkaConnection(kafka_bootstrap), name, partitions)
+    try:
+        markers = reader.read(timeout_s=30)
+    finally:
+        reader.close()
+    assert {m.checkpoint_id for k, m in markers.items() if k[0] == source if m} == {start + 1}
+    assert {m.checkpoint_id for k, m in markers.items() if k[0] == internal if m} == {start}
+    delete_committed_offsets(KafkaConnection(kafka_bootstrap), name, partitions)
+
+    try:
+        apps[2].start("--from-checkpoint", "latest")
+        apps[2].wait(lambda: len(read_committed(kafka_bootstrap, sink, decode_json)) >= 1000,
+                     "all output")  # fmt: skip
+        apps[2].drain()
+    finally:
+        apps[2].kill()
+    report = compare_product_totals(range(1000), read_committed(kafka_bootstrap, sink, decode_json))
+    assert report.exact, report
