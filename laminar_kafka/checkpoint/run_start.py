@@ -35,6 +35,10 @@ class RunStart:
 
     checkpoint_id: int
     """The newest complete checkpoint when the run started."""
+    partial_ids: tuple[int, ...] = ()
+    """Newer partial checkpoints, newest first: a partition of a stage one of them decided
+    resumes from it (its stage already committed that cut downstream), else from
+    `checkpoint_id`."""
     committed_since: bool = False
     """Some partition committed a marker since: a later loss of every marker is a new
     loss, not this start unfinished."""
@@ -42,7 +46,7 @@ class RunStart:
     @property
     def checkpoint_ids(self) -> tuple[int, ...]:
         """The recorded checkpoints, newest first: where a partition looks for its position."""
-        return (self.checkpoint_id,)
+        return (*self.partial_ids, self.checkpoint_id)
 
 
 def _path(store: CheckpointStore) -> StorePath:
@@ -54,7 +58,9 @@ def read_run_start(store: CheckpointStore) -> RunStart | None:
     try:
         body = json.loads(path.read_bytes())
         return RunStart(
-            int(body["checkpoint_id"]), committed_since=bool(body["committed_since"])
+            int(body["checkpoint_id"]),
+            tuple(int(i) for i in body.get("partial_ids", ())),
+            bool(body["committed_since"]),
         )
     except FileNotFoundError:
         return None
@@ -71,6 +77,7 @@ def write_run_start(store: CheckpointStore, start: RunStart | None) -> None:
             return
         body = {
             "checkpoint_id": start.checkpoint_id,
+            "partial_ids": list(start.partial_ids),
             "committed_since": start.committed_since,
         }
         write_whole(path, json.dumps(body).encode())

@@ -144,8 +144,8 @@ class _ManifestCache:
 
 def start_manifest(key: PartitionKey, recorded: Sequence[Manifest]) -> Manifest | None:
     """Step 4: of the run's recorded start (newest first), the manifest a partition without
-    a marker resumes from: the newest that holds its position; None when none does (a
-    partition new since)."""
+    a marker resumes from: the newest that holds its position (a partial one holds only
+    the stages it decided); None when none does (a partition new since)."""
     return next((m for m in recorded if partition_key(*key) in m.positions), None)
 
 
@@ -164,6 +164,7 @@ def choose_run_start(
     recorded: RunStart | None,
     from_latest: bool,
     complete_ids: Sequence[int],
+    manifest_ids: Sequence[int],
 ) -> RunStart | None:
     """Before the first generation of a run: the start record the run goes on with.
 
@@ -173,7 +174,8 @@ def choose_run_start(
        unfinished (killed before its first commit anywhere), and is taken up again;
        the newest checkpoint may be a decision of that start that nobody committed;
     3. no marker, told to resume from the newest checkpoint: a new record of the
-       newest complete checkpoint (None when there is none: the sources' start);
+       newest complete checkpoint and the partial ones after it (None when there is
+       no complete checkpoint: the sources' start);
     4. otherwise as recorded (`check_markers_kept` then decides whether to start).
     """
     if any(m is not None for m in markers.values()):  # 1.
@@ -183,7 +185,9 @@ def choose_run_start(
     if from_latest:  # 3.
         if not complete_ids:
             return None
-        return RunStart(complete_ids[-1])
+        latest = complete_ids[-1]
+        newer = sorted((i for i in manifest_ids if i > latest), reverse=True)
+        return RunStart(latest, tuple(newer))
     return recorded  # 4.
 
 

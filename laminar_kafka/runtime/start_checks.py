@@ -53,6 +53,7 @@ def check_where_to_start(
         recorded,
         config.from_latest_checkpoint,
         store.complete_ids(),
+        store.manifest_ids(),
     )
     if not config.from_latest_checkpoint:
         check_markers_kept(store, markers, start)  # 4.
@@ -60,5 +61,5 @@ def check_where_to_start(
         write_run_start(store, start)
         faults.crash_here(FaultPoint.RUN_START_RECORDED, store.highest_id() + 1)
     if start is not None:
-        log.info("partitions without an offset marker resume from checkpoint %d",
-                 start.checkpoint_id)  # fmt: skip
+        log.info("partitions without an offset marker resume from checkpoints %s (newest first)",
+                 list(start.checkpoint_ids))  # fmt: skip

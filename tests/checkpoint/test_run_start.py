@@ -30,8 +30,9 @@ def _store(tmp_path: Path, ids: range) -> CheckpointStore:
 def test_the_record_round_trips_and_a_reset_removes_it(tmp_path: Path) -> None:
     store = _store(tmp_path, range(1, 3))
     assert read_run_start(store) is None
-    write_run_start(store, RunStart(2))
-    assert read_run_start(store) == RunStart(2)
+    write_run_start(store, RunStart(2, (3,)))
+    assert read_run_start(store) == RunStart(2, (3,))
+    assert RunStart(2, (4, 3)).checkpoint_ids == (4, 3, 2)
     store.clear()
     assert read_run_start(store) is None
 
