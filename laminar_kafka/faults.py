@@ -43,6 +43,9 @@ class FaultPoint(enum.Enum):
     """Worker: the Kafka transaction of N committed, its staged files not yet published."""
     DURING_STAGING_DELETE = "during_staging_delete"
     """Worker: N published, its staging folder half deleted (step 5: one file gone, not all)."""
+    RUN_START_RECORDED = "run_start_recorded"
+    """Driver: a run resuming with --from-checkpoint latest recorded its start checkpoint, before
+    its first generation (fires at the first checkpoint id that run would take)."""
 
     @property
     def multi_stage(self) -> bool:
@@ -59,6 +62,12 @@ class FaultPoint(enum.Enum):
         return self in (FaultPoint.FILES_UNPUBLISHED, FaultPoint.DURING_STAGING_DELETE)
 
     @property
+    def latest_start_only(self) -> bool:
+        """Points only a run started with --from-checkpoint latest reaches (chaos rounds do not
+        start so; tests/runtime/test_latest_start_crash.py does)."""
+        return self is FaultPoint.RUN_START_RECORDED
+
+    @property
     def in_driver(self) -> bool:
         """Driver points kill the whole application; the others kill one worker task."""
         return self in (
@@ -66,6 +75,7 @@ class FaultPoint(enum.Enum):
             FaultPoint.AFTER_DECISION_BEFORE_ANNOUNCE,
             FaultPoint.UPSTREAM_COMMITTED,
             FaultPoint.DURING_PURGE,
+            FaultPoint.RUN_START_RECORDED,
         )
 
 
@@ -76,7 +86,9 @@ def pick_points(names: str, stages: int, file_sinks: bool = False) -> list[Fault
         return [
             p
             for p in FaultPoint
-            if (stages > 1 or not p.multi_stage) and (file_sinks or not p.file_sinks_only)
+            if (stages > 1 or not p.multi_stage)
+            and (file_sinks or not p.file_sinks_only)
+            and not p.latest_start_only
         ]
     known = {p.value: p for p in FaultPoint}
     picked = [n.strip() for n in names.split(",") if n.strip()]
@@ -91,6 +103,12 @@ def pick_points(names: str, stages: int, file_sinks: bool = False) -> list[Fault
     files = [n for n in picked if known[n].file_sinks_only and not file_sinks]
     if files:
         raise ConfigError(f"crash point {files[0]} needs a file sink, and this pipeline has none")
+    latest = [n for n in picked if known[n].latest_start_only]
+    if latest:
+        raise ConfigError(
+            f"crash point {latest[0]} needs a run started with --from-checkpoint latest, "
+            "and chaos rounds start without it"
+        )
     return [known[n] for n in picked]
 
 

@@ -55,7 +55,8 @@ def register(subparsers: Any) -> None:
         "--points",
         default="",
         help="comma-separated named crash points to run once each before the random rounds; "
-        f"'all' for every one of: {', '.join(p.value for p in FaultPoint)}",
+        "'all' for every one of: "
+        f"{', '.join(p.value for p in FaultPoint if not p.latest_start_only)}",
     )
     parser.add_argument(
         "--records", type=int, default=2000, help="input records per round (%(default)s)"

@@ -63,7 +63,8 @@ class RuntimeConfig:
     restart: RestartPolicy = field(default_factory=RestartPolicy)
     ready_timeout_s: float = 120.0
     from_latest_checkpoint: bool = False
-    """Resume partitions whose offset markers are gone from the newest checkpoint."""
+    """When no partition has an offset marker (the group's offsets were lost), resume
+    from the newest checkpoint; chosen once per run and recorded (`checkpoint/run_start.py`)."""
     reset: bool = False
     """Start over: drop the pipeline's checkpoints and committed offsets first."""
     purge_internal: bool = True
