@@ -247,6 +247,20 @@ class KeyedStream:
         spec = window_spec("tumbling", size, None, allowed_lateness, emit, late_to, branches)
         return WindowedStream(self.stream, spec)
 
+    def session_window(
+        self,
+        gap: Duration,
+        *,
+        allowed_lateness: Duration = 0,
+        emit: EmitMode = "final",
+        late_to: str | None = None,
+    ) -> WindowedStream:
+        """Sessions: a key's records less than `gap` apart form one window; a record
+        bridging two sessions merges them (an `aggregate` then needs `merge=`)."""
+        branches = self.stream.branches
+        spec = window_spec("session", gap, None, allowed_lateness, emit, late_to, branches)
+        return WindowedStream(self.stream, spec)
+
     def hopping_window(
         self,
         size: Duration,

@@ -8,6 +8,7 @@ that feeds them (`source(..., timestamp=...)`).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -94,11 +95,20 @@ class WindowedStream:
         add: Callable[[Any, Any], Any],
         emit: Callable[[Any, Window, Any], Any] | None = None,
         *,
+        merge: Callable[[Any, Any], Any] | None = None,
         name: str | None = None,
     ) -> Stream:
+        """`merge(a, b)` combines two sessions' aggregates (session windows need it)."""
         check_callable("aggregate initial", initial)
         check_callable("aggregate add", add)
-        return self._stateful("aggregate", initial, add, emit, name)
+        if merge is not None:
+            check_callable("aggregate merge", merge)
+        elif self.window.kind == "session":
+            raise ConfigError(
+                "an aggregate over session windows needs merge=: how two sessions' "
+                "aggregates combine when a record bridges them"
+            )
+        return self._stateful("aggregate", initial, add, emit, name, merge)
 
     def reduce(
         self,
@@ -108,12 +118,12 @@ class WindowedStream:
         name: str | None = None,
     ) -> Stream:
         check_callable("reduce", fn)
-        return self._stateful("reduce", lambda: _FIRST, _Reduce(fn), emit, name)
+        return self._stateful("reduce", _first, _Reduce(fn), emit, name, _Reduce(fn))
 
     def count(
         self, emit: Callable[[Any, Window, Any], Any] | None = None, *, name: str | None = None
     ) -> Stream:
-        return self._stateful("count", lambda: 0, lambda n, _v: n + 1, emit, name)
+        return self._stateful("count", _zero, _plus_one, emit, name, operator.add)
 
     def _stateful(
         self,
@@ -122,12 +132,13 @@ class WindowedStream:
         add: Callable[[Any, Any], Any],
         emit: Callable[[Any, Window, Any], Any] | None,
         name: str | None,
+        merge: Callable[[Any, Any], Any] | None = None,
     ) -> Stream:
         if emit is not None:
             check_callable(f"{kind} emit", emit)
         if name is not None and not (isinstance(name, str) and DERIVED_STEP.fullmatch(name)):
             check_name("step", name)
-        op = AggregateOp(initial, add, kind=kind, name=name, window=self.window)
+        op = AggregateOp(initial, add, kind=kind, name=name, window=self.window, merge=merge)
         return self.stream._then(replace(op, emit=emit or default_window_emit))
 
 
@@ -139,6 +150,18 @@ class _First:
 
 
 _FIRST = _First()
+
+
+def _first() -> _First:
+    return _FIRST
+
+
+def _zero() -> int:
+    return 0
+
+
+def _plus_one(n: int, _value: Any) -> int:
+    return n + 1
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Event-time windows of a keyed aggregate: tumbling and hopping, with allowed lateness.
+"""Event-time windows of a keyed aggregate: tumbling and hopping, with allowed lateness
+(session windows: operators/sessions.py).
 
 A window [start, end) of a key holds the aggregate of the key's records
 stamped inside it. It closes when the partition's watermark reaches
@@ -20,7 +21,7 @@ from typing import Any, Literal
 
 from laminar_kafka.operators.base import BatchContext, describe_error
 
-WindowKind = Literal["tumbling", "hopping"]
+WindowKind = Literal["tumbling", "hopping", "session"]
 _NEVER = 2**62  # beyond any timestamp: no window ends there
 EmitMode = Literal["final", "updates"]
 
@@ -40,6 +41,7 @@ class WindowSpec:
 
     kind: WindowKind
     size_ms: int
+    """The window's size; a session's gap."""
     every_ms: int
     lateness_ms: int = 0
     emit: EmitMode = "final"
@@ -54,6 +56,8 @@ class WindowSpec:
         """What the window is, for a step's signature (saved state must mean the same)."""
         if self.kind == "tumbling":
             return f"tumbling {self.size_ms} ms windows"
+        if self.kind == "session":
+            return f"session windows with a {self.size_ms} ms gap"
         return f"hopping {self.size_ms} ms windows every {self.every_ms} ms"
 
 

@@ -174,3 +174,61 @@ def test_the_example_pipeline_gives_each_customer_minute_once() -> None:
         ]
         assert (m["orders"], m["amount"]) == (len(inside), sum(o["amount"] for o in inside))
     assert out["orders-late"] == [late]
+
+
+def sessions() -> Pipeline:
+    p = Pipeline("sessions")
+    (
+        p.source("clicks", timestamp="ts", max_out_of_order=60, partitioned_by="user")
+        .key_by("user")
+        .session_window(30)
+        .aggregate(
+            initial=lambda: [],
+            add=lambda pages, click: [*pages, click["page"]],
+            merge=lambda a, b: a + b,
+            emit=lambda user, w, pages: {"user": user, "start": w.start, "pages": sorted(pages)},
+        )
+        .sink("sessions")
+    )
+    return p
+
+
+def test_a_session_merges_two_sessions_after_a_restart() -> None:
+    tester = PipelineTester(sessions())
+    tester.send("clicks", [{"user": "u", "page": "a", "ts": BASE}])
+    tester.send("clicks", [{"user": "u", "page": "c", "ts": BASE + 40_000}])
+    tester.checkpoint()
+    tester.send("clicks", [{"user": "u", "page": "x", "ts": BASE + 40_000}])
+    tester.crash()  # back to two sessions, [0, 30 s) and [40 s, 70 s); x is read again
+    tester.send("clicks", [{"user": "u", "page": "b", "ts": BASE + 20_000}])  # bridges them
+    tester.send("clicks", [{"user": "u", "page": "end", "ts": BASE + 200_000}])
+    tester.checkpoint()
+    pages = ["a", "b", "c", "x"]
+    assert tester.output("sessions") == [{"user": "u", "start": BASE, "pages": pages}]
+
+
+def test_session_aggregates_need_merge() -> None:
+    stream = Pipeline("m").source("in", timestamp="ts", partitioned_by="k").key_by("k")
+    with pytest.raises(ConfigError, match="merge="):
+        stream.session_window(30).aggregate(lambda: 0, lambda n, _v: n + 1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sessions_are_exactly_once_whatever_the_crashes(seed: int) -> None:
+    rng = random.Random(seed)
+    clicks = []
+    ts = BASE
+    for i in range(200):
+        ts += rng.choice([1_000, 5_000, 29_000, 31_000, 90_000])
+        clicks.append({"user": f"u{i % 4}", "page": f"p{i}", "ts": ts})
+    expected = run_pipeline(sessions(), {"clicks": clicks}, partitions=2)["sessions"]
+    tester = PipelineTester(sessions(), partitions=2, batch_size=rng.choice([1, 9]))
+    for start in range(0, len(clicks), 20):
+        tester.send("clicks", clicks[start : start + 20])
+        if rng.random() < 0.4:
+            tester.checkpoint()
+        elif rng.random() < 0.5:
+            tester.crash()
+    tester.checkpoint()
+    assert sorted(tester.output("sessions"), key=str) == sorted(expected, key=str)
+    assert len(expected) > 10
