@@ -76,6 +76,13 @@ class Stream:
     branches: tuple[Branch, ...]
 
     def _then(self, op: Operator) -> Stream:
+        if getattr(op, "metadata", False) and any(
+            isinstance(o, AggregateOp) and o.window for b in self.branches for o in b.operators
+        ):
+            raise ConfigError(
+                "metadata=True after a window: a window's result comes from many records "
+                "(or from the watermark alone), not from one source record"
+            )
         return Stream(
             self.pipeline, tuple(replace(b, operators=(*b.operators, op)) for b in self.branches)
         )

@@ -8,6 +8,7 @@ that feeds them (`source(..., timestamp=...)`).
 
 from __future__ import annotations
 
+import inspect
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -22,6 +23,24 @@ from laminar_kafka.operators.windows import EmitMode, Window, WindowSpec, defaul
 
 if TYPE_CHECKING:
     from laminar_kafka.api.streams import Branch, Stream
+
+
+def _windowed(op: object) -> bool:
+    return isinstance(op, AggregateOp) and op.window is not None
+
+
+def check_arity(what: str, fn: Callable[..., Any], names: str) -> None:
+    """Refuse a function that cannot take the arguments it will be called with."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: trust it
+        return
+    try:
+        signature.bind(*([None] * len(names.split(", "))))
+    except TypeError:
+        raise ConfigError(
+            f"{what} is called as emit({names}): {fn!r:.60} cannot take that"
+        ) from None
 
 
 def _is_repartition(given: object) -> bool:
@@ -45,6 +64,10 @@ def window_spec(
             "windows run in the stage of their source for now: declare the key on the "
             "source (source(..., partitioned_by=<key>), the key its producers partition by) "
             "so that key_by needs no repartition"
+        )
+    if any(_windowed(op) for b in branches for op in b.operators):
+        raise ConfigError(
+            "a window's results cannot go into another window yet: one window per stream"
         )
     without = [topic for topic, has in sources_with_event_time(branches) if not has]
     if without:
@@ -136,6 +159,7 @@ class WindowedStream:
     ) -> Stream:
         if emit is not None:
             check_callable(f"{kind} emit", emit)
+            check_arity(f"{kind} emit over windows", emit, "key, window, value")
         if name is not None and not (isinstance(name, str) and DERIVED_STEP.fullmatch(name)):
             check_name("step", name)
         op = AggregateOp(initial, add, kind=kind, name=name, window=self.window, merge=merge)

@@ -49,7 +49,7 @@ def apply_sessions(
         if not touched and ts + gap + lateness <= watermark:
             ctx.late_record(o, spec.late_to, [(ts, ts + gap)])
             continue
-        try:  # the new aggregate first: a record that fails changes no session
+        try:  # the new aggregate first: a failing record changes no table entry
             acc = touched[0][2] if touched else initial()
             for other in touched[1:]:
                 acc = merge(acc, other[2])

@@ -109,7 +109,7 @@ class FlowRunner:
         on_partition: Callable[[PartitionKey], None] | None = None,
     ) -> None:
         """Release idle partitions (runtime/event_clock.py): raise their watermarks and
-        emit the windows that closes. `positions`: each partition's next offset;
+        emit the windows that this closes. `positions`: each partition's next offset;
         `on_partition(key)` is called before a partition's output is written."""
         specs = {k: self._event_times[k[0]] for k in states if k[0] in self._event_times}
         for key, watermark in self.clock.idle_watermarks(specs, states).items():

@@ -232,3 +232,62 @@ def test_sessions_are_exactly_once_whatever_the_crashes(seed: int) -> None:
     tester.checkpoint()
     assert sorted(tester.output("sessions"), key=str) == sorted(expected, key=str)
     assert len(expected) > 10
+
+
+def test_a_replay_after_a_crash_is_not_taken_for_idleness() -> None:
+    p = Pipeline("replay")
+    (
+        p.source("in", timestamp="ts", idle_timeout=5, partitioned_by="k")
+        .key_by("k")
+        .tumbling_window(60)
+        .count()
+        .sink("counts")
+    )
+    items = [{"k": "a", "ts": BASE + i * 1_000} for i in range(150)]
+    expected = run_pipeline(p, {"in": items})["counts"]
+    tester = PipelineTester(p)
+    tester.send("in", items)
+    tester.crash()
+    tester.advance_clock(6)  # the replay runs first: only then is the partition idle
+    tester.checkpoint()
+    assert tester.output("counts")[: len(expected)] == expected
+    assert tester._runner.counts.late == 0
+
+
+def _keyed() -> Any:
+    return Pipeline("checks").source("in", timestamp="ts", partitioned_by="k").key_by("k")
+
+
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        (lambda: _keyed().tumbling_window(60).count(emit=lambda k, n: n), "emit\\(key, window"),
+        (
+            lambda: _keyed().tumbling_window(60).count().map(lambda r: r, metadata=True),
+            "metadata=True after a window",
+        ),
+        (
+            lambda: _keyed().tumbling_window(60).count().key_by("k").tumbling_window(60),
+            "one window per stream",
+        ),
+        (lambda: Pipeline("x").source("in", max_future=5), "need event time"),
+        (lambda: _keyed().hopping_window(60, every=90), "must not exceed"),
+        (lambda: _keyed().tumbling_window(0), "positive"),
+    ],
+)
+def test_window_definitions_are_checked_when_written(build: Any, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        build()
+
+
+def test_late_to_must_be_a_topic_of_its_own() -> None:
+    p = Pipeline("late")
+    _ = (
+        p.source("in", timestamp="ts", partitioned_by="k")
+        .key_by("k")
+        .tumbling_window(60, late_to="counts")
+        .count()
+        .sink("counts")
+    )
+    with pytest.raises(ConfigError, match="late_to topic 'counts'"):
+        p.validate()
