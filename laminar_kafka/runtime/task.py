@@ -223,7 +223,7 @@ class WorkerTask:
         report = AlignmentReport(
             waited_ms=int(self._aligner.waited_s() * 1000),
             unaligned=self._aligner.phase is AlignmentPhase.UNALIGNED,
-            local_watermark_ms=min(self._max_ts.values()) if self._max_ts else None,
+            local_watermark_ms=self._flows.watermark(self._state.partitions, self._max_ts),
             counts=self._flows.counts.as_tuple(),
         )
         snapshot = self._state.snapshot()

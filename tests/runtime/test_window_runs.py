@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import Producer
 
 from laminar_kafka import AvroFormat, JsonFormat, Pipeline, RuntimeConfig
+from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.operators.partitioning import LIBRDKAFKA_PARTITIONER
 from laminar_kafka.runtime.events import GenerationStarted
 from laminar_kafka.testing import TopicFactory
@@ -111,6 +112,9 @@ def test_window_results_are_exactly_once_across_a_killed_worker(
     assert found == expected  # every window, with every order in it once
     assert all(r.timestamp == decode(r.value)["end"] for r in records)
     assert stats.restarts == 1
+    # Every partition's watermark reached the closers' time: the last Commit says so.
+    manifest = CheckpointStore(config.checkpoint_dir, name).latest_complete()
+    assert manifest is not None and manifest.min_watermark_ms == FAR
 
 
 def test_idle_partitions_release_their_windows_and_late_orders_go_aside(
