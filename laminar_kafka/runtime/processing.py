@@ -36,8 +36,8 @@ class ProcessCounts:
     late: int = 0
     """Records later than their windows allowed (written to late_to, or dropped)."""
 
-    def as_tuple(self) -> tuple[int, int, int]:
-        return self.records_in, self.records_out, self.dead_letters
+    def as_tuple(self) -> tuple[int, int, int, int]:
+        return self.records_in, self.records_out, self.dead_letters, self.late
 
 
 class FlowRunner:

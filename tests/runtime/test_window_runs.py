@@ -16,7 +16,7 @@ from confluent_kafka import Producer
 from laminar_kafka import AvroFormat, JsonFormat, Pipeline, RuntimeConfig
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.operators.partitioning import LIBRDKAFKA_PARTITIONER
-from laminar_kafka.runtime.events import GenerationStarted
+from laminar_kafka.runtime.events import CheckpointCommitted, GenerationStarted
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import order, produce_orders, read_committed_records
 from laminar_kafka.testing.run import BackgroundRun
@@ -151,9 +151,16 @@ def test_idle_partitions_release_their_windows_and_late_orders_go_aside(
     run.wait_for(
         lambda: len(read_committed_records(kafka_bootstrap, late)) >= 10, 60, "late orders"
     )
+    run.wait_for(lambda: _late_counted(run) >= 10, 60, "the late orders in a checkpoint's counts")
     run.stop()
     assert sorted((v["customer"], v["orders"]) for v in found) == [(f"c{c}", 10) for c in range(10)]
     late_ids = [AvroFormat.from_schema("order").decode_one(r.value)["id"] for r in
                 read_committed_records(kafka_bootstrap, late)]
     assert sorted(late_ids) == list(range(100, 110))
     assert len(read_committed_records(kafka_bootstrap, sink)) == 10
+
+
+def _late_counted(run: BackgroundRun) -> int:
+    """The late records the newest committed checkpoint counted, over every stage."""
+    commits = [e for e in list(run.events) if isinstance(e, CheckpointCommitted)]
+    return sum(s.late_records for s in commits[-1].stages) if commits else 0
