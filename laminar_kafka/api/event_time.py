@@ -20,9 +20,9 @@ def event_time(
 ) -> EventTime | None:
     """A source's event-time settings; None when it has no `timestamp`."""
     if timestamp is None:
-        if max_out_of_order or idle_timeout is not None:
+        if max_out_of_order or idle_timeout is not None or max_future != 3600:
             raise ConfigError(
-                "max_out_of_order and idle_timeout need event time: pass timestamp= "
+                "max_out_of_order, idle_timeout and max_future need event time: pass timestamp= "
                 '("kafka", a field or a function) to source(...)'
             )
         return None

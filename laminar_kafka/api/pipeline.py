@@ -127,7 +127,8 @@ class Pipeline:
             if clock != flow.source.event_time:
                 raise ConfigError(
                     f"topic {flow.source.topic!r} is read twice with different event-time "
-                    "settings (timestamp, max_out_of_order, idle_timeout): give both the same"
+                    "settings (timestamp, max_out_of_order, idle_timeout, max_future): give "
+                    "both the same"
                 )
         seen: dict[str, str] = {}
         for i, f in enumerate((*self._flows, *flows), 1):
@@ -218,6 +219,13 @@ class Pipeline:
         clash = set(self.source_topics) & set(self.sink_topics)
         if clash:
             raise ConfigError(f"topics both read and written by the pipeline: {sorted(clash)}")
+        sinks = [f.sink.topic for f in self._flows if not f.sink.internal]
+        for late in self.late_topics:
+            if late in sinks or late in self.source_topics or late.endswith(".dlq"):
+                raise ConfigError(
+                    f"late_to topic {late!r} is a source, sink or dead-letter topic: late "
+                    "records are raw input, give them a topic of their own"
+                )
         users = set(self.source_topics) | set(self.sink_topics)
         taken = sorted(users & set(self.internal_topics))
         if taken:

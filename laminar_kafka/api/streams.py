@@ -76,6 +76,13 @@ class Stream:
     branches: tuple[Branch, ...]
 
     def _then(self, op: Operator) -> Stream:
+        if getattr(op, "metadata", False) and any(
+            isinstance(o, AggregateOp) and o.window for b in self.branches for o in b.operators
+        ):
+            raise ConfigError(
+                "metadata=True after a window: a window's result comes from many records "
+                "(or from the watermark alone), not from one source record"
+            )
         return Stream(
             self.pipeline, tuple(replace(b, operators=(*b.operators, op)) for b in self.branches)
         )
@@ -245,6 +252,20 @@ class KeyedStream:
         """
         branches = self.stream.branches
         spec = window_spec("tumbling", size, None, allowed_lateness, emit, late_to, branches)
+        return WindowedStream(self.stream, spec)
+
+    def session_window(
+        self,
+        gap: Duration,
+        *,
+        allowed_lateness: Duration = 0,
+        emit: EmitMode = "final",
+        late_to: str | None = None,
+    ) -> WindowedStream:
+        """Sessions: a key's records less than `gap` apart form one window; a record
+        bridging two sessions merges them (an `aggregate` then needs `merge=`)."""
+        branches = self.stream.branches
+        spec = window_spec("session", gap, None, allowed_lateness, emit, late_to, branches)
         return WindowedStream(self.stream, spec)
 
     def hopping_window(

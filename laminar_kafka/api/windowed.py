@@ -8,6 +8,8 @@ that feeds them (`source(..., timestamp=...)`).
 
 from __future__ import annotations
 
+import inspect
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -21,6 +23,24 @@ from laminar_kafka.operators.windows import EmitMode, Window, WindowSpec, defaul
 
 if TYPE_CHECKING:
     from laminar_kafka.api.streams import Branch, Stream
+
+
+def _windowed(op: object) -> bool:
+    return isinstance(op, AggregateOp) and op.window is not None
+
+
+def check_arity(what: str, fn: Callable[..., Any], names: str) -> None:
+    """Refuse a function that cannot take the arguments it will be called with."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: trust it
+        return
+    try:
+        signature.bind(*([None] * len(names.split(", "))))
+    except TypeError:
+        raise ConfigError(
+            f"{what} is called as emit({names}): {fn!r:.60} cannot take that"
+        ) from None
 
 
 def _is_repartition(given: object) -> bool:
@@ -44,6 +64,10 @@ def window_spec(
             "windows run in the stage of their source for now: declare the key on the "
             "source (source(..., partitioned_by=<key>), the key its producers partition by) "
             "so that key_by needs no repartition"
+        )
+    if any(_windowed(op) for b in branches for op in b.operators):
+        raise ConfigError(
+            "a window's results cannot go into another window yet: one window per stream"
         )
     without = [topic for topic, has in sources_with_event_time(branches) if not has]
     if without:
@@ -94,11 +118,20 @@ class WindowedStream:
         add: Callable[[Any, Any], Any],
         emit: Callable[[Any, Window, Any], Any] | None = None,
         *,
+        merge: Callable[[Any, Any], Any] | None = None,
         name: str | None = None,
     ) -> Stream:
+        """`merge(a, b)` combines two sessions' aggregates (session windows need it)."""
         check_callable("aggregate initial", initial)
         check_callable("aggregate add", add)
-        return self._stateful("aggregate", initial, add, emit, name)
+        if merge is not None:
+            check_callable("aggregate merge", merge)
+        elif self.window.kind == "session":
+            raise ConfigError(
+                "an aggregate over session windows needs merge=: how two sessions' "
+                "aggregates combine when a record bridges them"
+            )
+        return self._stateful("aggregate", initial, add, emit, name, merge)
 
     def reduce(
         self,
@@ -108,12 +141,12 @@ class WindowedStream:
         name: str | None = None,
     ) -> Stream:
         check_callable("reduce", fn)
-        return self._stateful("reduce", lambda: _FIRST, _Reduce(fn), emit, name)
+        return self._stateful("reduce", _first, _Reduce(fn), emit, name, _Reduce(fn))
 
     def count(
         self, emit: Callable[[Any, Window, Any], Any] | None = None, *, name: str | None = None
     ) -> Stream:
-        return self._stateful("count", lambda: 0, lambda n, _v: n + 1, emit, name)
+        return self._stateful("count", _zero, _plus_one, emit, name, operator.add)
 
     def _stateful(
         self,
@@ -122,12 +155,14 @@ class WindowedStream:
         add: Callable[[Any, Any], Any],
         emit: Callable[[Any, Window, Any], Any] | None,
         name: str | None,
+        merge: Callable[[Any, Any], Any] | None = None,
     ) -> Stream:
         if emit is not None:
             check_callable(f"{kind} emit", emit)
+            check_arity(f"{kind} emit over windows", emit, "key, window, value")
         if name is not None and not (isinstance(name, str) and DERIVED_STEP.fullmatch(name)):
             check_name("step", name)
-        op = AggregateOp(initial, add, kind=kind, name=name, window=self.window)
+        op = AggregateOp(initial, add, kind=kind, name=name, window=self.window, merge=merge)
         return self.stream._then(replace(op, emit=emit or default_window_emit))
 
 
@@ -139,6 +174,18 @@ class _First:
 
 
 _FIRST = _First()
+
+
+def _first() -> _First:
+    return _FIRST
+
+
+def _zero() -> int:
+    return 0
+
+
+def _plus_one(n: int, _value: Any) -> int:
+    return n + 1
 
 
 @dataclass(frozen=True)

@@ -102,7 +102,8 @@ class AlignmentReport:
     waited_ms: int = 0
     unaligned: bool = False
     local_watermark_ms: int | None = None
-    counts: tuple[int, int, int] = (0, 0, 0)
+    counts: tuple[int, int, int, int] = (0, 0, 0, 0)
+    """Records in, out, dead-lettered and too late for their windows, since the task started."""
     """Records in, records out and dead letters since the task started."""
 
 
@@ -247,5 +248,6 @@ class CheckpointParticipant:
                 records_in=report.counts[0],
                 records_out=report.counts[1],
                 dead_letters=report.counts[2],
+                late_records=report.counts[3],
             )
         )

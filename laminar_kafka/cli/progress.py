@@ -34,6 +34,7 @@ def describe_commit(event: CheckpointCommitted, details: Sequence[str] = (), not
         text += "".join(
             f"\n  stage {s.stage}: {s.records_in} in, {s.records_out} out"
             + (f", {s.dead_letters} dead letters" if s.dead_letters else "")
+            + (f", {s.late_records} late" if s.late_records else "")
             + f"; committed {event.checkpoint_id} in {s.duration_s * 1000:.0f} ms"
             for s in event.stages
         )

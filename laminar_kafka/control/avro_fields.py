@@ -95,6 +95,7 @@ def ack_to_avro(r: Ack) -> dict[str, Any]:
         "records_in": r.records_in,
         "records_out": r.records_out,
         "dead_letters": r.dead_letters,
+        "late_records": r.late_records,
     }
 
 
@@ -116,4 +117,5 @@ def ack_from_avro(d: dict[str, Any]) -> Ack:
         d["records_in"],
         d["records_out"],
         d["dead_letters"],
+        d["late_records"],
     )

@@ -212,7 +212,8 @@ class Ack:
     `sink_handles` by sink name. `positions` holds the next offset to read.
     `stage` is the task's pipeline stage; `records_in`, `records_out` and
     `dead_letters` count what the task processed, wrote and dead-lettered since
-    it started (cumulative, so a lost ack loses no count).
+    it started (cumulative, so a lost ack loses no count); `late_records` the
+    records too late for their windows.
     """
 
     kind: ClassVar[str] = "ack"
@@ -233,6 +234,7 @@ class Ack:
     records_in: int = 0
     records_out: int = 0
     dead_letters: int = 0
+    late_records: int = 0
 
     def __post_init__(self) -> None:
         check_str(self, "pipeline")
@@ -254,7 +256,7 @@ class Ack:
         frozen_map(self, "sink_handles", values=str)
         check_bool(self, "unaligned")
         check_int(self, "stage", minimum=0)
-        for name in ("alignment_ms", "records_in", "records_out", "dead_letters"):
+        for name in ("alignment_ms", "records_in", "records_out", "dead_letters", "late_records"):
             check_long(self, name, minimum=0)
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -88,6 +88,11 @@ class PipelineMetrics:
         self.dead_letters = counter(
             "laminar_stage_dead_letters", "Records a stage sent to the dead-letter topic", _STAGE
         )
+        self.late_records = counter(
+            "laminar_stage_late_records",
+            "Records later than every window they belong to (to late_to, or dropped)",
+            _STAGE,
+        )
         self.committed = counter(
             "laminar_checkpoints_committed", "Checkpoints committed", _PIPELINE
         )
@@ -126,7 +131,7 @@ class PipelineMetrics:
         )
         for metric in (self.committed, self.aborted, self.unaligned, self.restarts):
             metric.labels(pipeline).inc(0)  # present (at 0) before the first event
-        self._counts: dict[int, tuple[int, int, int, int]] = {}
+        self._counts: dict[int, tuple[int, int, int, int, int]] = {}
         """Stage → (generation, records in, out, dead letters) at the last commit seen."""
         self._stats: RunStats | None = None
         self._alignments_seen = 0
@@ -176,13 +181,12 @@ class PipelineMetrics:
         A commit carries counts summed since its tasks started; the tasks of a new
         generation start from zero, so there the whole count is new.
         """
-        now = (stage.records_in, stage.records_out, stage.dead_letters)
+        now = (stage.records_in, stage.records_out, stage.dead_letters, stage.late_records)
         last = self._counts.get(stage.stage)
-        before = last[1:] if last is not None and last[0] == generation else (0, 0, 0)
+        before = last[1:] if last is not None and last[0] == generation else (0, 0, 0, 0)
         labels = (self.pipeline, str(stage.stage))
-        for counter, new, old in zip(
-            (self.records_in, self.records_out, self.dead_letters), now, before, strict=True
-        ):
+        counters = (self.records_in, self.records_out, self.dead_letters, self.late_records)
+        for counter, new, old in zip(counters, now, before, strict=True):
             counter.labels(*labels).inc(new - old if new >= old else new)
         self._counts[stage.stage] = (generation, *now)
 

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from laminar_kafka.operators.base import BatchContext, describe_error
 from laminar_kafka.operators.partitioning import PARTITIONERS, Partitioner
+from laminar_kafka.operators.sessions import apply_sessions
 from laminar_kafka.operators.windows import WindowSpec, apply_windowed
 
 
@@ -91,12 +92,18 @@ class AggregateOp:
     step: str = ""
     window: WindowSpec | None = None
     """Aggregate per event-time window instead of a running value (operators/windows.py)."""
+    merge: Callable[[Any, Any], Any] | None = None
+    """Combines two aggregates when a record bridges two sessions (session windows)."""
 
     def apply(
         self, values: list[Any], offsets: list[int], ctx: BatchContext
     ) -> tuple[list[Any], list[int]]:
         if self.window is not None:
             w = self.window
+            if w.kind == "session":
+                assert self.merge is not None, "session windows are built with merge"
+                fns = self.initial, self.add, self.merge, self.emit
+                return apply_sessions(self.step, w, *fns, values, offsets, ctx)
             return apply_windowed(
                 self.step, w, self.initial, self.add, self.emit, values, offsets, ctx
             )

@@ -1,4 +1,5 @@
-"""Event-time windows of a keyed aggregate: tumbling and hopping, with allowed lateness.
+"""Event-time windows of a keyed aggregate: tumbling and hopping, with allowed lateness
+(session windows: operators/sessions.py).
 
 A window [start, end) of a key holds the aggregate of the key's records
 stamped inside it. It closes when the partition's watermark reaches
@@ -20,7 +21,7 @@ from typing import Any, Literal
 
 from laminar_kafka.operators.base import BatchContext, describe_error
 
-WindowKind = Literal["tumbling", "hopping"]
+WindowKind = Literal["tumbling", "hopping", "session"]
 _NEVER = 2**62  # beyond any timestamp: no window ends there
 EmitMode = Literal["final", "updates"]
 
@@ -40,6 +41,7 @@ class WindowSpec:
 
     kind: WindowKind
     size_ms: int
+    """The window's size; a session's gap."""
     every_ms: int
     lateness_ms: int = 0
     emit: EmitMode = "final"
@@ -47,13 +49,16 @@ class WindowSpec:
 
     def starts(self, ts: int) -> range:
         """Starts of the windows holding `ts`: multiples of `every_ms` in (ts - size, ts]."""
-        last = ts - ts % self.every_ms
-        return range(last - self.size_ms + self.every_ms, last + 1, self.every_ms)
+        every = self.every_ms
+        first = ((ts - self.size_ms) // every + 1) * every
+        return range(first, ts - ts % every + 1, every)
 
     def describe(self) -> str:
         """What the window is, for a step's signature (saved state must mean the same)."""
         if self.kind == "tumbling":
             return f"tumbling {self.size_ms} ms windows"
+        if self.kind == "session":
+            return f"session windows with a {self.size_ms} ms gap"
         return f"hopping {self.size_ms} ms windows every {self.every_ms} ms"
 
 
@@ -76,19 +81,18 @@ def apply_windowed(
     ends = ctx.table(step + "#ends")
     out: list[Any] = []
     kept: list[int] = []
-    size, lateness, every = spec.size_ms, spec.lateness_ms, spec.every_ms
+    size, lateness = spec.size_ms, spec.lateness_ms
     updates = spec.emit == "updates"
     times, marks = ctx.times, ctx.marks
     due = min(ends, default=_NEVER) + lateness  # the watermark that closes the next window
     for (k, v), o in zip(values, offsets, strict=True):
         ts, watermark = times[o], marks[o]
-        last = ts - ts % every
-        starts = range(last - size + every, last + 1, every)
+        starts = spec.starts(ts)
         open_starts = [s for s in starts if s + size + lateness > watermark]
         if not open_starts:  # a late record moves no watermark: nothing closes here
             ctx.late_record(o, spec.late_to, [(s, s + size) for s in starts])
             continue
-        try:  # every window's new value first: a record that fails changes none
+        try:  # every window's new value first: a failing record changes no table entry
             updated = [
                 add(table[(k, s)] if (k, s) in table else initial(), v) for s in open_starts
             ]

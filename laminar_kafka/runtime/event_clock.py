@@ -1,7 +1,8 @@
 """A task's event-time bookkeeping: stamping batches, and releasing idle partitions.
 
 Stamping and watermarks are per partition and deterministic (operators/event_time.py).
-Idleness is not: it is measured on the wall clock. A partition that received no
+Idleness is not: it is measured on the wall clock, from the last record of the
+partition or from when reading (re)started, whichever is later. A partition that received no
 record for its source's `idle_timeout` stops holding its windows back: its
 watermark rises to the lowest watermark of the task's partitions that are not
 idle, or, when every partition is idle, to the wall clock minus the allowed
@@ -46,10 +47,26 @@ def event_times_of(offsets: list[int], ctx: BatchContext) -> list[int | None]:
 class EventClock:
     """Stamps batches and finds idle partitions; remembers when each partition last had data."""
 
-    def __init__(self, clock: Clock = wall_ms) -> None:
+    def __init__(self, clock: Clock = wall_ms, tick_every_s: float = 0.2) -> None:
         self.clock = clock
         self._arrivals: dict[PartitionKey, int] = {}
         self._started = clock()
+        self._tick_every_s = tick_every_s
+        self._next_tick = 0.0
+
+    def restart(self) -> None:
+        """Reading starts (again): idleness counts from now, so a partition with input
+        still to read (a replay after recovery or a rollback) is not taken for idle."""
+        self._arrivals.clear()
+        self._started = self.clock()
+
+    def tick_due(self) -> bool:
+        """True at most every `tick_every_s` (monotonic): time to look for idle partitions."""
+        now = time.monotonic()
+        if now < self._next_tick:
+            return False
+        self._next_tick = now + self._tick_every_s
+        return True
 
     def stamp(
         self,

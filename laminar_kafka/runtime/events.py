@@ -63,6 +63,8 @@ class StageProgress:
     dead_letters: int
     duration_s: float
     """From the stage's opening (PREPARE, or the previous stage's Commit) to its Commit."""
+    late_records: int = 0
+    """Records later than every window they belong to (written to late_to, or dropped)."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from laminar_kafka.formats.batch import decode_batch, encode_batch
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators import AggregateOp
 from laminar_kafka.operators.base import BatchContext
-from laminar_kafka.operators.event_time import Progress
+from laminar_kafka.operators.event_time import NO_WATERMARK, Progress
 from laminar_kafka.runtime.event_clock import Clock, EventClock, event_times_of, wall_ms
 from laminar_kafka.runtime.routing import route
 from laminar_kafka.runtime.side_outputs import write_dead_letters, write_late
@@ -36,8 +36,8 @@ class ProcessCounts:
     late: int = 0
     """Records later than their windows allowed (written to late_to, or dropped)."""
 
-    def as_tuple(self) -> tuple[int, int, int]:
-        return self.records_in, self.records_out, self.dead_letters
+    def as_tuple(self) -> tuple[int, int, int, int]:
+        return self.records_in, self.records_out, self.dead_letters, self.late
 
 
 class FlowRunner:
@@ -109,7 +109,7 @@ class FlowRunner:
         on_partition: Callable[[PartitionKey], None] | None = None,
     ) -> None:
         """Release idle partitions (runtime/event_clock.py): raise their watermarks and
-        emit the windows that closes. `positions`: each partition's next offset;
+        emit the windows that this closes. `positions`: each partition's next offset;
         `on_partition(key)` is called before a partition's output is written."""
         specs = {k: self._event_times[k[0]] for k in states if k[0] in self._event_times}
         for key, watermark in self.clock.idle_watermarks(specs, states).items():
@@ -125,6 +125,23 @@ class FlowRunner:
                         topic, partition, count, states[key], watermark=watermark, last_offset=last
                     )
                     self._apply(flow, [], [], ctx, txn)
+
+    def watermark(
+        self,
+        states: Mapping[PartitionKey, dict[str, KeyedState]],
+        max_ts: Mapping[PartitionKey, int],
+    ) -> int | None:
+        """What the task reports at a checkpoint: the lowest event-time watermark of its
+        partitions, or, without event time, the lowest of their highest Kafka timestamps."""
+        if not self._event_times:
+            return min(max_ts.values()) if max_ts else None
+        found = [
+            Progress.of(tables).watermark
+            for key, tables in states.items()
+            if key[0] in self._event_times
+        ]
+        known = [w for w in found if w != NO_WATERMARK]
+        return min(known) if known and len(known) == len(found) else None
 
     def _apply(
         self,

@@ -43,12 +43,15 @@ def write_late(
     txn: OutputWriter,
 ) -> int:
     """Write late records to their `late_to` topics, naming the windows they missed;
-    those of a step without one are only counted. Returns how many; clears them."""
+    those of a step without one are only counted. Returns how many; clears them.
+    A source record goes to a topic once, whatever values it made."""
     by_offset = {m.offset(): m for m in messages}
+    written: set[tuple[str, int]] = set()  # a flat_map may have made several of one record
     for record in late:
         message = by_offset.get(record.offset)
-        if record.topic is None or message is None:
+        if record.topic is None or message is None or (record.topic, record.offset) in written:
             continue
+        written.add((record.topic, record.offset))
         missed = ",".join(f"[{start},{end})" for start, end in record.windows)
         headers: list[OutputHeader] = [
             ("laminar.late.windows", missed),

@@ -54,6 +54,7 @@ def stage_progress(result: PendingCheckpoint) -> tuple[StageProgress, ...]:
                 sum(a.records_out for a in acks),
                 sum(a.dead_letters for a in acks),
                 seconds,
+                sum(a.late_records for a in acks),
             )
         )
     return tuple(out)

@@ -42,7 +42,6 @@ from laminar_kafka.state.task_state import TaskState
 log = logging.getLogger(__name__)
 
 _STAGE_LIMIT = 100_000  # records staged while awaiting a decision, before reading pauses
-_TICK_S = 0.2  # how often idle partitions are looked for (event time)
 
 
 class WorkerTask:
@@ -70,7 +69,6 @@ class WorkerTask:
         self._state = TaskState(stage.is_stateful)
         self._max_ts: dict[PartitionKey, int] = {}
         self._since_commit = 0
-        self._next_tick = 0.0
         self._participant: CheckpointParticipant | None = None
         self._parent = os.getppid()
 
@@ -105,6 +103,7 @@ class WorkerTask:
         self._state.load({key: start.states for key, start in starts.items()})
         self._inputs.start({key: start.offset for key, start in starts.items()})
         log.info("task %d resumes %s", self.spec.task, {k: s.offset for k, s in starts.items()})
+        self._flows.clock.restart()  # idleness counts from here, not from before recovery
         cut = CommittedCut(0, dict(self._inputs.positions), self._state.snapshot() or b"")
         sinks, metadata = self._sinks, self._inputs.group_metadata
         self._participant = CheckpointParticipant(
@@ -137,8 +136,8 @@ class WorkerTask:
             due = due or self._aligner.due_without_barrier()
         if due:
             return self._checkpoint(participant)
-        if time.monotonic() >= self._next_tick:  # idle partitions release their windows
-            self._next_tick = time.monotonic() + _TICK_S
+        # Idle partitions release their windows; not while some are held at a barrier.
+        if self._aligner.phase is AlignmentPhase.IDLE and self._flows.clock.tick_due():
             self._flows.tick(self._state.partitions, self._inputs.positions, self._sinks)
         if self._since_commit and self._aligner.phase is AlignmentPhase.IDLE:
             faults.crash_here(
@@ -223,7 +222,7 @@ class WorkerTask:
         report = AlignmentReport(
             waited_ms=int(self._aligner.waited_s() * 1000),
             unaligned=self._aligner.phase is AlignmentPhase.UNALIGNED,
-            local_watermark_ms=min(self._max_ts.values()) if self._max_ts else None,
+            local_watermark_ms=self._flows.watermark(self._state.partitions, self._max_ts),
             counts=self._flows.counts.as_tuple(),
         )
         snapshot = self._state.snapshot()
@@ -296,4 +295,5 @@ class WorkerTask:
         cut = participant.abort()
         self._state.restore(cut.snapshot, self.spec.partitions)
         self._inputs.rewind(cut.positions)
+        self._flows.clock.restart()
         self._since_commit = 0

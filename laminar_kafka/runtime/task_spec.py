@@ -71,4 +71,5 @@ class TaskSummary:
     records_in: int
     records_out: int
     dead_letters: int
+    late_records: int
     checkpoints: int

@@ -160,12 +160,20 @@ class KafkaTransaction:
         timestamps: Sequence[int | None] | None = None,
     ) -> None:
         """Produce many records with one state check (the hot path of a task)."""
-        if timestamps is not None or self.state is TxnState.PREPARED:
+        if self.state is TxnState.PREPARED:
             n = len(values)
             ks = keys if keys is not None else [None] * n
             ps = partitions if partitions is not None else [None] * n
             ts = timestamps if timestamps is not None else [None] * n
-            for v, k, p, t in zip(values, ks, ps, ts, strict=True):
+            self._staged.extend(
+                (topic, v, k, None, p, t) for v, k, p, t in zip(values, ks, ps, ts, strict=True)
+            )
+            return
+        if timestamps is not None:  # records that carry their event time (rare: per record)
+            n = len(values)
+            ks = keys if keys is not None else [None] * n
+            ps = partitions if partitions is not None else [None] * n
+            for v, k, p, t in zip(values, ks, ps, timestamps, strict=True):
                 self.produce(topic, v, k, None, p, t)
             return
         if self.state is not TxnState.OPEN:

@@ -209,6 +209,7 @@ class PipelineTester:
         """Let `seconds` of wall-clock time pass: partitions without records for their
         source's idle_timeout release their windows (runtime/event_clock.py)."""
         self._wall_ms += round(seconds * 1000)
+        self._process()  # a replay still to run is input, not idleness
         self._runner.tick(self._states, self._positions, self._output, self._output.at)
 
     # -- checkpoints and crashes ------------------------------------------

@@ -233,8 +233,9 @@ def test_reserved_barrier_flags_are_refused() -> None:
 def test_negative_offset_and_malformed_key_in_ack_are_refused() -> None:
     header = SINGLE_OBJECT_MARKER + schema_fingerprint(Ack)
     head = b"\x02p\x02\x02\x00\x01\x00\x00"  # pipeline .. ok=true, error null, watermark null
-    # empty handle maps, alignment 0, aligned, stage 0, records in/out 0, dead letters 0
-    tail = b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"
+    # empty handle maps, alignment 0, aligned, stage 0, records in/out 0, dead letters 0,
+    # late records 0
+    tail = b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00" + b"\x00"
     negative = b"\x02\x06t:0\x01\x00"  # {"t:0": -1}
     bad_key = b"\x02\x02t\x02\x00"  # {"t": 1}
     _raises(header + head + negative + tail, r"Ack.positions\['t:0'\]")
@@ -272,14 +273,16 @@ def test_negative_writer_stage_and_counts_in_frames_are_refused() -> None:
     assert frame[-3:] == b"\x02\x00\x00"  # stage 1, the empty skipped array, no_barriers
     _raises(frame[:-3] + b"\x01\x00\x00", r"Announcement\.stage")
     frame = encode(Ack("p", 1, 1, 0, True, dead_letters=1))
-    _raises(frame[:-1] + b"\x01", r"Ack\.dead_letters")
+    _raises(frame[:-2] + b"\x01\x00", r"Ack\.dead_letters")
+    frame = encode(Ack("p", 1, 1, 0, True, late_records=1))
+    _raises(frame[:-1] + b"\x01", r"Ack\.late_records")
 
 
 # The fields each schema gained after its first version, newest last.
 ADDED_FIELDS: dict[type[ControlRecord], list[str]] = {
     Barrier: ["writer"],
     Announcement: ["stage", "skipped", "no_barriers"],
-    Ack: ["stage", "records_in", "records_out", "dead_letters"],
+    Ack: ["stage", "records_in", "records_out", "dead_letters", "late_records"],
 }
 
 

@@ -196,3 +196,12 @@ def test_partition_key_refuses_what_kafka_refuses(topic: str, partition: int) ->
 def test_parse_partition_key_refuses_malformed_keys(key: str) -> None:
     with pytest.raises(ControlRecordError, match="malformed partition key"):
         parse_partition_key(key)
+
+
+def test_an_ack_carries_its_late_records_and_older_acks_read_as_none() -> None:
+    from laminar_kafka.control.codec import decode, encode
+    from laminar_kafka.control.records import Ack
+
+    ack = Ack("p", 3, 1, 0, True, late_records=7)
+    assert decode(encode(ack)) == ack
+    assert Ack("p", 3, 1, 0, True).late_records == 0

@@ -49,6 +49,15 @@ def test_starts_of_tumbling_and_hopping_windows() -> None:
     assert list(WindowSpec("tumbling", 10, 10).starts(20)) == [20]
     assert list(WindowSpec("hopping", 10, 5).starts(25)) == [20, 25]
     assert list(WindowSpec("hopping", 10, 5).starts(24)) == [15, 20]
+    assert list(WindowSpec("hopping", 10, 4).starts(25)) == [16, 20, 24]
+    assert list(WindowSpec("hopping", 90, 60).starts(100)) == [60]
+    assert list(WindowSpec("hopping", 90, 60).starts(130)) == [60, 120]
+    for size, every in [(10, 4), (90, 60), (10, 5), (7, 7)]:
+        spec = WindowSpec("hopping", size, every)
+        for ts in range(0, 60):
+            assert list(spec.starts(ts)) == [
+                s for s in range(-size, ts + 1) if s % every == 0 and s <= ts < s + size
+            ]
 
 
 def test_a_window_closes_once_when_the_watermark_passes_its_end() -> None:

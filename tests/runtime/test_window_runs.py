@@ -14,8 +14,9 @@ import pytest
 from confluent_kafka import Producer
 
 from laminar_kafka import AvroFormat, JsonFormat, Pipeline, RuntimeConfig
+from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.operators.partitioning import LIBRDKAFKA_PARTITIONER
-from laminar_kafka.runtime.events import GenerationStarted
+from laminar_kafka.runtime.events import CheckpointCommitted, GenerationStarted
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import order, produce_orders, read_committed_records
 from laminar_kafka.testing.run import BackgroundRun
@@ -111,3 +112,55 @@ def test_window_results_are_exactly_once_across_a_killed_worker(
     assert found == expected  # every window, with every order in it once
     assert all(r.timestamp == decode(r.value)["end"] for r in records)
     assert stats.restarts == 1
+    # Every partition's watermark reached the closers' time: the last Commit says so.
+    manifest = CheckpointStore(config.checkpoint_dir, name).latest_complete()
+    assert manifest is not None and manifest.min_watermark_ms == FAR
+
+
+def test_idle_partitions_release_their_windows_and_late_orders_go_aside(
+    kafka_bootstrap: str, topic_factory: TopicFactory, spark_context: Any, tmp_path: Path
+) -> None:
+    source = topic_factory.create("orders", partitions=2)
+    sink, late = source + "-out", source + "-late"
+    name = "idle-" + source[-8:]
+    p = Pipeline(name)
+    (
+        p.source(
+            source,
+            value_format=AvroFormat.from_schema("order"),
+            partitioned_by="customer",
+            timestamp="ts_ms",
+            idle_timeout=1,
+        )
+        .key_by("customer")
+        .tumbling_window(60, late_to=late)
+        .count(emit=lambda c, w, n: {"customer": c, "end": w.end, "orders": n})
+        .sink(sink)
+    )
+    config = RuntimeConfig(
+        bootstrap=kafka_bootstrap,
+        checkpoint_dir=str(tmp_path / "checkpoints"),
+        parallelism=2,
+        checkpoint_interval_s=0.5,
+    )
+    run = BackgroundRun(p, config, spark_context)
+    produce_orders(kafka_bootstrap, source, range(100))  # no order ever closes a window
+    decode = JsonFormat().decode_one
+    found = run.wait_for_output(kafka_bootstrap, sink, decode, 10)  # one minute, 10 customers
+    produce_orders(kafka_bootstrap, source, range(100, 110))  # that minute has closed: late
+    run.wait_for(
+        lambda: len(read_committed_records(kafka_bootstrap, late)) >= 10, 60, "late orders"
+    )
+    run.wait_for(lambda: _late_counted(run) >= 10, 60, "the late orders in a checkpoint's counts")
+    run.stop()
+    assert sorted((v["customer"], v["orders"]) for v in found) == [(f"c{c}", 10) for c in range(10)]
+    late_ids = [AvroFormat.from_schema("order").decode_one(r.value)["id"] for r in
+                read_committed_records(kafka_bootstrap, late)]
+    assert sorted(late_ids) == list(range(100, 110))
+    assert len(read_committed_records(kafka_bootstrap, sink)) == 10
+
+
+def _late_counted(run: BackgroundRun) -> int:
+    """The late records the newest committed checkpoint counted, over every stage."""
+    commits = [e for e in list(run.events) if isinstance(e, CheckpointCommitted)]
+    return sum(s.late_records for s in commits[-1].stages) if commits else 0

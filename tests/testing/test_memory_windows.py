@@ -174,3 +174,120 @@ def test_the_example_pipeline_gives_each_customer_minute_once() -> None:
         ]
         assert (m["orders"], m["amount"]) == (len(inside), sum(o["amount"] for o in inside))
     assert out["orders-late"] == [late]
+
+
+def sessions() -> Pipeline:
+    p = Pipeline("sessions")
+    (
+        p.source("clicks", timestamp="ts", max_out_of_order=60, partitioned_by="user")
+        .key_by("user")
+        .session_window(30)
+        .aggregate(
+            initial=lambda: [],
+            add=lambda pages, click: [*pages, click["page"]],
+            merge=lambda a, b: a + b,
+            emit=lambda user, w, pages: {"user": user, "start": w.start, "pages": sorted(pages)},
+        )
+        .sink("sessions")
+    )
+    return p
+
+
+def test_a_session_merges_two_sessions_after_a_restart() -> None:
+    tester = PipelineTester(sessions())
+    tester.send("clicks", [{"user": "u", "page": "a", "ts": BASE}])
+    tester.send("clicks", [{"user": "u", "page": "c", "ts": BASE + 40_000}])
+    tester.checkpoint()
+    tester.send("clicks", [{"user": "u", "page": "x", "ts": BASE + 40_000}])
+    tester.crash()  # back to two sessions, [0, 30 s) and [40 s, 70 s); x is read again
+    tester.send("clicks", [{"user": "u", "page": "b", "ts": BASE + 20_000}])  # bridges them
+    tester.send("clicks", [{"user": "u", "page": "end", "ts": BASE + 200_000}])
+    tester.checkpoint()
+    pages = ["a", "b", "c", "x"]
+    assert tester.output("sessions") == [{"user": "u", "start": BASE, "pages": pages}]
+
+
+def test_session_aggregates_need_merge() -> None:
+    stream = Pipeline("m").source("in", timestamp="ts", partitioned_by="k").key_by("k")
+    with pytest.raises(ConfigError, match="merge="):
+        stream.session_window(30).aggregate(lambda: 0, lambda n, _v: n + 1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sessions_are_exactly_once_whatever_the_crashes(seed: int) -> None:
+    rng = random.Random(seed)
+    clicks = []
+    ts = BASE
+    for i in range(200):
+        ts += rng.choice([1_000, 5_000, 29_000, 31_000, 90_000])
+        clicks.append({"user": f"u{i % 4}", "page": f"p{i}", "ts": ts})
+    expected = run_pipeline(sessions(), {"clicks": clicks}, partitions=2)["sessions"]
+    tester = PipelineTester(sessions(), partitions=2, batch_size=rng.choice([1, 9]))
+    for start in range(0, len(clicks), 20):
+        tester.send("clicks", clicks[start : start + 20])
+        if rng.random() < 0.4:
+            tester.checkpoint()
+        elif rng.random() < 0.5:
+            tester.crash()
+    tester.checkpoint()
+    assert sorted(tester.output("sessions"), key=str) == sorted(expected, key=str)
+    assert len(expected) > 10
+
+
+def test_a_replay_after_a_crash_is_not_taken_for_idleness() -> None:
+    p = Pipeline("replay")
+    (
+        p.source("in", timestamp="ts", idle_timeout=5, partitioned_by="k")
+        .key_by("k")
+        .tumbling_window(60)
+        .count()
+        .sink("counts")
+    )
+    items = [{"k": "a", "ts": BASE + i * 1_000} for i in range(150)]
+    expected = run_pipeline(p, {"in": items})["counts"]
+    tester = PipelineTester(p)
+    tester.send("in", items)
+    tester.crash()
+    tester.advance_clock(6)  # the replay runs first: only then is the partition idle
+    tester.checkpoint()
+    assert tester.output("counts")[: len(expected)] == expected
+    assert tester._runner.counts.late == 0
+
+
+def _keyed() -> Any:
+    return Pipeline("checks").source("in", timestamp="ts", partitioned_by="k").key_by("k")
+
+
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        (lambda: _keyed().tumbling_window(60).count(emit=lambda k, n: n), "emit\\(key, window"),
+        (
+            lambda: _keyed().tumbling_window(60).count().map(lambda r: r, metadata=True),
+            "metadata=True after a window",
+        ),
+        (
+            lambda: _keyed().tumbling_window(60).count().key_by("k").tumbling_window(60),
+            "one window per stream",
+        ),
+        (lambda: Pipeline("x").source("in", max_future=5), "need event time"),
+        (lambda: _keyed().hopping_window(60, every=90), "must not exceed"),
+        (lambda: _keyed().tumbling_window(0), "positive"),
+    ],
+)
+def test_window_definitions_are_checked_when_written(build: Any, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        build()
+
+
+def test_late_to_must_be_a_topic_of_its_own() -> None:
+    p = Pipeline("late")
+    _ = (
+        p.source("in", timestamp="ts", partitioned_by="k")
+        .key_by("k")
+        .tumbling_window(60, late_to="counts")
+        .count()
+        .sink("counts")
+    )
+    with pytest.raises(ConfigError, match="late_to topic 'counts'"):
+        p.validate()
