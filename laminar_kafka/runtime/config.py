@@ -68,6 +68,9 @@ class RuntimeConfig:
     """Start over: drop the pipeline's checkpoints and committed offsets first."""
     purge_internal: bool = True
     """Delete internal-topic records the next stage committed past (False keeps them)."""
+    allow_internal_retention: bool = False
+    """Run with existing internal topics that delete records by time or size (refused
+    by default: records the next stage has not read would be lost to retention)."""
     max_barrier_partitions: int = 32
     """When more source partitions than this received records since the last barrier,
     Barrier(N) goes into none of them and every task cuts its source partitions where
