@@ -51,6 +51,7 @@ from laminar_kafka.runtime.fencing import fence_removed_tasks
 from laminar_kafka.runtime.file_sinks import recover_staged_files
 from laminar_kafka.runtime.internal_purge import InternalPurge, check_internal_topics
 from laminar_kafka.runtime.preflight import check_transaction_timeout
+from laminar_kafka.runtime.restarts import RestartBudget
 from laminar_kafka.runtime.spark_job import WorkerJob
 from laminar_kafka.runtime.start_checks import check_where_to_start
 from laminar_kafka.runtime.stats import RunStats, committed_event
@@ -94,6 +95,7 @@ class PipelineRunner:
         self._failed_at: float | None = None
         self._limits: dict[str, int] = {}  # sink topic → largest record it accepts
         self._lease: GroupLease | None = None
+        self._restarts = RestartBudget(config.restart)
 
     def stop(self) -> None:
         """Ask for a graceful stop: a final DRAIN checkpoint, then the tasks exit."""
@@ -153,12 +155,7 @@ class PipelineRunner:
             repeated = [*repeated, lost.reason][-3:] if lost.starting else []
             if len(repeated) == 3 and len(set(repeated)) == 1:
                 raise LaminarError(f"the workers fail at start: {lost.reason}")
-            policy = self.config.restart
-            if self.stats.restarts > policy.max_restarts:
-                raise LaminarError(
-                    f"giving up after {policy.max_restarts} restarts; last failure: {lost.reason}"
-                )
-            delay = policy.backoff_s(self.stats.restarts)
+            delay = self._restarts.restart(lost.reason)
             self._emit(WorkerLost(self.stats.generations, lost.reason, self.stats.restarts, delay))
             # A stop asked for during the backoff still drains through one more
             # generation, so that the last output commits.
@@ -220,6 +217,7 @@ class PipelineRunner:
                 self.stats.recovery_s.append(recovery_s)
                 self._failed_at = None
             started = time.monotonic() - began
+            self._restarts.generation_started()
             spread = coordinator.ready_spread_s
             self._emit(GenerationStarted(generation, parallelism, started, recovery_s, spread))
             return self._checkpoint_loop(coordinator, job, purge)
@@ -281,6 +279,7 @@ class PipelineRunner:
     def _record(self, result: PendingCheckpoint) -> None:
         self.stats.record(result)
         if result.committed:
+            self._restarts.committed()
             self._emit(committed_event(result))
         else:
             self._emit(CheckpointAborted(result.checkpoint_id, result.generation, result.reason))

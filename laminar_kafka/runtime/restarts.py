@@ -1,0 +1,43 @@
+"""The restart policy applied to a run: restart a lost generation, after what delay, or give up.
+
+Pure, with an injected clock, so that a year of failures is tested in an instant.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from laminar_kafka.errors import LaminarError
+from laminar_kafka.runtime.config import RestartPolicy
+
+
+class RestartBudget:
+    """Counts the restarts of a run against `policy.max_restarts` and spaces them out."""
+
+    def __init__(self, policy: RestartPolicy, clock: Callable[[], float] = time.monotonic) -> None:
+        self._policy = policy
+        self._clock = clock
+        self.count = 0
+        """Restarts counted against the limit."""
+        self._first_commit: float | None = None
+        self._last_commit: float | None = None
+
+    def generation_started(self) -> None:
+        self._first_commit = self._last_commit = None
+
+    def committed(self) -> None:
+        """A checkpoint of the current generation committed."""
+        now = self._clock()
+        if self._first_commit is None:
+            self._first_commit = now
+        self._last_commit = now
+
+    def restart(self, reason: str) -> float:
+        """The delay before restarting a generation lost for `reason`; LaminarError to give up."""
+        self.count += 1
+        if self.count > self._policy.max_restarts:
+            raise LaminarError(
+                f"giving up after {self._policy.max_restarts} restarts; last failure: {reason}"
+            )
+        return self._policy.backoff_s(self.count)
