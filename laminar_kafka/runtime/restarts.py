@@ -1,6 +1,10 @@
 """The restart policy applied to a run: restart a lost generation, after what delay, or give up.
 
-Pure, with an injected clock, so that a year of failures is tested in an instant.
+Restarts count since the run was last stable (a generation that committed
+checkpoints for `RestartPolicy.stable_after_s`), not since it began: otherwise
+the 21st failure of a healthy job in a year stops it, and every restart after
+about the ninth waits the full backoff. Pure, with an injected clock, so that a
+year of failures is tested in an instant.
 """
 
 from __future__ import annotations
@@ -34,7 +38,15 @@ class RestartBudget:
         self._last_commit = now
 
     def restart(self, reason: str) -> float:
-        """The delay before restarting a generation lost for `reason`; LaminarError to give up."""
+        """The delay before restarting a generation lost for `reason`; LaminarError to give up.
+
+        A lost generation that had been committing checkpoints for the policy's
+        stable period ran well: its failure is the first of a new count.
+        """
+        first, last = self._first_commit, self._last_commit
+        if first is not None and last is not None and last - first >= self._policy.stable_after_s:
+            self.count = 0
+        self.generation_started()
         self.count += 1
         if self.count > self._policy.max_restarts:
             raise LaminarError(
