@@ -72,3 +72,15 @@ def test_the_stable_period_must_be_positive() -> None:
 
     with pytest.raises(ConfigError, match="stable"):
         RestartPolicy(stable_after_s=0)
+
+
+def test_giving_up_names_the_first_failure_as_well_as_the_last() -> None:
+    budget = RestartBudget(RestartPolicy(max_restarts=2), FakeClock())
+    budget.restart("Transaction timeout is larger than the maximum")
+    budget.restart("[Errno 111] Connection refused")
+    with pytest.raises(LaminarError) as gave_up:
+        budget.restart("[Errno 111] Connection refused")
+    assert str(gave_up.value) == (
+        "giving up after 2 restarts; last failure: [Errno 111] Connection refused "
+        "(the first: Transaction timeout is larger than the maximum)"
+    )
