@@ -24,6 +24,8 @@ class RestartBudget:
         self._clock = clock
         self.count = 0
         """Restarts counted against the limit."""
+        self._first_reason = ""
+        """Of the first failure counted."""
         self._first_commit: float | None = None
         self._last_commit: float | None = None
 
@@ -47,9 +49,17 @@ class RestartBudget:
         if first is not None and last is not None and last - first >= self._policy.stable_after_s:
             self.count = 0
         self.generation_started()
+        if self.count == 0:
+            self._first_reason = reason
         self.count += 1
         if self.count > self._policy.max_restarts:
+            # A failure can hide its cause by the end (a Spark worker that no longer
+            # answers after many restarts): the first one is named as well.
+            first_reason = "" if self._first_reason == reason else (
+                f" (the first: {self._first_reason})"
+            )
             raise LaminarError(
                 f"giving up after {self._policy.max_restarts} restarts; last failure: {reason}"
+                + first_reason
             )
         return self._policy.backoff_s(self.count)

@@ -30,7 +30,13 @@ from laminar_kafka.checkpoint.coordinator import CheckpointCoordinator, PendingC
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import Ack, BarrierFlags
 from laminar_kafka.control.transport import ControlChannel
-from laminar_kafka.errors import ConfigError, FencedError, LaminarError, WorkerStartError
+from laminar_kafka.errors import (
+    ConfigError,
+    FencedError,
+    IncurableError,
+    LaminarError,
+    WorkerStartError,
+)
 from laminar_kafka.kafka.admin import end_offset
 from laminar_kafka.kafka.group_lease import GroupLease
 from laminar_kafka.kafka.names import PartitionKey
@@ -223,7 +229,7 @@ class PipelineRunner:
             return self._checkpoint_loop(coordinator, job, purge)
         except WorkerStartError as exc:
             return _Lost(str(exc), starting=True)
-        except (ConfigError, FencedError):
+        except (ConfigError, FencedError, IncurableError):
             raise  # no restart fixes a setting, a permission or another driver
         except LaminarError as exc:
             return _Lost(str(exc))

@@ -20,8 +20,9 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from laminar_kafka.errors import CheckpointError, LaminarError
+from laminar_kafka.errors import CheckpointError, IncurableError, LaminarError
 from laminar_kafka.kafka.clients import KafkaConnection, load_metadata, source_reader_settings
+from laminar_kafka.kafka.failures import is_incurable
 from laminar_kafka.kafka.log_start import below_log_start
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
 
@@ -84,6 +85,8 @@ class PartitionReader:
                     kept.append(m)
                 elif err.code() == KafkaError._AUTO_OFFSET_RESET:
                     raise self._below_log_start(m.topic(), m.partition(), m.offset())
+                elif is_incurable(err):
+                    raise IncurableError(f"source consumer failed: {err.str()}")
                 elif err.fatal() or err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                     raise LaminarError(f"source consumer failed: {err.str()}")
             return kept
