@@ -115,10 +115,7 @@ class CheckpointCoordinator:
         while len(acks) < self.tasks:
             reason = lost()
             if reason:
-                # A task that failed for good said so before it died: read that first.
-                while received := self._control.receive(0.5):
-                    for ack in received:
-                        self._check_incurable(ack)
+                self.check_incurable()
                 raise WorkerStartError(reason)
             if time.monotonic() > deadline:
                 raise LaminarError(
@@ -201,6 +198,13 @@ class CheckpointCoordinator:
                 return f"timed out after {self._timeout_s:.0f}s waiting for tasks {missing}"
             for ack in self._control.receive(0.05):
                 self._file(pending, ack)
+
+    def check_incurable(self, timeout_s: float = 0.5) -> None:
+        """Once the worker job is lost: raise IncurableError if one of its tasks said it
+        failed for good before it died (read what arrived; other Acks are of no use now)."""
+        while received := self._control.receive(timeout_s):
+            for ack in received:
+                self._check_incurable(ack)
 
     def _check_incurable(self, ack: Ack) -> None:
         """Raise IncurableError for a task of this generation that failed for good.

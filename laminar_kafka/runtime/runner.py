@@ -254,6 +254,7 @@ class PipelineRunner:
             lost = job.lost()
             if lost:
                 self._failed_at = time.monotonic()
+                coordinator.check_incurable()
                 return _Lost(lost)
             if complete and cfg.purge_internal:
                 # Here rather than right after the commit: the next stage has had
@@ -273,6 +274,7 @@ class PipelineRunner:
             lost = job.lost() if not result.committed else None
             if lost:
                 self._failed_at = time.monotonic()
+                coordinator.check_incurable()
                 return _Lost(lost)  # the next generation checks the internal topics
             if not result.committed:
                 purge.check()  # an internal topic deleted under the run explains the abort
