@@ -199,7 +199,7 @@ class CheckpointCoordinator:
             for ack in self._control.receive(0.05):
                 self._file(pending, ack)
 
-    def check_incurable(self, timeout_s: float = 0.5) -> None:
+    def check_incurable(self, timeout_s: float = 0.2) -> None:
         """Once the worker job is lost: raise IncurableError if one of its tasks said it
         failed for good before it died (read what arrived; other Acks are of no use now)."""
         while received := self._control.receive(timeout_s):
