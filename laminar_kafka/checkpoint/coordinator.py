@@ -46,7 +46,7 @@ from laminar_kafka.control.records import (
     Phase,
     partition_key,
 )
-from laminar_kafka.errors import ConfigError, LaminarError, WorkerStartError
+from laminar_kafka.errors import ConfigError, IncurableError, LaminarError, WorkerStartError
 from laminar_kafka.faults import FaultPoint
 
 __all__ = [
@@ -115,12 +115,14 @@ class CheckpointCoordinator:
         while len(acks) < self.tasks:
             reason = lost()
             if reason:
+                self.check_incurable()
                 raise WorkerStartError(reason)
             if time.monotonic() > deadline:
                 raise LaminarError(
                     f"only {len(acks)} of {self.tasks} tasks started within {timeout_s:.0f}s"
                 )
             for ack in self._control.receive(0.1):
+                self._check_incurable(ack)
                 if ack.generation == self.generation and ack.checkpoint_id == 0:
                     acks[ack.task] = ack
                     first = time.monotonic() if first is None else first
@@ -197,8 +199,27 @@ class CheckpointCoordinator:
             for ack in self._control.receive(0.05):
                 self._file(pending, ack)
 
+    def check_incurable(self, timeout_s: float = 0.2) -> None:
+        """Once the worker job is lost: raise IncurableError if one of its tasks said it
+        failed for good before it died (read what arrived; other Acks are of no use now)."""
+        while received := self._control.receive(timeout_s):
+            for ack in received:
+                self._check_incurable(ack)
+
+    def _check_incurable(self, ack: Ack) -> None:
+        """Raise IncurableError for a task of this generation that failed for good.
+
+        Such a task sends a ready Ack (checkpoint 0) with ok=false before it dies:
+        Spark reports a failed barrier stage without the task's own error.
+        """
+        if ack.generation == self.generation and ack.checkpoint_id == 0 and not ack.ok:
+            raise IncurableError(
+                f"task {ack.task} failed, and no restart can cure it: {ack.error}"
+            )
+
     def _file(self, pending: PendingCheckpoint, ack: Ack) -> None:
         """Keep `ack` if it answers `pending` for a stage not yet decided."""
+        self._check_incurable(ack)
         if ack.generation != self.generation or ack.checkpoint_id != pending.checkpoint_id:
             return  # a zombie's, or a late Ack of an aborted checkpoint
         stage = self._stage_of.get(ack.task)

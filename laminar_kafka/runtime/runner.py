@@ -30,7 +30,13 @@ from laminar_kafka.checkpoint.coordinator import CheckpointCoordinator, PendingC
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import Ack, BarrierFlags
 from laminar_kafka.control.transport import ControlChannel
-from laminar_kafka.errors import ConfigError, FencedError, LaminarError, WorkerStartError
+from laminar_kafka.errors import (
+    ConfigError,
+    FencedError,
+    IncurableError,
+    LaminarError,
+    WorkerStartError,
+)
 from laminar_kafka.kafka.admin import end_offset
 from laminar_kafka.kafka.group_lease import GroupLease
 from laminar_kafka.kafka.names import PartitionKey
@@ -51,6 +57,7 @@ from laminar_kafka.runtime.fencing import fence_removed_tasks
 from laminar_kafka.runtime.file_sinks import recover_staged_files
 from laminar_kafka.runtime.internal_purge import InternalPurge, check_internal_topics
 from laminar_kafka.runtime.preflight import check_transaction_timeout
+from laminar_kafka.runtime.restarts import RestartBudget
 from laminar_kafka.runtime.spark_job import WorkerJob
 from laminar_kafka.runtime.start_checks import check_where_to_start
 from laminar_kafka.runtime.stats import RunStats, committed_event
@@ -94,6 +101,7 @@ class PipelineRunner:
         self._failed_at: float | None = None
         self._limits: dict[str, int] = {}  # sink topic → largest record it accepts
         self._lease: GroupLease | None = None
+        self._restarts = RestartBudget(config.restart)
 
     def stop(self) -> None:
         """Ask for a graceful stop: a final DRAIN checkpoint, then the tasks exit."""
@@ -153,12 +161,7 @@ class PipelineRunner:
             repeated = [*repeated, lost.reason][-3:] if lost.starting else []
             if len(repeated) == 3 and len(set(repeated)) == 1:
                 raise LaminarError(f"the workers fail at start: {lost.reason}")
-            policy = self.config.restart
-            if self.stats.restarts > policy.max_restarts:
-                raise LaminarError(
-                    f"giving up after {policy.max_restarts} restarts; last failure: {lost.reason}"
-                )
-            delay = policy.backoff_s(self.stats.restarts)
+            delay = self._restarts.restart(lost.reason)
             self._emit(WorkerLost(self.stats.generations, lost.reason, self.stats.restarts, delay))
             # A stop asked for during the backoff still drains through one more
             # generation, so that the last output commits.
@@ -220,12 +223,13 @@ class PipelineRunner:
                 self.stats.recovery_s.append(recovery_s)
                 self._failed_at = None
             started = time.monotonic() - began
+            self._restarts.generation_started()
             spread = coordinator.ready_spread_s
             self._emit(GenerationStarted(generation, parallelism, started, recovery_s, spread))
             return self._checkpoint_loop(coordinator, job, purge)
         except WorkerStartError as exc:
             return _Lost(str(exc), starting=True)
-        except (ConfigError, FencedError):
+        except (ConfigError, FencedError, IncurableError):
             raise  # no restart fixes a setting, a permission or another driver
         except LaminarError as exc:
             return _Lost(str(exc))
@@ -250,6 +254,7 @@ class PipelineRunner:
             lost = job.lost()
             if lost:
                 self._failed_at = time.monotonic()
+                coordinator.check_incurable()
                 return _Lost(lost)
             if complete and cfg.purge_internal:
                 # Here rather than right after the commit: the next stage has had
@@ -269,6 +274,7 @@ class PipelineRunner:
             lost = job.lost() if not result.committed else None
             if lost:
                 self._failed_at = time.monotonic()
+                coordinator.check_incurable()
                 return _Lost(lost)  # the next generation checks the internal topics
             if not result.committed:
                 purge.check()  # an internal topic deleted under the run explains the abort
@@ -281,6 +287,7 @@ class PipelineRunner:
     def _record(self, result: PendingCheckpoint) -> None:
         self.stats.record(result)
         if result.committed:
+            self._restarts.committed()
             self._emit(committed_event(result))
         else:
             self._emit(CheckpointAborted(result.checkpoint_id, result.generation, result.reason))
