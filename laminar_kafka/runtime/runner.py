@@ -94,6 +94,7 @@ class PipelineRunner:
         self._failed_at: float | None = None
         self._limits: dict[str, int] = {}  # sink topic → largest record it accepts
         self._lease: GroupLease | None = None
+        self._generation = 0  # the running one's number (a second application's starts above 1)
 
     def stop(self) -> None:
         """Ask for a graceful stop: a final DRAIN checkpoint, then the tasks exit."""
@@ -159,7 +160,7 @@ class PipelineRunner:
                     f"giving up after {policy.max_restarts} restarts; last failure: {lost.reason}"
                 )
             delay = policy.backoff_s(self.stats.restarts)
-            self._emit(WorkerLost(self.stats.generations, lost.reason, self.stats.restarts, delay))
+            self._emit(WorkerLost(self._generation, lost.reason, self.stats.restarts, delay))
             # A stop asked for during the backoff still drains through one more
             # generation, so that the last output commits.
             self._stop.wait(delay)
@@ -174,7 +175,7 @@ class PipelineRunner:
         layouts = lay_out_tasks(self._plan, counts, cfg.parallelism)
         parallelism = len(layouts)
         info = self._store.next_generation(parallelism)
-        generation = info.generation
+        generation = self._generation = info.generation
         assert self._lease is not None
         self._store.fence_manifests(manifest_fence(self._lease, self._store, generation))
         self.stats.generations += 1
