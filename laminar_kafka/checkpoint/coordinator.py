@@ -47,7 +47,7 @@ from laminar_kafka.control.records import (
     partition_key,
 )
 from laminar_kafka.errors import ConfigError, LaminarError, WorkerStartError
-from laminar_kafka.faults import FaultPoint
+from laminar_kafka.faults import FaultPoint, PausePoint
 
 __all__ = [
     "CheckpointCoordinator",
@@ -220,6 +220,8 @@ class CheckpointCoordinator:
         stage = pending.stage
         last = stage == len(self.stages) - 1
         faults.crash_here(FaultPoint.AFTER_ACKS_BEFORE_DECISION, pending.checkpoint_id)
+        if stage == 0:
+            faults.pause_here(PausePoint.DRIVER_ACKED, pending.checkpoint_id)
         pending.move(CheckpointPhase.DECIDING)
         manifest = self._manifest(pending, decided=stage + 1)
         self._store.write_manifest(manifest)  # 2. the decision of (N, stage) is durable
