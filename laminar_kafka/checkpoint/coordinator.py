@@ -5,8 +5,9 @@ sources, stage s+1 what stage s wrote); the coordinator decides each stage in
 turn, because a downstream task sees Barrier(N) only once the stage above has
 committed N. Phases and their transitions: `checkpoint.pending`.
 
-Commit of checkpoint N: barriers into the sources, Prepare(N) opens stage 0;
-then for each stage s in order:
+Commit of checkpoint N: N reserved in the store (`checkpoint.reservation`: an id
+is never used twice, even by two drivers), barriers into the sources, Prepare(N)
+opens stage 0; then for each stage s in order:
 
 1. every task of stage s acked N with ok=true, within the timeout counted from
    the opening of stage s (a failed Ack or the timeout aborts (N, s) instead:
@@ -37,6 +38,7 @@ from laminar_kafka.checkpoint.pending import (
     PendingCheckpoint,
     check_stages,
 )
+from laminar_kafka.checkpoint.reservation import reserve_checkpoint
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import (
     Ack,
@@ -135,6 +137,7 @@ class CheckpointCoordinator:
             self._next_id, self.generation, flags, time.monotonic(), stages=len(self.stages)
         )
         self._next_id += 1
+        reserve_checkpoint(self._store, pending.checkpoint_id, self.generation)
         barrier = Barrier(
             self.pipeline, pending.checkpoint_id, self.generation, flags, int(time.time() * 1000)
         )
