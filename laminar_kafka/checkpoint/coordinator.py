@@ -48,7 +48,7 @@ from laminar_kafka.control.records import (
     Phase,
     partition_key,
 )
-from laminar_kafka.errors import ConfigError, LaminarError, WorkerStartError
+from laminar_kafka.errors import ConfigError, FencedError, LaminarError, WorkerStartError
 from laminar_kafka.faults import FaultPoint, PausePoint
 
 __all__ = [
@@ -97,6 +97,7 @@ class CheckpointCoordinator:
         self.ready_spread_s = 0.0
 
     def _announce(self, checkpoint_id: int, phase: Phase, **extra: object) -> None:
+        self._store.check_fence()  # a driver that lost its lease tells no task anything
         self._control.send(
             Announcement(self.pipeline, checkpoint_id, self.generation, phase, **extra)  # type: ignore[arg-type]
         )
@@ -277,6 +278,8 @@ class CheckpointCoordinator:
             self._announce(
                 pending.checkpoint_id, Phase.ABORT, reason=reason[:500], stage=pending.stage
             )
+        except FencedError:
+            raise
         except LaminarError as exc:
             log.warning("cannot announce abort of %d: %s", pending.checkpoint_id, exc)
         return pending
