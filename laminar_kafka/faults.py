@@ -12,6 +12,8 @@ created with O_EXCL marks it spent), so the restarted pipeline runs through.
 
 `LAMINAR_FAIL=prepare_fails` (same settings otherwise) makes a step raise
 instead of kill: the failure paths of the protocol run for real.
+`LAMINAR_PAUSE=driver_acked` makes the driver stop itself (SIGSTOP) at the end
+of its ack wait, for a chaos round to continue it (SIGCONT) later.
 """
 
 from __future__ import annotations
@@ -118,15 +120,33 @@ class FailurePoint(enum.Enum):
     PREPARE_FAILS = "prepare_fails"
 
 
-def _armed() -> tuple[FaultPoint | FailurePoint, int, int | None, Path, Path | None] | None:
-    name = os.environ.get("LAMINAR_FAULT") or os.environ.get("LAMINAR_FAIL")
+class PausePoint(enum.Enum):
+    """Steps at which `LAMINAR_PAUSE` makes the process stop itself (SIGSTOP)."""
+
+    DRIVER_ACKED = "driver_acked"
+    """Driver: every Ack of (N, stage 0) in, its decision not yet written."""
+
+
+AnyPoint = FaultPoint | FailurePoint | PausePoint
+
+
+def _armed() -> tuple[AnyPoint, int, int | None, Path, Path | None] | None:
+    name = (
+        os.environ.get("LAMINAR_FAULT")
+        or os.environ.get("LAMINAR_FAIL")
+        or os.environ.get("LAMINAR_PAUSE")
+    )
     where = os.environ.get("LAMINAR_FAULT_DIR")
     if not name or not where:
         return None
     task = os.environ.get("LAMINAR_FAULT_TASK")
-    point: FaultPoint | FailurePoint = (
-        FaultPoint(name) if "LAMINAR_FAULT" in os.environ else FailurePoint(name)
-    )
+    point: AnyPoint
+    if "LAMINAR_FAULT" in os.environ:
+        point = FaultPoint(name)
+    elif "LAMINAR_FAIL" in os.environ:
+        point = FailurePoint(name)
+    else:
+        point = PausePoint(name)
     gate = os.environ.get("LAMINAR_FAULT_GATE")
     return (
         point,
@@ -140,7 +160,7 @@ def _armed() -> tuple[FaultPoint | FailurePoint, int, int | None, Path, Path | N
 _ARMED = _armed()
 
 
-def _claim(point: FaultPoint | FailurePoint) -> bool:
+def _claim(point: AnyPoint) -> bool:
     assert _ARMED is not None
     marker = _ARMED[3] / f"fired-{point.value}"
     try:
@@ -152,9 +172,7 @@ def _claim(point: FaultPoint | FailurePoint) -> bool:
     return True
 
 
-def should_fire(
-    point: FaultPoint | FailurePoint, checkpoint_id: int, task: int | None = None
-) -> bool:
+def should_fire(point: AnyPoint, checkpoint_id: int, task: int | None = None) -> bool:
     if _ARMED is None or _ARMED[0] is not point or checkpoint_id < _ARMED[1]:
         return False
     if _ARMED[2] is not None and task is not None and _ARMED[2] != task:
@@ -168,6 +186,12 @@ def crash_here(point: FaultPoint, checkpoint_id: int, task: int | None = None) -
     """SIGKILL this process if `point` is armed for this checkpoint (and task)."""
     if should_fire(point, checkpoint_id, task):
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def pause_here(point: PausePoint, checkpoint_id: int) -> None:
+    """Stop this whole process (SIGSTOP) if `point` is armed: it runs on once continued."""
+    if should_fire(point, checkpoint_id):
+        os.kill(os.getpid(), signal.SIGSTOP)
 
 
 def crash_soon(point: FaultPoint, checkpoint_id: int, task: int | None = None) -> None:

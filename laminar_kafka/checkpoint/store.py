@@ -6,9 +6,11 @@ Layout under `<root>/<pipeline>/`:
     generation.json                    last worker generation, widest parallelism used
     checkpoint_ids.json                the highest checkpoint id before the last reset
     MARKERS_SEEN                       Kafka held committed offset markers once
+    chk-<id>/RESERVED.json             the id taken by a driver before Prepare(id)
     chk-<id>/task-<t>-g<gen>.state     state snapshots written by tasks before Ack
     chk-<id>/MANIFEST.json             written by the coordinator: the Commit decision
-                                       (rewritten per stage; partial until the last)
+                                       (created once, then rewritten per stage by the
+                                       same driver; partial until the last)
 
 The root is a local path, a `file://` URL or an object store URL such as
 `s3://bucket/checkpoints` (see `locations`); on a cluster it must be reachable
@@ -26,10 +28,11 @@ from pathlib import Path
 from typing import IO
 
 from laminar_kafka.checkpoint.manifest import Manifest
-from laminar_kafka.errors import CheckpointError
+from laminar_kafka.errors import CheckpointError, FencedError
 from laminar_kafka.storage.files import make_dirs
 from laminar_kafka.storage.locations import (
     StorePath,
+    create_whole,
     remove_file,
     remove_tree,
     store_path,
@@ -93,6 +96,11 @@ class CheckpointStore:
         """Call `check` before every manifest write: it raises once this driver lost its lease."""
         self._fence = check
 
+    def check_fence(self) -> None:
+        """Raise FencedError if this driver may no longer write (the check of `fence_manifests`)."""
+        if self._fence is not None:
+            self._fence()
+
     # -- generations ------------------------------------------------------
     def read_generation(self) -> GenerationInfo:
         path = self.home / "generation.json"
@@ -151,11 +159,27 @@ class CheckpointStore:
 
     # -- manifests (written by the coordinator) ---------------------------
     def write_manifest(self, manifest: Manifest) -> StorePath:
-        if self._fence is not None:
-            self._fence()
+        """Write the decision of `manifest.decided_stages`, after the fence's check.
+
+        The first decision (stage 0) creates the manifest and fails if one exists,
+        in one step (see `create_whole`): the id was reserved by this driver, so a
+        manifest there was written by another driver, and this one stops
+        (FencedError). The decisions of later stages replace it.
+        """
+        self.check_fence()
         path = self.checkpoint_dir(manifest.checkpoint_id) / "MANIFEST.json"
         try:
-            write_whole(path, manifest.to_json())
+            if manifest.decided_stages == (0,):
+                create_whole(path, manifest.to_json())
+            else:
+                write_whole(path, manifest.to_json())
+        except FileExistsError:
+            raise FencedError(
+                f"pipeline {self.pipeline!r}: the manifest of checkpoint "
+                f"{manifest.checkpoint_id} exists already ({path}): another driver decided "
+                f"that checkpoint while this one ran generation {manifest.generation}; "
+                "this one stops"
+            ) from None
         except OSError as exc:
             raise CheckpointError(f"{path}: cannot be written: {exc}") from None
         return path

@@ -8,7 +8,8 @@ The runner only wires parts that live elsewhere. A run, in order:
    topology and the offset markers;
 2. start a worker generation: a new generation number (durable), an announcement
    that makes older tasks stale, fencing of the transactional ids of tasks that
-   a smaller parallelism removed, then the Spark barrier job;
+   a smaller parallelism removed, then the Spark barrier job (each write of the
+   driver only after the check of its lease);
 3. wait until every task recovered, then run a checkpoint every interval;
 4. on stop: one last checkpoint with the DRAIN flag, after which tasks exit; on
    a lost worker job or a task that did not ack in time: restart from step 2.
@@ -43,7 +44,7 @@ from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.plan.tasks import lay_out_tasks, stage_parallelism, tasks_by_stage
 from laminar_kafka.runtime.config import RuntimeConfig
-from laminar_kafka.runtime.driver_lease import hold_driver_lease, manifest_fence
+from laminar_kafka.runtime.driver_lease import hold_driver_lease, start_generation
 from laminar_kafka.runtime.events import (
     CheckpointAborted,
     Drained,
@@ -102,6 +103,7 @@ class PipelineRunner:
         self._limits: dict[str, int] = {}  # sink topic → largest record it accepts
         self._lease: GroupLease | None = None
         self._restarts = RestartBudget(config.restart)
+        self._generation = 0  # the running one's number (a second application's starts above 1)
 
     def stop(self) -> None:
         """Ask for a graceful stop: a final DRAIN checkpoint, then the tasks exit."""
@@ -162,7 +164,7 @@ class PipelineRunner:
             if len(repeated) == 3 and len(set(repeated)) == 1:
                 raise LaminarError(f"the workers fail at start: {lost.reason}")
             delay = self._restarts.restart(lost.reason)
-            self._emit(WorkerLost(self.stats.generations, lost.reason, self.stats.restarts, delay))
+            self._emit(WorkerLost(self._generation, lost.reason, self.stats.restarts, delay))
             # A stop asked for during the backoff still drains through one more
             # generation, so that the last output commits.
             self._stop.wait(delay)
@@ -176,10 +178,9 @@ class PipelineRunner:
         cfg, name = self.config, self.pipeline.name
         layouts = lay_out_tasks(self._plan, counts, cfg.parallelism)
         parallelism = len(layouts)
-        info = self._store.next_generation(parallelism)
-        generation = info.generation
         assert self._lease is not None
-        self._store.fence_manifests(manifest_fence(self._lease, self._store, generation))
+        info = start_generation(self._lease, self._store, parallelism)
+        generation = self._generation = info.generation
         self.stats.generations += 1
         control = ControlChannel(
             cfg.kafka, self._control_topic, name, end_offset(cfg.kafka, self._control_topic), Ack
@@ -204,8 +205,10 @@ class PipelineRunner:
             topology=self.pipeline.topology(),
             stages=tasks_by_stage(layouts),
         )
-        coordinator.announce_generation()
+        coordinator.announce_generation()  # each step after the lease check (the store's fence)
+        self._store.check_fence()
         fence_removed_tasks(cfg, name, parallelism, info.max_parallelism)
+        self._store.check_fence()
         recover_staged_files(self.pipeline, cfg.kafka, range(parallelism, info.max_parallelism))
         start = end_offset(cfg.kafka, self._control_topic)
         specs = [

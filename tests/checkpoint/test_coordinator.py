@@ -12,7 +12,7 @@ import pytest
 from laminar_kafka.checkpoint.coordinator import CheckpointCoordinator, CheckpointPhase
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import Ack, Announcement, ControlRecord, Phase
-from laminar_kafka.errors import ConfigError, IncurableError, WorkerStartError
+from laminar_kafka.errors import ConfigError, FencedError, IncurableError, WorkerStartError
 from tests.checkpoint.fakes import FakeControl, FakeInjector, ack
 
 TASKS = 2
@@ -217,3 +217,19 @@ def test_a_prepare_with_no_barrier_anywhere_says_so_in_one_flag(tmp_path: Path) 
         r for r in control.sent if isinstance(r, Announcement) and r.phase is Phase.PREPARE
     ]
     assert prepare.no_barriers and prepare.skipped == ()
+
+
+def test_a_driver_that_lost_its_lease_announces_nothing(tmp_path: Path) -> None:
+    # Not the generation (it would make the new driver's tasks stale), not a Prepare.
+    control = FakeControl()
+    coordinator = _coordinator(tmp_path, control)
+
+    def lost() -> None:
+        raise FencedError("this driver lost the lease")
+
+    coordinator._store.fence_manifests(lost)
+    with pytest.raises(FencedError):
+        coordinator.announce_generation()
+    with pytest.raises(FencedError):
+        coordinator.run_checkpoint(_alive)
+    assert control.sent == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 
 from laminar_kafka.checkpoint import CheckpointStore, Manifest
 from laminar_kafka.checkpoint.store import GenerationInfo
-from laminar_kafka.errors import CheckpointError
+from laminar_kafka.errors import CheckpointError, FencedError
 
 PIPELINE = "orders"
 
@@ -351,3 +352,21 @@ def test_store_write_failures_are_checkpoint_errors(store: CheckpointStore) -> N
         store.write_manifest(_manifest(9))
     with pytest.raises(CheckpointError, match="cannot be written"):
         store.write_snapshot(store.snapshot_path(9, 0, 1), b"s")
+
+
+# -- one writer per manifest --------------------------------------------------------
+
+
+def test_a_manifest_once_written_is_never_replaced_by_another_first_decision(
+    tmp_path: Path,
+) -> None:
+    # Two drivers on one store, the first paused past its lease: both decide stage 0
+    # of checkpoint 3. The second write must fail, not replace the first.
+    first = CheckpointStore(str(tmp_path), PIPELINE)
+    second = CheckpointStore(str(tmp_path), PIPELINE)
+    first.write_manifest(_manifest(3))
+    with pytest.raises(FencedError, match="manifest of checkpoint 3 exists already"):
+        second.write_manifest(dataclasses.replace(_manifest(3), generation=2))
+    kept = first.read_manifest(3)
+    assert kept is not None and kept.generation == 1
+    assert _files(tmp_path) == {"orders/chk-000000000003/MANIFEST.json"}  # no temporary left
