@@ -52,7 +52,12 @@ def test_a_seed_replays_each_round_draws(tmp_path: Path) -> None:
 def test_fault_kinds_are_parsed_in_a_fixed_order() -> None:
     assert parse_faults("kill") == [FaultKind.KILL]
     assert parse_faults("pause, kill") == [FaultKind.KILL, FaultKind.PAUSE]
-    assert parse_faults("all") == [FaultKind.KILL, FaultKind.BROKER_BOUNCE, FaultKind.PAUSE]
+    assert parse_faults("all") == [
+        FaultKind.KILL,
+        FaultKind.BROKER_BOUNCE,
+        FaultKind.PAUSE,
+        FaultKind.DRIVER_PAUSE,
+    ]
     assert parse_faults("broker-bounce,broker-bounce") == [FaultKind.BROKER_BOUNCE]
     with pytest.raises(ConfigError, match=r"unknown faults.*'sigstop'"):
         parse_faults("kill,sigstop")
