@@ -51,5 +51,9 @@ class PipelineError(LaminarError):
     """The pipeline definition is invalid or a record violates its contract."""
 
 
+class IncurableError(LaminarError):
+    """A failure no restart can cure: a setting the broker refuses, a missing permission."""
+
+
 class WorkerStartError(LaminarError):
     """The worker job failed before every task of a generation was running."""

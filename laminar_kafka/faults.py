@@ -12,6 +12,8 @@ created with O_EXCL marks it spent), so the restarted pipeline runs through.
 
 `LAMINAR_FAIL=prepare_fails` (same settings otherwise) makes a step raise
 instead of kill: the failure paths of the protocol run for real.
+`LAMINAR_PAUSE=driver_acked` makes the driver stop itself (SIGSTOP) at the end
+of its ack wait, for a chaos round to continue it (SIGCONT) later.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ class FaultPoint(enum.Enum):
     """Driver: while purging internal topics below a complete checkpoint."""
     FILES_UNPUBLISHED = "files_unpublished"
     """Worker: the Kafka transaction of N committed, its staged files not yet published."""
+    DURING_STAGING_DELETE = "during_staging_delete"
+    """Worker: N published, its staging folder half deleted (step 5: one file gone, not all)."""
+    RUN_START_RECORDED = "run_start_recorded"
+    """Driver: a run resuming with --from-checkpoint latest recorded its start checkpoint, before
+    its first generation (fires at the first checkpoint id that run would take)."""
 
     @property
     def multi_stage(self) -> bool:
@@ -54,7 +61,13 @@ class FaultPoint(enum.Enum):
     @property
     def file_sinks_only(self) -> bool:
         """Points only a pipeline with a file sink reaches."""
-        return self is FaultPoint.FILES_UNPUBLISHED
+        return self in (FaultPoint.FILES_UNPUBLISHED, FaultPoint.DURING_STAGING_DELETE)
+
+    @property
+    def latest_start_only(self) -> bool:
+        """Points only a run started with --from-checkpoint latest reaches (chaos rounds do not
+        start so; tests/runtime/test_latest_start_crash.py does)."""
+        return self is FaultPoint.RUN_START_RECORDED
 
     @property
     def in_driver(self) -> bool:
@@ -64,6 +77,7 @@ class FaultPoint(enum.Enum):
             FaultPoint.AFTER_DECISION_BEFORE_ANNOUNCE,
             FaultPoint.UPSTREAM_COMMITTED,
             FaultPoint.DURING_PURGE,
+            FaultPoint.RUN_START_RECORDED,
         )
 
 
@@ -74,7 +88,9 @@ def pick_points(names: str, stages: int, file_sinks: bool = False) -> list[Fault
         return [
             p
             for p in FaultPoint
-            if (stages > 1 or not p.multi_stage) and (file_sinks or not p.file_sinks_only)
+            if (stages > 1 or not p.multi_stage)
+            and (file_sinks or not p.file_sinks_only)
+            and not p.latest_start_only
         ]
     known = {p.value: p for p in FaultPoint}
     picked = [n.strip() for n in names.split(",") if n.strip()]
@@ -89,6 +105,12 @@ def pick_points(names: str, stages: int, file_sinks: bool = False) -> list[Fault
     files = [n for n in picked if known[n].file_sinks_only and not file_sinks]
     if files:
         raise ConfigError(f"crash point {files[0]} needs a file sink, and this pipeline has none")
+    latest = [n for n in picked if known[n].latest_start_only]
+    if latest:
+        raise ConfigError(
+            f"crash point {latest[0]} needs a run started with --from-checkpoint latest, "
+            "and chaos rounds start without it"
+        )
     return [known[n] for n in picked]
 
 
@@ -98,15 +120,33 @@ class FailurePoint(enum.Enum):
     PREPARE_FAILS = "prepare_fails"
 
 
-def _armed() -> tuple[FaultPoint | FailurePoint, int, int | None, Path, Path | None] | None:
-    name = os.environ.get("LAMINAR_FAULT") or os.environ.get("LAMINAR_FAIL")
+class PausePoint(enum.Enum):
+    """Steps at which `LAMINAR_PAUSE` makes the process stop itself (SIGSTOP)."""
+
+    DRIVER_ACKED = "driver_acked"
+    """Driver: every Ack of (N, stage 0) in, its decision not yet written."""
+
+
+AnyPoint = FaultPoint | FailurePoint | PausePoint
+
+
+def _armed() -> tuple[AnyPoint, int, int | None, Path, Path | None] | None:
+    name = (
+        os.environ.get("LAMINAR_FAULT")
+        or os.environ.get("LAMINAR_FAIL")
+        or os.environ.get("LAMINAR_PAUSE")
+    )
     where = os.environ.get("LAMINAR_FAULT_DIR")
     if not name or not where:
         return None
     task = os.environ.get("LAMINAR_FAULT_TASK")
-    point: FaultPoint | FailurePoint = (
-        FaultPoint(name) if "LAMINAR_FAULT" in os.environ else FailurePoint(name)
-    )
+    point: AnyPoint
+    if "LAMINAR_FAULT" in os.environ:
+        point = FaultPoint(name)
+    elif "LAMINAR_FAIL" in os.environ:
+        point = FailurePoint(name)
+    else:
+        point = PausePoint(name)
     gate = os.environ.get("LAMINAR_FAULT_GATE")
     return (
         point,
@@ -120,7 +160,7 @@ def _armed() -> tuple[FaultPoint | FailurePoint, int, int | None, Path, Path | N
 _ARMED = _armed()
 
 
-def _claim(point: FaultPoint | FailurePoint) -> bool:
+def _claim(point: AnyPoint) -> bool:
     assert _ARMED is not None
     marker = _ARMED[3] / f"fired-{point.value}"
     try:
@@ -132,9 +172,7 @@ def _claim(point: FaultPoint | FailurePoint) -> bool:
     return True
 
 
-def should_fire(
-    point: FaultPoint | FailurePoint, checkpoint_id: int, task: int | None = None
-) -> bool:
+def should_fire(point: AnyPoint, checkpoint_id: int, task: int | None = None) -> bool:
     if _ARMED is None or _ARMED[0] is not point or checkpoint_id < _ARMED[1]:
         return False
     if _ARMED[2] is not None and task is not None and _ARMED[2] != task:
@@ -148,6 +186,12 @@ def crash_here(point: FaultPoint, checkpoint_id: int, task: int | None = None) -
     """SIGKILL this process if `point` is armed for this checkpoint (and task)."""
     if should_fire(point, checkpoint_id, task):
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def pause_here(point: PausePoint, checkpoint_id: int) -> None:
+    """Stop this whole process (SIGSTOP) if `point` is armed: it runs on once continued."""
+    if should_fire(point, checkpoint_id):
+        os.kill(os.getpid(), signal.SIGSTOP)
 
 
 def crash_soon(point: FaultPoint, checkpoint_id: int, task: int | None = None) -> None:

@@ -14,16 +14,19 @@ BETWEEN_STAGES = {
 }
 
 
-FILES_ONLY = {FaultPoint.FILES_UNPUBLISHED}
+FILES_ONLY = {FaultPoint.FILES_UNPUBLISHED, FaultPoint.DURING_STAGING_DELETE}
+LATEST_START_ONLY = {FaultPoint.RUN_START_RECORDED}
 
 
 def test_all_means_every_point_the_pipeline_can_reach() -> None:
-    assert set(pick_points("all", stages=2, file_sinks=True)) == set(FaultPoint)
-    assert set(pick_points("all", stages=2)) == set(FaultPoint) - FILES_ONLY
+    reachable = set(FaultPoint) - LATEST_START_ONLY
+    assert set(pick_points("all", stages=2, file_sinks=True)) == reachable
+    assert set(pick_points("all", stages=2)) == reachable - FILES_ONLY
     one = pick_points("all", stages=1)
-    assert set(one) == set(FaultPoint) - BETWEEN_STAGES - FILES_ONLY
+    assert set(one) == reachable - BETWEEN_STAGES - FILES_ONLY
     assert {p for p in FaultPoint if p.multi_stage} == BETWEEN_STAGES
     assert {p for p in FaultPoint if p.file_sinks_only} == FILES_ONLY
+    assert {p for p in FaultPoint if p.latest_start_only} == LATEST_START_ONLY
 
 
 def test_named_points_keep_their_order_and_refuse_what_cannot_fire() -> None:
@@ -38,5 +41,7 @@ def test_named_points_keep_their_order_and_refuse_what_cannot_fire() -> None:
     assert pick_points("files_unpublished", stages=1, file_sinks=True) == [
         FaultPoint.FILES_UNPUBLISHED
     ]
+    with pytest.raises(ConfigError, match="run_start_recorded needs a run started with"):
+        pick_points("run_start_recorded", stages=2, file_sinks=True)
     with pytest.raises(ConfigError, match=r"unknown crash points \['nowhere'\]"):
         pick_points("nowhere", stages=2)

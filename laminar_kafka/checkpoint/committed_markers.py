@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from laminar_kafka.checkpoint.markers import OffsetMarker, parse_marker
+from laminar_kafka.checkpoint.run_start import follow_markers
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.kafka.clients import KafkaConnection, committed_offsets_reader
@@ -66,7 +67,9 @@ class CommittedMarkers:
             time.sleep(0.2)
 
     def lowest(self) -> int | None:
-        """The lowest checkpoint id any partition's marker names; None if none has one.
+        """The lowest checkpoint id any partition's marker names, or the run's recorded
+        start while a partition may resume from it (`checkpoint/run_start.py`); None if
+        neither.
 
         Seeing one is noted in the store: from then on, markers that vanish were lost.
 
@@ -78,8 +81,15 @@ class CommittedMarkers:
             log.warning("cannot read committed offset markers, keeping all checkpoints: %s", exc)
             return 0
         ids = [m.checkpoint_id for m in markers.values() if m is not None]
-        if ids and self._store is not None:
-            self._store.note_markers_seen()
+        if self._store is not None:
+            if ids:
+                self._store.note_markers_seen()
+            try:
+                start = follow_markers(self._store, markers)
+            except LaminarError as exc:
+                log.warning("cannot update the run's start record, keeping all: %s", exc)
+                return 0
+            ids += [start] if start is not None else []
         return min(ids) if ids else None
 
     def close(self) -> None:

@@ -5,8 +5,9 @@ sources, stage s+1 what stage s wrote); the coordinator decides each stage in
 turn, because a downstream task sees Barrier(N) only once the stage above has
 committed N. Phases and their transitions: `checkpoint.pending`.
 
-Commit of checkpoint N: barriers into the sources, Prepare(N) opens stage 0;
-then for each stage s in order:
+Commit of checkpoint N: N reserved in the store (`checkpoint.reservation`: an id
+is never used twice, even by two drivers), barriers into the sources, Prepare(N)
+opens stage 0; then for each stage s in order:
 
 1. every task of stage s acked N with ok=true, within the timeout counted from
    the opening of stage s (a failed Ack or the timeout aborts (N, s) instead:
@@ -28,7 +29,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from laminar_kafka import faults
-from laminar_kafka.checkpoint.manifest import Manifest
+from laminar_kafka.checkpoint.decision import decision_manifest
 from laminar_kafka.checkpoint.pending import (
     CheckpointPhase,
     ControlLink,
@@ -37,6 +38,7 @@ from laminar_kafka.checkpoint.pending import (
     PendingCheckpoint,
     check_stages,
 )
+from laminar_kafka.checkpoint.reservation import reserve_checkpoint
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import (
     Ack,
@@ -46,8 +48,14 @@ from laminar_kafka.control.records import (
     Phase,
     partition_key,
 )
-from laminar_kafka.errors import ConfigError, LaminarError, WorkerStartError
-from laminar_kafka.faults import FaultPoint
+from laminar_kafka.errors import (
+    ConfigError,
+    FencedError,
+    IncurableError,
+    LaminarError,
+    WorkerStartError,
+)
+from laminar_kafka.faults import FaultPoint, PausePoint
 
 __all__ = [
     "CheckpointCoordinator",
@@ -95,6 +103,7 @@ class CheckpointCoordinator:
         self.ready_spread_s = 0.0
 
     def _announce(self, checkpoint_id: int, phase: Phase, **extra: object) -> None:
+        self._store.check_fence()  # a driver that lost its lease tells no task anything
         self._control.send(
             Announcement(self.pipeline, checkpoint_id, self.generation, phase, **extra)  # type: ignore[arg-type]
         )
@@ -115,12 +124,14 @@ class CheckpointCoordinator:
         while len(acks) < self.tasks:
             reason = lost()
             if reason:
+                self.check_incurable()
                 raise WorkerStartError(reason)
             if time.monotonic() > deadline:
                 raise LaminarError(
                     f"only {len(acks)} of {self.tasks} tasks started within {timeout_s:.0f}s"
                 )
             for ack in self._control.receive(0.1):
+                self._check_incurable(ack)
                 if ack.generation == self.generation and ack.checkpoint_id == 0:
                     acks[ack.task] = ack
                     first = time.monotonic() if first is None else first
@@ -135,6 +146,7 @@ class CheckpointCoordinator:
             self._next_id, self.generation, flags, time.monotonic(), stages=len(self.stages)
         )
         self._next_id += 1
+        reserve_checkpoint(self._store, pending.checkpoint_id, self.generation)
         barrier = Barrier(
             self.pipeline, pending.checkpoint_id, self.generation, flags, int(time.time() * 1000)
         )
@@ -197,8 +209,27 @@ class CheckpointCoordinator:
             for ack in self._control.receive(0.05):
                 self._file(pending, ack)
 
+    def check_incurable(self, timeout_s: float = 0.2) -> None:
+        """Once the worker job is lost: raise IncurableError if one of its tasks said it
+        failed for good before it died (read what arrived; other Acks are of no use now)."""
+        while received := self._control.receive(timeout_s):
+            for ack in received:
+                self._check_incurable(ack)
+
+    def _check_incurable(self, ack: Ack) -> None:
+        """Raise IncurableError for a task of this generation that failed for good.
+
+        Such a task sends a ready Ack (checkpoint 0) with ok=false before it dies:
+        Spark reports a failed barrier stage without the task's own error.
+        """
+        if ack.generation == self.generation and ack.checkpoint_id == 0 and not ack.ok:
+            raise IncurableError(
+                f"task {ack.task} failed, and no restart can cure it: {ack.error}"
+            )
+
     def _file(self, pending: PendingCheckpoint, ack: Ack) -> None:
         """Keep `ack` if it answers `pending` for a stage not yet decided."""
+        self._check_incurable(ack)
         if ack.generation != self.generation or ack.checkpoint_id != pending.checkpoint_id:
             return  # a zombie's, or a late Ack of an aborted checkpoint
         stage = self._stage_of.get(ack.task)
@@ -220,8 +251,14 @@ class CheckpointCoordinator:
         stage = pending.stage
         last = stage == len(self.stages) - 1
         faults.crash_here(FaultPoint.AFTER_ACKS_BEFORE_DECISION, pending.checkpoint_id)
+        if stage == 0:
+            faults.pause_here(PausePoint.DRIVER_ACKED, pending.checkpoint_id)
         pending.move(CheckpointPhase.DECIDING)
-        manifest = self._manifest(pending, decided=stage + 1)
+        acks = [pending.acks[t] for t in sorted(pending.acks) if self._stage_of[t] <= stage]
+        stages = len(self.stages)
+        manifest = decision_manifest(
+            self.pipeline, self.generation, pending, acks, self._topology, stages, stage + 1
+        )
         self._store.write_manifest(manifest)  # 2. the decision of (N, stage) is durable
         faults.crash_here(FaultPoint.AFTER_DECISION_BEFORE_ANNOUNCE, pending.checkpoint_id)
         self._announce(
@@ -241,26 +278,6 @@ class CheckpointCoordinator:
             pending.move(CheckpointPhase.AWAITING_ACKS)
         return committed
 
-    def _manifest(self, pending: PendingCheckpoint, decided: int) -> Manifest:
-        """Manifest N holding the acks of stages 0..decided-1 (all of them when complete)."""
-        acks = [pending.acks[t] for t in sorted(pending.acks) if self._stage_of[t] < decided]
-        watermarks = [a.local_watermark_ms for a in acks if a.local_watermark_ms is not None]
-        return Manifest(
-            pipeline=self.pipeline,
-            checkpoint_id=pending.checkpoint_id,
-            generation=self.generation,
-            created_ms=int(time.time() * 1000),
-            positions={k: v for a in acks for k, v in a.positions.items()},
-            barrier_offsets={partition_key(*k): v for k, v in pending.barrier_offsets.items()},
-            snapshots={k: v for a in acks for k, v in a.snapshot_handles.items()},
-            sink_handles={f"task-{a.task}": h for a in acks for h in a.sink_handles.values()},
-            min_watermark_ms=min(watermarks) if watermarks else None,
-            unaligned_tasks=tuple(sorted(a.task for a in acks if a.unaligned)),
-            topology=dict(self._topology),
-            stages=len(self.stages),
-            decided_stages=tuple(range(decided)),
-        )
-
     def _abort(self, pending: PendingCheckpoint, reason: str) -> PendingCheckpoint:
         log.warning(
             "checkpoint %d aborted at stage %d: %s", pending.checkpoint_id, pending.stage, reason
@@ -272,6 +289,8 @@ class CheckpointCoordinator:
             self._announce(
                 pending.checkpoint_id, Phase.ABORT, reason=reason[:500], stage=pending.stage
             )
+        except FencedError:
+            raise
         except LaminarError as exc:
             log.warning("cannot announce abort of %d: %s", pending.checkpoint_id, exc)
         return pending

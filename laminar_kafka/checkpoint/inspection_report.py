@@ -73,7 +73,7 @@ class TopologyStep:
 
 @dataclass(frozen=True)
 class NewestCheckpoint:
-    """The newest readable complete checkpoint: the one a fresh partition would resume from."""
+    """The newest readable complete checkpoint: where `--from-checkpoint latest` would resume."""
 
     checkpoint_id: int
     state_files: tuple[StateFile, ...]

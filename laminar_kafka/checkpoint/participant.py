@@ -251,3 +251,22 @@ class CheckpointParticipant:
                 late_records=report.counts[3],
             )
         )
+
+
+def report_incurable(control: ControlSender, identity: TaskIdentity, error: str) -> None:
+    """Tell the coordinator that this task failed for good: a ready Ack with ok=false.
+
+    Spark reports a failed barrier stage without the task's own error, so this is
+    how the driver learns that no restart would help, and why (coordinator.py).
+    """
+    control.send(
+        Ack(
+            pipeline=identity.pipeline,
+            checkpoint_id=READY_CHECKPOINT,
+            generation=identity.generation,
+            task=identity.task,
+            ok=False,
+            error=error[:2000],
+            stage=identity.stage,
+        )
+    )

@@ -4,10 +4,13 @@ Layout under `<root>/<pipeline>/`:
 
     LOCK                               held by the one running application
     generation.json                    last worker generation, widest parallelism used
+    checkpoint_ids.json                the highest checkpoint id before the last reset
     MARKERS_SEEN                       Kafka held committed offset markers once
+    chk-<id>/RESERVED.json             the id taken by a driver before Prepare(id)
     chk-<id>/task-<t>-g<gen>.state     state snapshots written by tasks before Ack
     chk-<id>/MANIFEST.json             written by the coordinator: the Commit decision
-                                       (rewritten per stage; partial until the last)
+                                       (created once, then rewritten per stage by the
+                                       same driver; partial until the last)
 
 The root is a local path, a `file://` URL or an object store URL such as
 `s3://bucket/checkpoints` (see `locations`); on a cluster it must be reachable
@@ -25,15 +28,18 @@ from pathlib import Path
 from typing import IO
 
 from laminar_kafka.checkpoint.manifest import Manifest
-from laminar_kafka.errors import CheckpointError
+from laminar_kafka.errors import CheckpointError, FencedError
 from laminar_kafka.storage.files import make_dirs
 from laminar_kafka.storage.locations import (
     StorePath,
+    create_whole,
     remove_file,
     remove_tree,
     store_path,
     write_whole,
 )
+
+_IDS_FILE = "checkpoint_ids.json"
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,11 @@ class CheckpointStore:
     def fence_manifests(self, check: Callable[[], None]) -> None:
         """Call `check` before every manifest write: it raises once this driver lost its lease."""
         self._fence = check
+
+    def check_fence(self) -> None:
+        """Raise FencedError if this driver may no longer write (the check of `fence_manifests`)."""
+        if self._fence is not None:
+            self._fence()
 
     # -- generations ------------------------------------------------------
     def read_generation(self) -> GenerationInfo:
@@ -148,11 +159,27 @@ class CheckpointStore:
 
     # -- manifests (written by the coordinator) ---------------------------
     def write_manifest(self, manifest: Manifest) -> StorePath:
-        if self._fence is not None:
-            self._fence()
+        """Write the decision of `manifest.decided_stages`, after the fence's check.
+
+        The first decision (stage 0) creates the manifest and fails if one exists,
+        in one step (see `create_whole`): the id was reserved by this driver, so a
+        manifest there was written by another driver, and this one stops
+        (FencedError). The decisions of later stages replace it.
+        """
+        self.check_fence()
         path = self.checkpoint_dir(manifest.checkpoint_id) / "MANIFEST.json"
         try:
-            write_whole(path, manifest.to_json())
+            if manifest.decided_stages == (0,):
+                create_whole(path, manifest.to_json())
+            else:
+                write_whole(path, manifest.to_json())
+        except FileExistsError:
+            raise FencedError(
+                f"pipeline {self.pipeline!r}: the manifest of checkpoint "
+                f"{manifest.checkpoint_id} exists already ({path}): another driver decided "
+                f"that checkpoint while this one ran generation {manifest.generation}; "
+                "this one stops"
+            ) from None
         except OSError as exc:
             raise CheckpointError(f"{path}: cannot be written: {exc}") from None
         return path
@@ -202,11 +229,24 @@ class CheckpointStore:
         return self.read_manifest(ids[-1]) if ids else None
 
     def highest_id(self) -> int:
-        """The highest checkpoint id ever started here, complete or not."""
+        """The highest checkpoint id ever started here, complete or not, resets included.
+
+        Ids never repeat for a pipeline: a file sink names published files and
+        commit records by checkpoint id, so a reused id would overwrite an epoch.
+        """
         if not self.home.exists():
             return 0
         ids = [_checkpoint_id(e) for e in self.home.iterdir()]
-        return max((i for i in ids if i is not None), default=0)
+        return max([self._highest_before_reset(), *(i for i in ids if i is not None)])
+
+    def _highest_before_reset(self) -> int:
+        path = self.home / _IDS_FILE
+        try:
+            return int(json.loads(path.read_bytes())["highest"])
+        except FileNotFoundError:
+            return 0
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CheckpointError(f"{path}: unreadable: {exc}") from None
 
     def retain(self, keep: int, keep_from: int | None = None) -> list[int]:
         """Delete all but the newest `keep` complete checkpoints and older incomplete ones.
@@ -234,15 +274,20 @@ class CheckpointStore:
         return sorted(removed)
 
     def clear(self) -> None:
-        """Delete every checkpoint (a reset); keep the lock and the generation record.
+        """Delete every checkpoint (a reset); keep the lock, generations and checkpoint ids.
 
         Generations stay monotonic across a reset: barriers of the old run are still
         in the source topics, and only their older generation marks them stale.
+        Checkpoint ids go on counting (the highest is recorded before anything is
+        deleted): the old run's published files keep their names.
         """
         if not self.home.exists():
             return
+        highest = self.highest_id()
+        if highest:
+            write_whole(self.home / _IDS_FILE, json.dumps({"highest": highest}).encode())
         for entry in self.home.iterdir():
-            if entry.name in ("LOCK", "generation.json"):
+            if entry.name in ("LOCK", "generation.json", _IDS_FILE):
                 continue
             if entry.is_dir():
                 remove_tree(entry)

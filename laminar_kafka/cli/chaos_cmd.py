@@ -9,6 +9,7 @@ from typing import Any
 from laminar_kafka.cli.options import resolve_bootstrap
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.faults import FaultPoint
+from laminar_kafka.storage.locations import is_local, store_path
 from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings, FaultKind, KillKind, parse_faults
 from laminar_kafka.testing.chaos_workloads import load_input_function
 
@@ -22,11 +23,13 @@ def register(subparsers: Any) -> None:
         description="Runs PIPELINE round after round on fresh topics while its input is "
         "produced, injects one fault per round (--faults: SIGKILL of a worker task or of the "
         "whole application; SIGKILL and restart of the broker; a worker stopped past the "
-        "checkpoint timeout) and checks with a read_committed consumer that every input is "
-        "reflected exactly once. A round fails unless the fault hit input in flight and the "
+        "checkpoint timeout; the driver stopped past its lease) and checks with a "
+        "read_committed consumer that every input is reflected exactly once. A round fails "
+        "unless the fault hit input in flight and the "
         "pipeline recovered the way the fault calls for (a worker in place, an application "
         "by a new one, a broker bounce by the same application, a paused worker by a new "
-        "generation while the paused process exits). Without --input, the pipeline must read "
+        "generation while the paused process exits, a paused driver by a second application "
+        "while the woken one stops). Without --input, the pipeline must read "
         "the `order` schema (schemas/order.avsc). Each round prints one line; the last line "
         "is: rounds=R records=X duplicates=D losses=L wrong=W max_recovery_s=T",
     )
@@ -46,7 +49,10 @@ def register(subparsers: Any) -> None:
         help="comma-separated fault kinds, each run for --rounds rounds: kill (SIGKILL a "
         "worker or the application), broker-bounce (SIGKILL the broker mid-run, start it "
         "again on the same address), pause (SIGSTOP a worker past the checkpoint timeout, "
-        "then SIGCONT); 'all' for every one (%(default)s)",
+        "then SIGCONT), driver-pause (the driver stops itself in an ack wait past its lease, a "
+        "second application takes over, the first is continued and must stop; needs "
+        "--checkpoint-dir on an object store); 'all' for every one that can run "
+        "(%(default)s)",
     )
     parser.add_argument(
         "--rounds", type=int, default=5, help="random rounds of each fault kind (%(default)s)"
@@ -55,7 +61,8 @@ def register(subparsers: Any) -> None:
         "--points",
         default="",
         help="comma-separated named crash points to run once each before the random rounds; "
-        f"'all' for every one of: {', '.join(p.value for p in FaultPoint)}",
+        "'all' for every one of: "
+        f"{', '.join(p.value for p in FaultPoint if not p.latest_start_only)}",
     )
     parser.add_argument(
         "--records", type=int, default=2000, help="input records per round (%(default)s)"
@@ -116,8 +123,19 @@ def _plan(
     return plan
 
 
+def _on_object_store(checkpoint_dir: str | None) -> bool:
+    return checkpoint_dir is not None and not is_local(store_path(checkpoint_dir))
+
+
 def chaos(args: argparse.Namespace) -> int:
     faults = parse_faults(args.faults)
+    if FaultKind.DRIVER_PAUSE in faults and not _on_object_store(args.checkpoint_dir):
+        if args.faults.strip() != "all":
+            raise ConfigError(
+                "driver-pause rounds need --checkpoint-dir on an object store (s3://...): on a "
+                "local directory the paused driver's lock keeps the second application out"
+            )
+        faults.remove(FaultKind.DRIVER_PAUSE)
     settings = ChaosSettings(
         bootstrap=resolve_bootstrap(args.bootstrap),
         records=args.records,

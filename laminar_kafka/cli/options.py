@@ -60,6 +60,12 @@ def add_runtime_options(parser: Any) -> None:
         "write no barrier and cut every partition where its task stands (%(default)s)",
     )
     parser.add_argument("--master", help="Spark master (default: local[PARALLELISM])")
+    parser.add_argument(
+        "--allow-internal-retention",
+        action="store_true",
+        help="run although an existing internal topic deletes records by time or size "
+        "(refused by default: records the next stage has not read would be lost)",
+    )
     add_client_options(parser)
     start = parser.add_mutually_exclusive_group()
     start.add_argument(
@@ -201,4 +207,5 @@ def runtime_config(args: argparse.Namespace) -> RuntimeConfig:
         client_config=client,
         from_latest_checkpoint=args.from_checkpoint == "latest",
         reset=args.reset,
+        allow_internal_retention=args.allow_internal_retention,
     )

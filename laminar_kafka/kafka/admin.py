@@ -141,6 +141,30 @@ def record_limits(
     return limits
 
 
+def topic_settings(
+    kafka: KafkaConnection, topics: Sequence[str], names: Sequence[str], timeout_s: float = 30.0
+) -> dict[str, dict[str, str]]:
+    """topic → the values of the settings `names` it has (explicit or inherited).
+
+    A topic whose settings cannot be read (ACLs) is logged and left out.
+    """
+    if not topics:
+        return {}
+    admin = admin_client(kafka)  # held: a collected client never completes its futures
+    resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+    found: dict[str, dict[str, str]] = {}
+    for resource, future in admin.describe_configs(resources, request_timeout=timeout_s).items():
+        try:
+            entries = future.result(timeout_s)
+        except KafkaException as exc:
+            log.warning("cannot read the settings of topic %s: %s", resource.name, exc)
+            continue
+        found[resource.name] = {
+            n: entries[n].value for n in names if n in entries and entries[n].value is not None
+        }
+    return found
+
+
 def delete_records_below(
     kafka: KafkaConnection, offsets: Mapping[PartitionKey, int], timeout_s: float = 30.0
 ) -> None:

@@ -79,10 +79,13 @@ def transactional_producer_settings(
 
 
 def source_reader_settings(kafka: KafkaConnection, group: str, batch_size: int) -> dict[str, Any]:
-    """A task's reader: assigned partitions, read_committed, nothing committed but markers."""
+    """A task's reader: assigned partitions, read_committed, nothing committed but markers.
+
+    An offset below the log start is an error, never a silent jump to the log start
+    (which would skip the deleted records): see `kafka/log_start.py`.
+    """
     return kafka.settings(
         {
-            "auto.offset.reset": "earliest",
             "fetch.wait.max.ms": 50,
             "queued.min.messages": max(batch_size * 4, 10000),
             # Once a partition's prefetch queue is full, librdkafka waits this long
@@ -93,6 +96,7 @@ def source_reader_settings(kafka: KafkaConnection, group: str, batch_size: int) 
         {
             "group.id": group,
             "isolation.level": "read_committed",
+            "auto.offset.reset": "error",
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "enable.partition.eof": False,

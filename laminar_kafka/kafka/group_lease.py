@@ -6,7 +6,10 @@ from a live holder: it joins with nothing assigned and is refused. A holder that
 dies (even by SIGKILL) leaves the group when its session times out, and the
 partition passes to whoever waits. A holder that was cut off long enough (paused,
 partitioned) loses the partition the same way; `check` then raises, so it stops
-before it writes anything a newer holder owns. The lease alone cannot tell a
+before it writes anything a newer holder owns. A holder that was stopped as a
+whole (SIGSTOP, a VM freeze) wakes before its poller has met the rebalance:
+`check` sees the gap in its polls, waits for a poll, and asks the group whether
+this member still holds the partition. The lease alone cannot tell a
 holder whether someone held it while it was cut off and has left since: the
 runner checks the store's generation for that as well.
 
@@ -76,8 +79,13 @@ class GroupLease:
         self._error: str | None = None
         self._member_id: str | None = None
         self._pause = False
+        self._last_poll = time.monotonic()
+        self._polled = threading.Event()
         self.regained = 0
         """How often the group gave the lease back after it was lost."""
+        self.stalls = 0
+        """How often polling stopped for half a session or more: the lease may have
+        lapsed and passed through another holder without this one seeing it."""
 
     # -- rebalance callbacks (run inside poll, on the poller thread) ---------
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -106,6 +114,8 @@ class GroupLease:
                 if self._pause:
                     self._consumer.pause([TopicPartition(self.topic, 0)])
                     self._pause = False
+                self._last_poll = time.monotonic()
+                self._polled.set()
             except (KafkaException, RuntimeError) as exc:
                 self._error = str(exc)
                 self._lost.set()
@@ -186,6 +196,8 @@ class GroupLease:
         a loss is given a session's time (the default) to heal before it counts.
         """
         regain_s = self.session_timeout_s if regain_s is None else regain_s
+        if time.monotonic() - self._last_poll > self.session_timeout_s / 2:
+            self._after_stall()
         if self._lost.is_set() and self._error is None:
             self._held.wait(regain_s)  # set again by the poller if the group gives it back
         if self._lost.is_set():
@@ -194,6 +206,34 @@ class GroupLease:
                 f"this driver lost the lease of Kafka group {self.group!r}{why}; another driver "
                 "may run the pipeline now, so this one stops without writing a checkpoint"
             )
+
+    def _after_stall(self) -> None:
+        """This process stood still for half a session or more: find out from the group.
+
+        The poller serves the rebalance callbacks, and it stood still too. Once it
+        polled again, the group itself is asked whether this member still holds the
+        partition; if not (or the group cannot be asked), the lease counts as lost.
+        """
+        self.stalls += 1
+        self._polled.clear()
+        self._polled.wait(self.session_timeout_s)
+        if self._lost.is_set():
+            return
+        try:
+            admin = AdminClient(self._kafka.settings({}))
+            (future,) = admin.describe_consumer_groups([self.group], request_timeout=5).values()
+            members = future.result().members
+        except KafkaException as exc:
+            self._error = f"cannot ask the group after this driver stood still: {exc}"
+            self._lost.set()
+            return
+        me = self._member_id
+        for member in members:
+            assigned = member.assignment.topic_partitions if member.assignment else []
+            if member.member_id == me and any(tp.partition == 0 for tp in assigned):
+                return
+        self._held.clear()
+        self._lost.set()
 
     def release(self) -> None:
         """Leave the group at once, so that a successor need not wait for the session timeout."""

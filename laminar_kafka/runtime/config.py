@@ -27,12 +27,25 @@ def redact(config: Mapping[str, str]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class RestartPolicy:
-    """How often and how fast the worker job is restarted after a failure."""
+    """How often and how fast the worker job is restarted after a failure.
+
+    `max_restarts` counts the restarts since the run was last stable: a generation
+    that committed checkpoints for `stable_after_s` starts the count (and the
+    backoff) afresh, so rare failures of a long-lived run never exhaust it.
+    """
 
     max_restarts: int = 20
     initial_backoff_s: float = 0.1
     max_backoff_s: float = 30.0
     multiplier: float = 2.0
+    stable_after_s: float = 600.0
+
+    def __post_init__(self) -> None:
+        if self.stable_after_s <= 0:
+            raise ConfigError(
+                "the stable period of the restart policy must be positive, "
+                f"not {self.stable_after_s}"
+            )
 
     def backoff_s(self, attempt: int) -> float:
         """Delay before restart number `attempt` (1-based)."""
@@ -63,11 +76,15 @@ class RuntimeConfig:
     restart: RestartPolicy = field(default_factory=RestartPolicy)
     ready_timeout_s: float = 120.0
     from_latest_checkpoint: bool = False
-    """Resume partitions whose offset markers are gone from the newest checkpoint."""
+    """When no partition has an offset marker (the group's offsets were lost), resume
+    from the newest checkpoint; chosen once per run and recorded (`checkpoint/run_start.py`)."""
     reset: bool = False
     """Start over: drop the pipeline's checkpoints and committed offsets first."""
     purge_internal: bool = True
     """Delete internal-topic records the next stage committed past (False keeps them)."""
+    allow_internal_retention: bool = False
+    """Run with existing internal topics that delete records by time or size (refused
+    by default: records the next stage has not read would be lost to retention)."""
     max_barrier_partitions: int = 32
     """When more source partitions than this received records since the last barrier,
     Barrier(N) goes into none of them and every task cuts its source partitions where

@@ -1,9 +1,14 @@
 """One driver per pipeline, whatever the checkpoint store: the lease through Kafka.
 
 A local store also has its `flock`; an object store has nothing else. The lease
-is taken before anything is written, is checked before every manifest write (a
-driver that lost it stops instead of overwriting a newer driver's checkpoint),
-and is released on exit so that a restart need not wait for the session timeout.
+is taken before anything is written, is checked before every write of the driver
+(a new generation, its announcement, the fencing of removed tasks, the recovery
+of their staged files, a checkpoint id's reservation, every announcement and
+manifest: a driver that lost it stops instead of acting for a newer driver's
+run), and is released on exit so that a restart need not wait for the session
+timeout. The check cannot close the gap between itself and the write; what a
+paused driver could still write there, its checkpoint id's reservation and a
+create-only manifest refuse (`checkpoint.reservation`).
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from laminar_kafka.checkpoint.store import CheckpointStore
+from laminar_kafka.checkpoint.store import CheckpointStore, GenerationInfo
 from laminar_kafka.errors import CheckpointError, FencedError
 from laminar_kafka.kafka.admin import ensure_topics
 from laminar_kafka.kafka.group_lease import GroupLease, LeaseHeld
@@ -43,25 +48,33 @@ def hold_driver_lease(config: RuntimeConfig, pipeline: str) -> GroupLease:
     return lease
 
 
+def start_generation(lease: GroupLease, store: CheckpointStore, parallelism: int) -> GenerationInfo:
+    """A new generation, durably, by a driver that holds its lease; its fence set on `store`."""
+    lease.check()
+    info = store.next_generation(parallelism)
+    store.fence_manifests(manifest_fence(lease, store, info.generation))
+    return info
+
+
 def manifest_fence(
     lease: GroupLease, store: CheckpointStore, generation: int
 ) -> Callable[[], None]:
-    """The check before each manifest write of `generation`.
+    """The check before each write of the driver running `generation`.
 
     It raises FencedError if this driver lost its lease, or, after the lease was
-    lost and given back, if the store shows a newer generation: a driver that held
-    the lease while this one was cut off, and has left since. While the lease is
-    held throughout, the check reads nothing from the store.
+    lost and given back or this process stood still, if the store shows a newer
+    generation: a driver that held the lease meanwhile, and may have left since.
+    While the lease is held throughout, the check reads nothing from the store.
     """
 
-    checked = lease.regained
+    checked = lease.regained + lease.stalls
 
     def check() -> None:
         nonlocal checked
         lease.check()
-        if lease.regained == checked:
+        if lease.regained + lease.stalls == checked:
             return  # held throughout: no other driver can have started a generation
-        checked = lease.regained
+        checked = lease.regained + lease.stalls
         newest = store.read_generation().generation
         if newest != generation:
             raise FencedError(

@@ -1,4 +1,8 @@
-"""The runner's care of internal topics: checked at start, purged after checkpoints."""
+"""The runner's care of internal topics: checked at start, purged after checkpoints.
+
+The check at each generation's start also covers the source partitions: a
+committed offset below a source partition's log start is refused there too.
+"""
 
 from __future__ import annotations
 
@@ -14,11 +18,8 @@ from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.plan.stages import InternalTopic, StagePlan
 from laminar_kafka.runtime.config import RuntimeConfig
-from laminar_kafka.runtime.internal_topics import (
-    check_internal_intact,
-    clear_internal,
-    purge_internal,
-)
+from laminar_kafka.runtime.internal_topics import clear_internal, purge_internal
+from laminar_kafka.runtime.offsets_kept import check_offsets_kept
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +46,13 @@ def check_internal_topics(
         return
     finally:
         markers.close()
-    check_internal_intact(config.kafka, committed)
+    check_offsets_kept(config.kafka, committed, plan.internal)
 
 
 class InternalPurge:
     """Deletes internal records the next stage committed past, after a complete checkpoint,
-    and tells when an internal topic was deleted or changed under the running pipeline."""
+    and tells when an internal topic was deleted or changed under the running pipeline, or
+    when records at a committed offset of any partition are gone."""
 
     def __init__(
         self,
@@ -65,17 +67,17 @@ class InternalPurge:
         self._partitions = {(t, p) for t in internal for p in range(counts[t])}
 
     def check(self) -> None:
-        """Raise CheckpointError when an internal topic is gone, resized or truncated.
+        """Raise CheckpointError when an internal topic is gone, resized or truncated, or
+        when a partition's log start passed its committed offset.
 
         Called at a generation's start and after an aborted checkpoint: a deleted
         internal topic makes every checkpoint abort (or is created again, empty, by a
         broker that creates topics on first use), and the records between the stages
-        are lost; no restart can bring them back.
+        are lost; no restart can bring them back. Nor can it bring back source records
+        that retention deleted before the pipeline read them.
         """
-        if not self._partitions:
-            return
         try:
-            found = partition_counts(self._kafka)
+            found = partition_counts(self._kafka) if self._counts else {}
         except (KafkaException, LaminarError) as exc:  # a broker away: checked next time
             log.warning("internal topics not checked: %s", exc)
             return
@@ -89,13 +91,15 @@ class InternalPurge:
                     "stages are lost. Start over with --reset"
                 )
         try:
-            committed = self._committed()
+            check_offsets_kept(self._kafka, self._markers.offsets(), self._counts)
+        except CheckpointError:
+            raise
         except LaminarError as exc:
             # Offsets of a transaction still open (a task just killed) cannot be read
-            # yet; the deletion checked above is what matters most, truncation waits.
-            log.warning("internal topics not checked for truncation: %s", exc)
-            return
-        check_internal_intact(self._kafka, committed)
+            # yet, nor can anything while a broker is away; the deletion checked above
+            # is what matters most, the rest waits (a task's reader refuses an offset
+            # below the log start in the meantime).
+            log.warning("committed offsets not checked against the topics: %s", exc)
 
     def _committed(self) -> dict[PartitionKey, int | None]:
         offsets = self._markers.offsets()

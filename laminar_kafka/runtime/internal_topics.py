@@ -6,6 +6,9 @@ Rescaling changes how many tasks share its partitions, never the count. Records
 below the next stage's committed offset are never read again (a restart
 resumes at a committed offset or above) and are deleted after each complete
 checkpoint, so internal topics hold about one checkpoint interval of records.
+Nothing else may delete them: the records above that offset are owed to the next
+stage however long it cannot commit (an outage, a sink it may not write), so
+internal topics have no retention (as Kafka Streams' repartition topics).
 """
 
 from __future__ import annotations
@@ -14,28 +17,33 @@ import logging
 from collections.abc import Mapping
 
 from laminar_kafka import faults
-from laminar_kafka.errors import CheckpointError, ConfigError
+from laminar_kafka.errors import ConfigError
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.kafka.admin import (
     delete_records_below,
     ensure_topics,
     partition_counts,
-    watermark_offsets,
+    topic_settings,
 )
-from laminar_kafka.kafka.clients import KafkaConnection, probe_consumer
+from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.plan.stages import StagePlan
 
 log = logging.getLogger(__name__)
 
 
+NO_RETENTION = {"retention.ms": "-1", "retention.bytes": "-1"}
+"""The settings of an internal topic: it deletes no record by time or size."""
+
+
 def prepare_internal_topics(
-    kafka: KafkaConnection, plan: StagePlan, parallelism: int
+    kafka: KafkaConnection, plan: StagePlan, parallelism: int, allow_retention: bool = False
 ) -> dict[str, int]:
     """Create the missing internal topics; internal topic → its partition count.
 
-    A new topic gets the partitions its key_by asks for, else `parallelism`; an
-    existing one keeps its count, unless key_by asked for another (an error).
+    A new topic gets the partitions its key_by asks for, else `parallelism`, and
+    no retention; an existing one keeps its count, unless key_by asked for another
+    (an error), and is refused if it has a retention, unless `allow_retention`.
     """
     existing = partition_counts(kafka)
     counts: dict[str, int] = {}
@@ -49,33 +57,37 @@ def prepare_internal_topics(
                 "with --reset after deleting the topic"
             )
         counts[name] = have if have is not None else topic.partitions or parallelism
-    ensure_topics(kafka, {n: c for n, c in counts.items() if n not in existing})
+    ensure_topics(
+        kafka, {n: c for n, c in counts.items() if n not in existing}, config=NO_RETENTION
+    )
+    check_no_retention(kafka, [n for n in counts if n in existing], allow_retention)
     return counts
 
 
-def check_internal_intact(
-    kafka: KafkaConnection, committed: Mapping[PartitionKey, int | None]
-) -> None:
-    """Refuse to start when an internal partition ends below its committed offset.
+def check_no_retention(kafka: KafkaConnection, topics: list[str], allow: bool) -> None:
+    """Refuse internal topics that delete records by time or size (unless `allow`: a warning).
 
-    Then the topic was deleted (and created again) or truncated: records that one
-    stage committed and the next had not read yet are gone.
+    A topic whose settings cannot be read (no DescribeConfigs permission) is
+    logged and let through.
     """
-    probe = probe_consumer(kafka)
-    try:
-        for (topic, partition), offset in committed.items():
-            if offset is None:
-                continue
-            _, high = watermark_offsets(probe, topic, partition, 30.0)
-            if high < offset:
-                raise CheckpointError(
-                    f"internal topic {topic}[{partition}] ends at offset {high}, below the "
-                    f"committed offset {offset}: it was deleted or truncated while the "
-                    "pipeline ran, and the records between the stages are lost. Start "
-                    "over with --reset"
-                )
-    finally:
-        probe.close()
+    for topic, values in topic_settings(kafka, topics, list(NO_RETENTION)).items():
+        finite = ", ".join(f"{k}={v}" for k, v in sorted(values.items()) if v != "-1")
+        if not finite:
+            continue
+        why = (
+            f"internal topic {topic!r} deletes records by time or size ({finite}): records "
+            "the next stage has not read yet, while it cannot commit (an outage, a sink it may "
+            "not write), would be deleted and its input lost"
+        )
+        if allow:
+            log.warning("%s (allowed by --allow-internal-retention)", why)
+            continue
+        raise ConfigError(
+            f"{why}. The runner deletes what was read after each checkpoint, so set "
+            f"retention.ms=-1 and retention.bytes=-1 on it (kafka-configs.sh --alter "
+            f"--entity-type topics --entity-name {topic} --add-config "
+            "retention.ms=-1,retention.bytes=-1), or run with --allow-internal-retention"
+        )
 
 
 def purge_internal(

@@ -34,15 +34,15 @@ def broker_max_transaction_timeout_ms(admin: AdminClient, timeout_s: float = 30.
     say) is logged and left out.
     """
     brokers = admin.list_topics(timeout=timeout_s).brokers
-    resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(brokers)]
-    if not resources:
-        return None
     found: list[int] = []
-    for resource, future in admin.describe_configs(resources, request_timeout=timeout_s).items():
+    for broker in sorted(brokers):
+        # One broker per call: Kafka refuses a DescribeConfigs of several brokers.
+        resource = ConfigResource(ResourceType.BROKER, str(broker))
         try:
+            (future,) = admin.describe_configs([resource], request_timeout=timeout_s).values()
             entry = future.result(timeout_s).get(MAX_TIMEOUT_SETTING)
         except Exception as exc:  # KafkaException for ACLs and timeouts, among others
-            log.warning("cannot read %s of broker %s: %s", MAX_TIMEOUT_SETTING, resource.name, exc)
+            log.warning("cannot read %s of broker %s: %s", MAX_TIMEOUT_SETTING, broker, exc)
             continue
         if entry is not None and entry.value is not None:
             found.append(int(entry.value))

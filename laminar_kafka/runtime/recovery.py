@@ -20,20 +20,24 @@ after we read):
 3. for a partition with a marker: load manifest N, check that it is the
    checkpoint the marker names (pipeline, id, generation), load the
    partition's state snapshot from it; resume at the committed offset;
-4. for a partition without a marker, when told to (`--from-checkpoint
-   latest`, after the group's offsets were lost): the newest manifest's
-   position and state, if it holds the partition;
+4. for a partition without a marker, when the store records where the run
+   resumed after the group's offsets were lost (`checkpoint/run_start.py`,
+   chosen once by `choose_run_start`): the position and state of the newest
+   recorded checkpoint that holds the partition. Never the newest checkpoint
+   of the moment: that is a decision, and the partition has no marker because
+   its task died before committing it;
 5. for any other partition without a marker (a new one): empty state, resume
    at the source's start (earliest or latest), resolved to an offset now.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from laminar_kafka.checkpoint.manifest import Manifest
 from laminar_kafka.checkpoint.markers import OffsetMarker, parse_marker
+from laminar_kafka.checkpoint.run_start import RunStart, read_run_start
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import partition_key
 from laminar_kafka.errors import CheckpointError
@@ -59,7 +63,6 @@ def plan_starts(
     partitions: tuple[PartitionKey, ...],
     start_from: Mapping[str, str],
     kafka: KafkaConnection,
-    from_latest_checkpoint: bool = False,
     timeout_s: float = 30.0,
 ) -> dict[PartitionKey, PartitionStart]:
     """Steps 2-5 of recovery for the given partitions."""
@@ -79,13 +82,13 @@ def plan_starts(
             continue
         manifest = manifests.named_by(found, key)
         starts[key] = _restore(store, manifest, key, tp.offset)
-    latest = store.latest_complete() if from_latest_checkpoint else None
-    for key in [k for k in fresh if latest is not None and partition_key(*k) in latest.positions]:
-        # The group's offsets were lost and the user chose to resume from the newest
-        # checkpoint (the runner refuses to start otherwise, see `check_markers_kept`).
-        assert latest is not None
-        fresh.remove(key)
-        starts[key] = _restore(store, latest, key, latest.positions[partition_key(*key)])
+    run_start = read_run_start(store) if fresh else None
+    recorded = manifests.recorded(run_start) if run_start is not None else []
+    for key in list(fresh):  # 4.
+        base = start_manifest(key, recorded)
+        if base is not None:
+            fresh.remove(key)
+            starts[key] = _restore(store, base, key, base.positions[partition_key(*key)])
     for key, offset in _start_offsets(fresh, start_from, kafka, timeout_s).items():
         starts[key] = PartitionStart(offset, None)
     return starts
@@ -124,6 +127,27 @@ class _ManifestCache:
             )
         return manifest
 
+    def recorded(self, start: RunStart) -> list[Manifest]:
+        """The manifests of the run's recorded start, newest first."""
+        found = []
+        for n in start.checkpoint_ids:
+            manifest = self._store.read_manifest(n)
+            if manifest is None:
+                raise CheckpointError(
+                    f"the run resumed from checkpoint {n} when Kafka had lost the offset "
+                    f"markers, and partitions without a marker still resume from it, but its "
+                    f"manifest is missing from {self._store.home}"
+                )
+            found.append(manifest)
+        return found
+
+
+def start_manifest(key: PartitionKey, recorded: Sequence[Manifest]) -> Manifest | None:
+    """Step 4: of the run's recorded start (newest first), the manifest a partition without
+    a marker resumes from: the newest that holds its position (a partial one holds only
+    the stages it decided); None when none does (a partition new since)."""
+    return next((m for m in recorded if partition_key(*key) in m.positions), None)
+
 
 def _restore(
     store: CheckpointStore, manifest: Manifest, key: PartitionKey, offset: int
@@ -135,17 +159,54 @@ def _restore(
     return PartitionStart(offset, manifest.checkpoint_id, states)
 
 
+def choose_run_start(
+    markers: Mapping[PartitionKey, OffsetMarker | None],
+    recorded: RunStart | None,
+    from_latest: bool,
+    complete_ids: Sequence[int],
+    manifest_ids: Sequence[int],
+) -> RunStart | None:
+    """Before the first generation of a run: the start record the run goes on with.
+
+    1. a partition holds a marker: the markers are the truth and `--from-checkpoint
+       latest` does not apply; partitions without one go on as recorded (or are new);
+    2. no marker, and a record that no partition committed since: that start is
+       unfinished (killed before its first commit anywhere), and is taken up again;
+       the newest checkpoint may be a decision of that start that nobody committed;
+    3. no marker, told to resume from the newest checkpoint: a new record of the
+       newest complete checkpoint and the partial ones after it (None when there is
+       no complete checkpoint: the sources' start);
+    4. otherwise as recorded (`check_markers_kept` then decides whether to start).
+    """
+    if any(m is not None for m in markers.values()):  # 1.
+        return recorded
+    if recorded is not None and not recorded.committed_since:  # 2.
+        return recorded
+    if from_latest:  # 3.
+        if not complete_ids:
+            return None
+        latest = complete_ids[-1]
+        newer = sorted((i for i in manifest_ids if i > latest), reverse=True)
+        return RunStart(latest, tuple(newer))
+    return recorded  # 4.
+
+
 def check_markers_kept(
-    store: CheckpointStore, markers: Mapping[PartitionKey, OffsetMarker | None]
+    store: CheckpointStore,
+    markers: Mapping[PartitionKey, OffsetMarker | None],
+    start: RunStart | None = None,
 ) -> None:
     """Refuse to start when Kafka lost every offset marker that the store says existed.
 
     A group's committed offsets expire together (offsets.retention.minutes) or
     are deleted together; starting fresh then would replay (earliest) or skip
     (latest) the input. A single partition without a marker is no sign of that:
-    it is new, or its task died before committing its first checkpoint.
+    it is new, or its task died before committing its first checkpoint. Neither
+    is a run that resumed from a recorded `start` and never committed since.
     """
     if any(m is not None for m in markers.values()) or not store.markers_seen():
+        return
+    if start is not None and not start.committed_since:
         return
     latest = store.latest_complete()
     resume = f"checkpoint {latest.checkpoint_id}" if latest else "the newest checkpoint"

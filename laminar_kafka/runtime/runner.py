@@ -8,7 +8,8 @@ The runner only wires parts that live elsewhere. A run, in order:
    topology and the offset markers;
 2. start a worker generation: a new generation number (durable), an announcement
    that makes older tasks stale, fencing of the transactional ids of tasks that
-   a smaller parallelism removed, then the Spark barrier job;
+   a smaller parallelism removed, then the Spark barrier job (each write of the
+   driver only after the check of its lease);
 3. wait until every task recovered, then run a checkpoint every interval;
 4. on stop: one last checkpoint with the DRAIN flag, after which tasks exit; on
    a lost worker job or a task that did not ack in time: restart from step 2.
@@ -30,14 +31,20 @@ from laminar_kafka.checkpoint.coordinator import CheckpointCoordinator, PendingC
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import Ack, BarrierFlags
 from laminar_kafka.control.transport import ControlChannel
-from laminar_kafka.errors import ConfigError, FencedError, LaminarError, WorkerStartError
+from laminar_kafka.errors import (
+    ConfigError,
+    FencedError,
+    IncurableError,
+    LaminarError,
+    WorkerStartError,
+)
 from laminar_kafka.kafka.admin import end_offset
 from laminar_kafka.kafka.group_lease import GroupLease
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.plan.tasks import lay_out_tasks, stage_parallelism, tasks_by_stage
 from laminar_kafka.runtime.config import RuntimeConfig
-from laminar_kafka.runtime.driver_lease import hold_driver_lease, manifest_fence
+from laminar_kafka.runtime.driver_lease import hold_driver_lease, start_generation
 from laminar_kafka.runtime.events import (
     CheckpointAborted,
     Drained,
@@ -51,6 +58,7 @@ from laminar_kafka.runtime.fencing import fence_removed_tasks
 from laminar_kafka.runtime.file_sinks import recover_staged_files
 from laminar_kafka.runtime.internal_purge import InternalPurge, check_internal_topics
 from laminar_kafka.runtime.preflight import check_transaction_timeout
+from laminar_kafka.runtime.restarts import RestartBudget
 from laminar_kafka.runtime.spark_job import WorkerJob
 from laminar_kafka.runtime.start_checks import check_where_to_start
 from laminar_kafka.runtime.stats import RunStats, committed_event
@@ -94,6 +102,8 @@ class PipelineRunner:
         self._failed_at: float | None = None
         self._limits: dict[str, int] = {}  # sink topic → largest record it accepts
         self._lease: GroupLease | None = None
+        self._restarts = RestartBudget(config.restart)
+        self._generation = 0  # the running one's number (a second application's starts above 1)
 
     def stop(self) -> None:
         """Ask for a graceful stop: a final DRAIN checkpoint, then the tasks exit."""
@@ -153,13 +163,8 @@ class PipelineRunner:
             repeated = [*repeated, lost.reason][-3:] if lost.starting else []
             if len(repeated) == 3 and len(set(repeated)) == 1:
                 raise LaminarError(f"the workers fail at start: {lost.reason}")
-            policy = self.config.restart
-            if self.stats.restarts > policy.max_restarts:
-                raise LaminarError(
-                    f"giving up after {policy.max_restarts} restarts; last failure: {lost.reason}"
-                )
-            delay = policy.backoff_s(self.stats.restarts)
-            self._emit(WorkerLost(self.stats.generations, lost.reason, self.stats.restarts, delay))
+            delay = self._restarts.restart(lost.reason)
+            self._emit(WorkerLost(self._generation, lost.reason, self.stats.restarts, delay))
             # A stop asked for during the backoff still drains through one more
             # generation, so that the last output commits.
             self._stop.wait(delay)
@@ -173,10 +178,9 @@ class PipelineRunner:
         cfg, name = self.config, self.pipeline.name
         layouts = lay_out_tasks(self._plan, counts, cfg.parallelism)
         parallelism = len(layouts)
-        info = self._store.next_generation(parallelism)
-        generation = info.generation
         assert self._lease is not None
-        self._store.fence_manifests(manifest_fence(self._lease, self._store, generation))
+        info = start_generation(self._lease, self._store, parallelism)
+        generation = self._generation = info.generation
         self.stats.generations += 1
         control = ControlChannel(
             cfg.kafka, self._control_topic, name, end_offset(cfg.kafka, self._control_topic), Ack
@@ -201,8 +205,10 @@ class PipelineRunner:
             topology=self.pipeline.topology(),
             stages=tasks_by_stage(layouts),
         )
-        coordinator.announce_generation()
+        coordinator.announce_generation()  # each step after the lease check (the store's fence)
+        self._store.check_fence()
         fence_removed_tasks(cfg, name, parallelism, info.max_parallelism)
+        self._store.check_fence()
         recover_staged_files(self.pipeline, cfg.kafka, range(parallelism, info.max_parallelism))
         start = end_offset(cfg.kafka, self._control_topic)
         specs = [
@@ -220,12 +226,13 @@ class PipelineRunner:
                 self.stats.recovery_s.append(recovery_s)
                 self._failed_at = None
             started = time.monotonic() - began
+            self._restarts.generation_started()
             spread = coordinator.ready_spread_s
             self._emit(GenerationStarted(generation, parallelism, started, recovery_s, spread))
             return self._checkpoint_loop(coordinator, job, purge)
         except WorkerStartError as exc:
             return _Lost(str(exc), starting=True)
-        except (ConfigError, FencedError):
+        except (ConfigError, FencedError, IncurableError):
             raise  # no restart fixes a setting, a permission or another driver
         except LaminarError as exc:
             return _Lost(str(exc))
@@ -250,6 +257,7 @@ class PipelineRunner:
             lost = job.lost()
             if lost:
                 self._failed_at = time.monotonic()
+                coordinator.check_incurable()
                 return _Lost(lost)
             if complete and cfg.purge_internal:
                 # Here rather than right after the commit: the next stage has had
@@ -269,6 +277,7 @@ class PipelineRunner:
             lost = job.lost() if not result.committed else None
             if lost:
                 self._failed_at = time.monotonic()
+                coordinator.check_incurable()
                 return _Lost(lost)  # the next generation checks the internal topics
             if not result.committed:
                 purge.check()  # an internal topic deleted under the run explains the abort
@@ -281,6 +290,7 @@ class PipelineRunner:
     def _record(self, result: PendingCheckpoint) -> None:
         self.stats.record(result)
         if result.committed:
+            self._restarts.committed()
             self._emit(committed_event(result))
         else:
             self._emit(CheckpointAborted(result.checkpoint_id, result.generation, result.reason))

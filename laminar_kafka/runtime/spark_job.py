@@ -16,7 +16,10 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from laminar_kafka.errors import FencedError
+from laminar_kafka.checkpoint.participant import TaskIdentity, report_incurable
+from laminar_kafka.control.records import Announcement
+from laminar_kafka.control.transport import ControlChannel
+from laminar_kafka.errors import FencedError, IncurableError, LaminarError
 from laminar_kafka.runtime.task import WorkerTask
 from laminar_kafka.runtime.task_spec import TaskSpec, TaskSummary
 
@@ -42,6 +45,10 @@ def worker_entry(specs: tuple[TaskSpec, ...]) -> Callable[[Iterable[Any]], Itera
             except FencedError as exc:  # a stale task stopping, as designed
                 log.info("task %d of generation %d stops: %s", index, generation, exc)
                 raise
+            except IncurableError as exc:
+                log.error("task %d of generation %d failed for good: %s", index, generation, exc)
+                _report_incurable(specs[index], str(exc))
+                raise
             except Exception as exc:
                 # Spark reports a failed barrier stage without the task's own error.
                 log.error("task %d of generation %d failed: %s", index, generation, exc)
@@ -61,6 +68,22 @@ def worker_entry(specs: tuple[TaskSpec, ...]) -> Callable[[Iterable[Any]], Itera
             )
 
     return run
+
+
+def _report_incurable(spec: TaskSpec, error: str) -> None:
+    """Send the driver the error no restart can cure (the task's own channel is closed)."""
+    cfg, name = spec.config, spec.pipeline.name
+    control = ControlChannel(
+        cfg.kafka, cfg.control_topic(name), name, spec.control_start_offset, Announcement
+    )
+    try:
+        report_incurable(
+            control, TaskIdentity(name, spec.task, spec.generation, spec.stage_index), error
+        )
+    except LaminarError as exc:  # the driver then restarts, and meets the error again
+        log.warning("task %d could not report its failure: %s", spec.task, exc)
+    finally:
+        control.close()
 
 
 class WorkerJob:

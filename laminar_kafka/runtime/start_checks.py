@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import logging
+
+from laminar_kafka import faults
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.checkpoint.committed_markers import CommittedMarkers
+from laminar_kafka.checkpoint.run_start import read_run_start, write_run_start
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.checkpoint.topology import check_topology
+from laminar_kafka.faults import FaultPoint
 from laminar_kafka.kafka.admin import delete_committed_offsets
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.runtime.config import RuntimeConfig
-from laminar_kafka.runtime.recovery import check_markers_kept
+from laminar_kafka.runtime.recovery import check_markers_kept, choose_run_start
+
+log = logging.getLogger(__name__)
 
 
 def check_where_to_start(
@@ -23,7 +30,9 @@ def check_where_to_start(
     1. `--reset`: start over on purpose; no checkpoint and no committed offset
        marker survives (generation numbers go on counting).
     2. Otherwise the pipeline's stateful steps must match the newest checkpoint's.
-    3. Unless told to resume from the newest checkpoint, Kafka must still hold the
+    3. Where partitions without a marker resume: `--from-checkpoint latest` is
+       decided here, once for the run, and recorded (`choose_run_start`).
+    4. Unless told to resume from the newest checkpoint, Kafka must still hold the
        offset markers the store says it had.
     """
     if config.reset:  # 1.
@@ -33,10 +42,24 @@ def check_where_to_start(
     latest = store.latest_complete()
     if latest is not None:  # 2.
         check_topology(latest.topology, pipeline.topology(), latest.checkpoint_id)
-    if config.from_latest_checkpoint:
-        return
-    markers = CommittedMarkers(config.kafka, pipeline.name, partitions)  # 3.
+    reader = CommittedMarkers(config.kafka, pipeline.name, partitions)
     try:
-        check_markers_kept(store, markers.read(timeout_s=30))
+        markers = reader.read(timeout_s=30)
     finally:
-        markers.close()
+        reader.close()
+    recorded = read_run_start(store)
+    start = choose_run_start(  # 3.
+        markers,
+        recorded,
+        config.from_latest_checkpoint,
+        store.complete_ids(),
+        store.manifest_ids(),
+    )
+    if not config.from_latest_checkpoint:
+        check_markers_kept(store, markers, start)  # 4.
+    if start != recorded:
+        write_run_start(store, start)
+        faults.crash_here(FaultPoint.RUN_START_RECORDED, store.highest_id() + 1)
+    if start is not None:
+        log.info("partitions without an offset marker resume from checkpoints %s (newest first)",
+                 list(start.checkpoint_ids))  # fmt: skip

@@ -98,7 +98,6 @@ class WorkerTask:
             self.spec.partitions,
             self._stage.start_from,
             cfg.kafka,
-            from_latest_checkpoint=cfg.from_latest_checkpoint,
         )
         recover_staged_files(self.spec.pipeline, cfg.kafka, [self.spec.task])  # 6.
         self._state.load({key: start.states for key, start in starts.items()})

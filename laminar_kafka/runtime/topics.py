@@ -24,6 +24,10 @@ def prepare_topics(config: RuntimeConfig, pipeline: Pipeline, plan: StagePlan) -
     counts = source_partition_counts(config.kafka, pipeline.source_topics)
     sinks = dict.fromkeys(pipeline.sink_topics, max(counts.values()))
     wanted = {**sinks, config.dead_letters_to(pipeline.name): 1}
-    counts.update(prepare_internal_topics(config.kafka, plan, config.parallelism))
+    counts.update(
+        prepare_internal_topics(
+            config.kafka, plan, config.parallelism, config.allow_internal_retention
+        )
+    )
     ensure_topics(config.kafka, wanted)
     return PreparedTopics(counts, record_limits(config.kafka, [*wanted, *plan.internal]))

@@ -13,10 +13,12 @@ with files a dead task left staged).
     publish (Commit(N), after the Kafka transaction committed):
       3. copy each staged file to its final name (whole, or not at all);
       4. write the commit record `_laminar/commits/.../chk-N-task-t.json`;
-      5. delete the staging folder.
+      5. delete the staging folder, `_epoch.json` first.
 
 Every step can run again after a crash with the same result, so recovery simply
-repeats 3-5. Rows that arrive while N awaits its decision belong to N+1.
+repeats 3-5: a publish that finds its commit record copies nothing, and a folder
+whose delete was cut short has no `_epoch.json`, so recovery deletes it. Rows
+that arrive while N awaits its decision belong to N+1.
 """
 
 from __future__ import annotations
@@ -25,15 +27,18 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from laminar_kafka import faults
 from laminar_kafka.errors import CheckpointError
+from laminar_kafka.faults import FaultPoint
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.sinks.file_layout import FileSinkLayout, StagedEpoch
+from laminar_kafka.sinks.file_layout import EPOCH_FILE, FileSinkLayout, StagedEpoch
 from laminar_kafka.sinks.file_output import FileOutput
 from laminar_kafka.sinks.file_rows import EpochRows, Rejected
 from laminar_kafka.sinks.transaction_state import TxnState, check_transition
 from laminar_kafka.storage.locations import (
     StorePath,
     copy_whole,
+    remove_file,
     remove_tree,
     store_path,
     write_whole,
@@ -71,24 +76,62 @@ class FileSinkWriter:
             tuple(names),
             rows.rows,
         )
-        write_whole(folder / "_epoch.json", epoch.encode())  # 2.
+        write_whole(folder / EPOCH_FILE, epoch.encode())  # 2.
         return epoch
 
 
 def publish(layout: FileSinkLayout, epoch: StagedEpoch) -> None:
-    """Steps 3-5: make a committed epoch's staged files visible, then forget the staging."""
+    """Steps 3-5: make a committed epoch's staged files visible, then forget the staging.
+
+    An epoch whose commit record is there copies nothing: step 4 ran, so step 3 ran
+    whole, and step 5 may have deleted staged files since.
+    """
     folder = layout.staging(epoch.task, epoch.checkpoint_id, epoch.generation)
     record = layout.commit_record(epoch.checkpoint_id, epoch.task)
-    if folder.exists():
-        for name in epoch.files:  # 3.
-            copy_whole(folder / name, _final(layout.root, name))
+    if not _published(record, epoch):
+        try:
+            for name in epoch.files:  # 3.
+                copy_whole(folder / name, _final(layout.root, name))
+        except FileNotFoundError:
+            raise CheckpointError(
+                f"checkpoint {epoch.checkpoint_id} of task {epoch.task} committed, but its files "
+                f"are neither staged nor published in {layout.root}: they were deleted by hand"
+            ) from None
         write_whole(record, epoch.encode())  # 4.
-    elif not record.exists():
+    _delete_staging(folder, epoch)  # 5.
+
+
+def _published(record: StorePath, epoch: StagedEpoch) -> bool:
+    """Whether the commit record says `epoch` is published; an error if it names another.
+
+    Checkpoint ids never repeat for a pipeline, so another epoch under the same name
+    means another run (its own checkpoint directory) wrote this sink directory.
+    """
+    try:
+        data = record.read_bytes()
+    except FileNotFoundError:
+        return False
+    found = StagedEpoch.decode(data, str(record))
+    if found != epoch:
         raise CheckpointError(
-            f"checkpoint {epoch.checkpoint_id} of task {epoch.task} committed, but its files "
-            f"are neither staged nor published in {layout.root}: they were deleted by hand"
+            f"{record} records another epoch (generation {found.generation}, {found.rows} rows) "
+            f"than the one committed (generation {epoch.generation}, {epoch.rows} rows): "
+            "another run of this pipeline with another checkpoint directory wrote to this "
+            "sink directory; give each run its own"
         )
-    remove_tree(folder)  # 5.
+    return True
+
+
+def _delete_staging(folder: StorePath, epoch: StagedEpoch) -> None:
+    """Step 5: `_epoch.json` first, then the rest of the folder.
+
+    A delete cut short (a kill inside it, a partial S3 DeleteObjects) then leaves
+    a folder without `_epoch.json`, which recovery deletes and never publishes.
+    """
+    remove_file(folder / EPOCH_FILE)
+    if epoch.files:
+        faults.crash_here(FaultPoint.DURING_STAGING_DELETE, epoch.checkpoint_id, epoch.task)
+    remove_tree(folder)
 
 
 def _final(root: StorePath, name: str) -> StorePath:

@@ -22,9 +22,10 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from laminar_kafka import faults
-from laminar_kafka.errors import FencedError, TransactionError
+from laminar_kafka.errors import FencedError, IncurableError, TransactionError
 from laminar_kafka.faults import FailurePoint
 from laminar_kafka.kafka.clients import KafkaConnection, transactional_producer_settings
+from laminar_kafka.kafka.failures import is_incurable
 from laminar_kafka.sinks.transaction_state import TxnState, check_transition
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ class KafkaTransaction:
         batch_bytes: int | None = None,
     ) -> None:
         self.txn_id = txn_id
+        self._timeout_ms = transaction_timeout_ms
         self.state = TxnState.NEW
         self._delivery_error: KafkaError | None = None
         self._fenced = False
@@ -87,6 +89,15 @@ class KafkaTransaction:
         self.state = TxnState.FAILED
         if self._fenced:
             raise FencedError(f"{what}: producer {self.txn_id} was fenced by a newer one") from None
+        if is_incurable(err):
+            hint = ""
+            if err.code() == KafkaError.INVALID_TRANSACTION_TIMEOUT:
+                hint = (
+                    f" (this run's transaction.timeout.ms is {self._timeout_ms}: use a shorter "
+                    "--checkpoint-interval or --checkpoint-timeout, or raise "
+                    "transaction.max.timeout.ms on every broker)"
+                )
+            raise IncurableError(f"{what} failed for {self.txn_id}: {err.str()}{hint}") from None
         raise TransactionError(f"{what} failed for {self.txn_id}: {err.str()}") from None
 
     def init(self, timeout_s: float = 60.0) -> None:

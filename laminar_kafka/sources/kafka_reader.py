@@ -15,12 +15,15 @@ from confluent_kafka import (
     OFFSET_END,
     Consumer,
     KafkaError,
+    KafkaException,
     Message,
     TopicPartition,
 )
 
-from laminar_kafka.errors import LaminarError
+from laminar_kafka.errors import CheckpointError, IncurableError, LaminarError
 from laminar_kafka.kafka.clients import KafkaConnection, load_metadata, source_reader_settings
+from laminar_kafka.kafka.failures import is_incurable
+from laminar_kafka.kafka.log_start import below_log_start
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
 
 # confluent-kafka's stubs declare topic(), partition() and offset() optional; on a
@@ -80,10 +83,24 @@ class PartitionReader:
                 err = m.error()
                 if err is None:
                     kept.append(m)
+                elif err.code() == KafkaError._AUTO_OFFSET_RESET:
+                    raise self._below_log_start(m.topic(), m.partition(), m.offset())
+                elif is_incurable(err):
+                    raise IncurableError(f"source consumer failed: {err.str()}")
                 elif err.fatal() or err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                     raise LaminarError(f"source consumer failed: {err.str()}")
             return kept
         return messages
+
+    def _below_log_start(self, topic: str, partition: int, offset: int) -> CheckpointError:
+        """A fetch below the log start (`auto.offset.reset=error`): name the records lost."""
+        try:
+            low, _ = self._consumer.get_watermark_offsets(
+                TopicPartition(topic, partition), timeout=10
+            )
+        except KafkaException:
+            return below_log_start(topic, partition, offset, None)
+        return below_log_start(topic, partition, offset, int(low))
 
     def reposition(self, positions: Mapping[PartitionKey, int]) -> None:
         """Un-pause every partition and restart reading each at its given offset.

@@ -30,6 +30,27 @@ def write_atomic(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+def create_exclusive(path: Path, data: bytes) -> None:
+    """Create `path` holding `data`, durably; FileExistsError if it exists already.
+
+    The whole file is written under a temporary name first and then hard-linked to
+    `path`: the link fails if `path` exists (as O_EXCL would), and a reader never
+    sees a file without all of its bytes.
+    """
+    make_dirs(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.new")
+    try:
+        with open(tmp, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.link(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+    fsync_dir(path.parent)
+
+
 def make_dirs(directory: Path) -> None:
     """Create `directory` and its missing parents, syncing each new entry's parent."""
     missing: list[Path] = []

@@ -10,6 +10,10 @@ universal-pathlib); writing and deleting differ:
   read-after-write consistency), so it is written in place; there are no
   directories to create or sync.
 
+A file that must be created once and never replaced (`create_whole`) is linked
+into place locally, which fails if the name exists, and on S3 put with
+`If-None-Match: *`, which S3 refuses (412) if the object exists.
+
 Credentials and endpoints of object stores come from the environment, as every
 AWS tool reads them (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
 `AWS_ENDPOINT_URL`...): the Spark executors that write state snapshots inherit it.
@@ -24,7 +28,7 @@ from typing import Any, TypeAlias
 from upath import UPath
 
 from laminar_kafka.errors import CheckpointError, LaminarError
-from laminar_kafka.storage.files import write_atomic
+from laminar_kafka.storage.files import create_exclusive, write_atomic
 
 StorePath: TypeAlias = "Path | UPath"
 
@@ -62,6 +66,19 @@ def write_whole(path: StorePath, data: bytes) -> None:
         write_atomic(path, data)
     else:
         path.write_bytes(data)
+
+
+def create_whole(path: StorePath, data: bytes) -> None:
+    """Create the file at `path` with `data`; FileExistsError if it exists, whoever wrote it.
+
+    The check and the write are one step: locally a hard link, on S3 a conditional
+    PUT (s3fs sends `If-None-Match: *` for mode "create"). Another fsspec store
+    checks first and then writes, which is no better than its own guarantees.
+    """
+    if isinstance(path, Path):
+        create_exclusive(path, data)
+    else:
+        path.fs.pipe_file(path.path, data, mode="create")
 
 
 def remove_tree(path: StorePath) -> None:

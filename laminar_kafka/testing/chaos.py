@@ -2,11 +2,12 @@
 
 Rounds (see `chaos_round`) inject one fault each (`FaultKind`): a SIGKILL of
 a worker task or of the whole application at a named crash point or at a
-drawn moment (`chaos_kills`), a SIGKILL and restart of the broker, or a worker
-stopped past the checkpoint timeout (`chaos_faults`). They fail unless they
-show the fault hit input in flight and was recovered from the way its kind
-calls for: a worker in place, an application by a new one (after dying by
-SIGKILL), a broker bounce by the same application.
+drawn moment (`chaos_kills`), a SIGKILL and restart of the broker, a worker
+stopped past the checkpoint timeout (`chaos_faults`), or a driver stopped past
+its lease while a second application takes over (`chaos_driver_pause`). They
+fail unless they show the fault hit input in flight and was recovered from the
+way its kind calls for: a worker in place, an application by a new one (after
+dying by SIGKILL, or stopping on waking), a broker bounce by the same one.
 
 The input and its oracle come from a workload (`chaos_workloads`): numbered
 orders for pipelines over the `order` schema, with their strict checkers, or
@@ -29,7 +30,9 @@ from laminar_kafka.api.loader import load_pipeline
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.faults import FaultPoint, pick_points
 from laminar_kafka.plan.stages import plan_stages
+from laminar_kafka.storage.locations import is_local, store_path
 from laminar_kafka.testing.chaos_broker import BounceableBroker
+from laminar_kafka.testing.chaos_driver_pause import DriverPause, driver_pause_env
 from laminar_kafka.testing.chaos_evidence import KillKind, RecoveryPath
 from laminar_kafka.testing.chaos_faults import BrokerBounce, FaultKind, WorkerPause, parse_faults
 from laminar_kafka.testing.chaos_kills import PointKill, RandomKill
@@ -160,6 +163,14 @@ class ChaosRun:
             label = "broker-bounce"
         elif fault is FaultKind.PAUSE:
             label, injected = "pause", WorkerPause(rng, s.checkpoint_timeout_s)
+        elif fault is FaultKind.DRIVER_PAUSE:
+            if s.checkpoint_root is None or is_local(store_path(s.checkpoint_root)):
+                raise ConfigError(
+                    "driver-pause rounds need checkpoints on an object store (--checkpoint-dir "
+                    "s3://...): on a local directory the paused driver's lock refuses the next"
+                )
+            label, injected = "driver-pause", DriverPause(rng)
+            fault_env = driver_pause_env(round_dir, rng)
         elif point is not None:
             label, injected = point.value, PointKill(point)
             fault_env = {
@@ -194,5 +205,5 @@ class ChaosRun:
 
 def _clean_env(extra: dict[str, str]) -> dict[str, str]:
     """This process's environment without fault settings of its own, plus `extra`."""
-    armed = ("LAMINAR_FAULT", "LAMINAR_FAIL")
+    armed = ("LAMINAR_FAULT", "LAMINAR_FAIL", "LAMINAR_PAUSE")
     return {**{k: v for k, v in os.environ.items() if not k.startswith(armed)}, **extra}

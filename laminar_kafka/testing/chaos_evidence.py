@@ -46,6 +46,8 @@ class KillKind(enum.Enum):
     BROKER = "broker"
     PAUSE = "pause"
     """A worker task stopped (SIGSTOP) past the checkpoint timeout, then continued."""
+    DRIVER_PAUSE = "driver-pause"
+    """The driver stopped (SIGSTOP) past its lease, replaced by a second one, continued."""
 
 
 class RecoveryPath(enum.Enum):

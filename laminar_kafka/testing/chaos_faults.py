@@ -49,10 +49,12 @@ class FaultKind(enum.Enum):
     KILL = "kill"
     BROKER_BOUNCE = "broker-bounce"
     PAUSE = "pause"
+    DRIVER_PAUSE = "driver-pause"
+    """The driver stopped past its lease (`chaos_driver_pause`): needs an object store."""
 
 
 def parse_faults(spec: str) -> list[FaultKind]:
-    """`kill,broker-bounce,pause` (any of them, in that order), or `all`."""
+    """`kill,broker-bounce,pause,driver-pause` (any of them, in that order), or `all`."""
     if spec.strip() == "all":
         return list(FaultKind)
     known = {k.value: k for k in FaultKind}

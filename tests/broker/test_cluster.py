@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +18,13 @@ from confluent_kafka.admin import AdminClient
 from laminar_kafka import JsonFormat, RuntimeConfig
 from laminar_kafka.broker import LocalCluster
 from laminar_kafka.cli.main import main
+from laminar_kafka.errors import ConfigError
 from laminar_kafka.kafka.names import consumer_group, transactional_id
 from laminar_kafka.runtime.events import CheckpointCommitted
+from laminar_kafka.runtime.preflight import (
+    broker_max_transaction_timeout_ms,
+    check_transaction_timeout,
+)
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.chaos_broker import BounceableBroker
 from laminar_kafka.testing.orders import (
@@ -105,6 +111,19 @@ def test_three_brokers_form_and_replicate_to_all(
     assert main(["broker", "status", "--home", str(cluster.home)]) == 0
     status = capsys.readouterr().out
     assert "3/3 nodes" in status and status.strip().splitlines()[-1] == f"bootstrap={bootstrap}"
+
+
+def test_a_twenty_minute_checkpoint_interval_is_refused_by_three_brokers(
+    cluster: LocalCluster, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    bootstrap = _bootstrap(cluster)
+    assert broker_max_transaction_timeout_ms(AdminClient({"bootstrap.servers": bootstrap})) == (
+        900_000
+    )
+    cfg = RuntimeConfig(bootstrap, str(tmp_path / "checkpoints"), checkpoint_interval_s=1200)
+    with caplog.at_level(logging.WARNING), pytest.raises(ConfigError, match="at most 900000 ms"):
+        check_transaction_timeout(cfg)
+    assert "cannot read" not in caplog.text
 
 
 def test_pipeline_stays_exactly_once_across_a_killed_broker(

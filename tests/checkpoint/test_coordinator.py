@@ -11,8 +11,8 @@ import pytest
 
 from laminar_kafka.checkpoint.coordinator import CheckpointCoordinator, CheckpointPhase
 from laminar_kafka.checkpoint.store import CheckpointStore
-from laminar_kafka.control.records import Announcement, ControlRecord, Phase
-from laminar_kafka.errors import ConfigError, WorkerStartError
+from laminar_kafka.control.records import Ack, Announcement, ControlRecord, Phase
+from laminar_kafka.errors import ConfigError, FencedError, IncurableError, WorkerStartError
 from tests.checkpoint.fakes import FakeControl, FakeInjector, ack
 
 TASKS = 2
@@ -172,6 +172,20 @@ def test_a_job_lost_while_starting_is_a_start_failure(tmp_path: Path) -> None:
         )
 
 
+def test_a_task_that_failed_for_good_stops_the_start_with_its_error(tmp_path: Path) -> None:
+    failed = Ack("p", 0, 1, 1, ok=False, error="init_transactions failed: Broker: Transaction")
+    control = FakeControl(arriving=[[ack(0, 0), failed]])
+    coordinator = _coordinator(tmp_path, control)
+    with pytest.raises(IncurableError, match="task 1 failed, and no restart can cure it: init"):
+        coordinator.await_ready(lambda: "Could not recover from a failed barrier", timeout_s=5)
+    # Once running, a lost job whose task said so before it died is read the same way.
+    control.arriving = [[ack(0, 0)], [failed]]
+    with pytest.raises(IncurableError, match="Broker: Transaction"):
+        coordinator.check_incurable(timeout_s=0)
+    control.arriving = [[Ack("p", 0, 0, 1, ok=False, error="an older generation's")]]
+    coordinator.check_incurable(timeout_s=0)
+
+
 def test_a_refused_injection_stops_the_run(tmp_path: Path) -> None:
     class Refused(FakeInjector):
         def inject(self, barrier: Any, timeout_s: float) -> Mapping[tuple[str, int], int]:
@@ -203,3 +217,19 @@ def test_a_prepare_with_no_barrier_anywhere_says_so_in_one_flag(tmp_path: Path) 
         r for r in control.sent if isinstance(r, Announcement) and r.phase is Phase.PREPARE
     ]
     assert prepare.no_barriers and prepare.skipped == ()
+
+
+def test_a_driver_that_lost_its_lease_announces_nothing(tmp_path: Path) -> None:
+    # Not the generation (it would make the new driver's tasks stale), not a Prepare.
+    control = FakeControl()
+    coordinator = _coordinator(tmp_path, control)
+
+    def lost() -> None:
+        raise FencedError("this driver lost the lease")
+
+    coordinator._store.fence_manifests(lost)
+    with pytest.raises(FencedError):
+        coordinator.announce_generation()
+    with pytest.raises(FencedError):
+        coordinator.run_checkpoint(_alive)
+    assert control.sent == []

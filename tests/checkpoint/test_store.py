@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 
 from laminar_kafka.checkpoint import CheckpointStore, Manifest
 from laminar_kafka.checkpoint.store import GenerationInfo
-from laminar_kafka.errors import CheckpointError
+from laminar_kafka.errors import CheckpointError, FencedError
 
 PIPELINE = "orders"
 
@@ -254,6 +255,25 @@ def test_retention_below_the_count_removes_nothing(store: CheckpointStore) -> No
     assert store.complete_ids() == [3]
 
 
+def test_checkpoint_ids_go_on_counting_across_resets(store: CheckpointStore) -> None:
+    _populate(store, complete=[1, 2], incomplete=[3])
+    store.clear()
+    assert store.complete_ids() == [] and store.highest_id() == 3
+    store.clear()  # reset again before any checkpoint
+    assert store.highest_id() == 3
+    _populate(store, complete=[4, 5], incomplete=[])
+    store.clear()
+    assert store.highest_id() == 5
+    # A directory the reset did not get to delete (killed in the middle) lowers nothing.
+    _populate(store, complete=[2], incomplete=[])
+    assert store.highest_id() == 5
+    assert _files(store.root) == {
+        "orders/checkpoint_ids.json",
+        "orders/chk-000000000002/MANIFEST.json",
+        "orders/chk-000000000002/task-0-g1.state",
+    }
+
+
 def _partial(store: CheckpointStore, checkpoint_id: int) -> None:
     """Checkpoint `checkpoint_id` of a two-stage pipeline with only stage 0 decided."""
     store.write_snapshot(store.snapshot_path(checkpoint_id, 0, 1), b"s")
@@ -332,3 +352,21 @@ def test_store_write_failures_are_checkpoint_errors(store: CheckpointStore) -> N
         store.write_manifest(_manifest(9))
     with pytest.raises(CheckpointError, match="cannot be written"):
         store.write_snapshot(store.snapshot_path(9, 0, 1), b"s")
+
+
+# -- one writer per manifest --------------------------------------------------------
+
+
+def test_a_manifest_once_written_is_never_replaced_by_another_first_decision(
+    tmp_path: Path,
+) -> None:
+    # Two drivers on one store, the first paused past its lease: both decide stage 0
+    # of checkpoint 3. The second write must fail, not replace the first.
+    first = CheckpointStore(str(tmp_path), PIPELINE)
+    second = CheckpointStore(str(tmp_path), PIPELINE)
+    first.write_manifest(_manifest(3))
+    with pytest.raises(FencedError, match="manifest of checkpoint 3 exists already"):
+        second.write_manifest(dataclasses.replace(_manifest(3), generation=2))
+    kept = first.read_manifest(3)
+    assert kept is not None and kept.generation == 1
+    assert _files(tmp_path) == {"orders/chk-000000000003/MANIFEST.json"}  # no temporary left

@@ -3,11 +3,13 @@ and inspection through a real S3 API (moto's server on loopback)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from laminar_kafka.checkpoint import CheckpointStore
 from laminar_kafka.checkpoint.inspection import inspect_store
-from laminar_kafka.errors import CheckpointError
+from laminar_kafka.errors import CheckpointError, FencedError
 from laminar_kafka.testing.object_store import LocalS3
 from tests.checkpoint.test_inspection import write_checkpoint
 from tests.checkpoint.test_store import PIPELINE, _manifest
@@ -81,9 +83,10 @@ def test_retention_partial_manifests_and_reset_on_s3(local_s3: LocalS3, s3_bucke
     assert not any("chk-000000000004" in k for k in _keys(local_s3, s3_bucket))
     store.next_generation(2)
     store.clear()
-    # A reset keeps the generation record: generations stay monotonic.
-    assert _keys(local_s3, s3_bucket) == {"orders/generation.json"}
+    # A reset keeps the generation record and the ids: both go on counting.
+    assert _keys(local_s3, s3_bucket) == {"orders/generation.json", "orders/checkpoint_ids.json"}
     assert store.complete_ids() == [] and store.read_generation().generation == 1
+    assert store.highest_id() == 9
 
 
 def test_inspect_reads_a_store_on_s3(s3_bucket: str) -> None:
@@ -109,3 +112,17 @@ def test_a_missing_bucket_is_a_clear_error(local_s3: LocalS3) -> None:
     store = CheckpointStore("s3://no-such-bucket-here/checkpoints", PIPELINE)
     with pytest.raises(CheckpointError, match="cannot be written"):
         store.next_generation(1)
+
+
+def test_a_manifest_on_s3_is_written_once_by_a_conditional_put(s3_bucket: str) -> None:
+    # If-None-Match: a second driver's first decision of the same checkpoint is refused
+    # by S3 itself, however late the lease check came.
+    first = CheckpointStore(s3_bucket, PIPELINE)
+    second = CheckpointStore(s3_bucket, PIPELINE)
+    first.write_manifest(_manifest(3, stages=2, decided_stages=(0,)))
+    with pytest.raises(FencedError, match="manifest of checkpoint 3 exists already"):
+        second.write_manifest(dataclasses.replace(_manifest(3), generation=2))
+    # The owner's own decision of the next stage replaces it in place.
+    first.write_manifest(_manifest(3, stages=2, decided_stages=(0, 1)))
+    kept = first.read_manifest(3)
+    assert kept is not None and kept.generation == 1 and kept.complete

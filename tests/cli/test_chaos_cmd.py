@@ -78,6 +78,8 @@ def test_faults_become_rounds_of_each_kind(tmp_path: Path) -> None:
         (FaultKind.BROKER_BOUNCE, None, None),
         (FaultKind.PAUSE, None, None),
         (FaultKind.PAUSE, None, None),
+        (FaultKind.DRIVER_PAUSE, None, None),
+        (FaultKind.DRIVER_PAUSE, None, None),
     ]
     assert _plan(run, [FaultKind.PAUSE], [], 1, "any") == [(FaultKind.PAUSE, None, None)]
 
@@ -90,3 +92,5 @@ def test_bad_fault_options_are_refused_before_any_round(
     assert "add kill to --faults" in capsys.readouterr().err
     assert main([*base, "--faults", "kill,freeze"]) == 2
     assert "unknown faults ['freeze']" in capsys.readouterr().err
+    assert main([*base, "--faults", "driver-pause"]) == 2
+    assert "need --checkpoint-dir on an object store" in capsys.readouterr().err

@@ -41,14 +41,16 @@ RECORDS = 800
 
 # Every point against the two-stage example; the single-stage ones reach all but
 # the points between stages. The file sink example (two stages, Parquet files)
-# meets the points around its staging and publishing, and a driver kill.
+# meets the points around its staging and publishing, and a driver kill. The point
+# before a --from-checkpoint latest run's first generation is test_latest_start_crash's.
 FILE_POINTS = (
     FaultPoint.FILES_UNPUBLISHED,
+    FaultPoint.DURING_STAGING_DELETE,
     FaultPoint.AFTER_SNAPSHOT,
     FaultPoint.DURING_COMMIT,
     FaultPoint.AFTER_DECISION_BEFORE_ANNOUNCE,
 )
-KAFKA_POINTS = [p for p in FaultPoint if not p.file_sinks_only]
+KAFKA_POINTS = [p for p in FaultPoint if not p.file_sinks_only and not p.latest_start_only]
 CASES = [
     (point, example) for point in KAFKA_POINTS for example in EXAMPLES if not point.multi_stage
 ]

@@ -1,7 +1,8 @@
 """Pipelines whose checkpoints live on S3 (moto's server on loopback), on a real broker
 and Spark: exactly-once across a restart, state restored from S3, a second driver
 refused through the Kafka lease, a driver killed at its manifest write, and a file
-sink on S3 whose staged files a killed task left for recovery to publish."""
+sink on S3 whose staged files a killed task left for recovery to publish, and a
+driver paused past its lease while a second one took over."""
 
 from __future__ import annotations
 
@@ -19,7 +20,13 @@ from laminar_kafka.sinks import published_epochs
 from laminar_kafka.sinks.file_layout import FileSinkLayout
 from laminar_kafka.storage.locations import files_under, store_path
 from laminar_kafka.testing import TopicFactory
-from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings, RecoveryPath
+from laminar_kafka.testing.chaos import (
+    ChaosRun,
+    ChaosSettings,
+    FaultKind,
+    KillKind,
+    RecoveryPath,
+)
 from laminar_kafka.testing.orders import produce_orders, read_committed
 from laminar_kafka.testing.product_checks import compare_product_totals
 from laminar_kafka.testing.run import BackgroundRun
@@ -124,3 +131,25 @@ def test_files_a_task_staged_on_s3_and_never_published_are_published_by_recovery
     assert record.stat().st_mtime > result.kill.at - 1.0, (last, result.kill)
     leftovers = [p for p in files_under(store_path(out)) if "/_laminar/staging/" in str(p)]
     assert leftovers == []
+
+
+def test_a_driver_paused_past_its_lease_stops_on_waking_and_its_successor_recovers(
+    kafka_bootstrap: str, tmp_path: Path, s3_bucket: str, local_s3: Any
+) -> None:
+    # Stateless: before its manifest, nothing of checkpoint N is in the store unless
+    # the driver reserved the id. The driver stops itself once N is acked, before it
+    # writes the decision; a
+    # second application takes the lease and commits; the first is continued, then a
+    # task of the second is killed and must recover from what the second decided.
+    settings = s3_chaos_settings(kafka_bootstrap, tmp_path, s3_bucket, chunks=100)
+    with ChaosRun(str(PIPELINES / "orders_enrich.py"), settings) as run:
+        result = run.run_round(1, fault=FaultKind.DRIVER_PAUSE)
+    assert result.report.exact, result.line()
+    assert result.kill.kind is KillKind.DRIVER_PAUSE, result.line()
+    assert result.recovery is RecoveryPath.NEW_APPLICATION, result.line()
+    # The woken driver stopped with an error (exit 2) instead of draining.
+    assert result.exit_codes == (2, 0), result.line()
+    assert result.fault_s > 10, result.line()  # past the lease's 10 s session
+    assert result.restarts_seen >= 1, result.line()  # the killed task's restart
+    log = (tmp_path / "round-1" / "pipeline.log").read_text()
+    assert "lost the lease" in log or "was started by another driver" in log, log[-2000:]

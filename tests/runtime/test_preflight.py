@@ -80,6 +80,21 @@ def test_a_broker_that_cannot_be_read_is_left_out(caplog: pytest.LogCaptureFixtu
     assert "broker 1" in caplog.text
 
 
+def test_each_broker_is_described_in_a_call_of_its_own() -> None:
+    class OneBrokerPerCall(FakeAdmin):
+        """As Kafka: "Only one ConfigResource of type BROKER is allowed per call"."""
+
+        def describe_configs(
+            self, resources: list[Any], request_timeout: float
+        ) -> dict[Any, Future[Any]]:
+            if len(resources) > 1:
+                raise ValueError("Only one ConfigResource of type BROKER is allowed per call")
+            return super().describe_configs(resources, request_timeout)
+
+    admin: Any = OneBrokerPerCall({1: 900_000, 2: 3_600_000, 3: 1_000_000})
+    assert broker_max_transaction_timeout_ms(admin) == 900_000
+
+
 def test_unreadable_broker_settings_are_a_warning_not_a_failure(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -1,4 +1,5 @@
-"""Starting when Kafka lost the offset markers: refuse, resume on request, or start over."""
+"""Starting when Kafka lost the offset markers: refuse, resume on request, or start over
+(a file sink keeps the old run's files: checkpoint ids go on counting)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from typing import Any
 
 import pytest
 
-from laminar_kafka import JsonFormat
+from laminar_kafka import AvroFormat, JsonFormat, Pipeline
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import CheckpointError
 from laminar_kafka.kafka.admin import delete_committed_offsets
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.runtime.runner import PipelineRunner
+from laminar_kafka.sinks import published_epochs, read_published
+from laminar_kafka.storage.locations import files_under, store_path
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import (
     compare_totals,
@@ -94,3 +97,42 @@ def test_reset_starts_over_on_purpose(
     # start of the source, belong to an older generation and are skipped.
     assert store.read_generation().generation == 2
     assert stats.restarts == 0
+
+
+def ids_to_files(name: str, source: str, url: str) -> Pipeline:
+    p = Pipeline(name)
+    p.source(source, value_format=AvroFormat.from_schema("order")).map(
+        lambda o: {"id": o["id"]}
+    ).sink_files(url, format="jsonl")
+    return p
+
+
+def test_a_reset_publishes_new_files_beside_the_old_runs(
+    kafka_bootstrap: str, topic_factory: TopicFactory, spark_context: Any, tmp_path: Path
+) -> None:
+    source = topic_factory.create("orders", partitions=2)
+    url = str(tmp_path / "out")
+    name = "rf-" + source[-8:]
+    cfg = config(kafka_bootstrap, tmp_path)
+    produce_orders(kafka_bootstrap, source, range(300))
+
+    def published_by(first_generation: int) -> int:
+        return sum(e.rows for e in published_epochs(url) if e.generation >= first_generation)
+
+    first = BackgroundRun(ids_to_files(name, source, url), cfg, spark_context)
+    first.wait_for(lambda: published_by(1) >= 300, 120, "run 1's 300 rows")
+    first.stop()
+    before = {str(f): (f.stat().st_ino, f.stat().st_mtime_ns) for f in files_under(store_path(url))}
+    run_1 = {e.checkpoint_id for e in published_epochs(url)}
+
+    # Run 2 starts over from the source's start and writes every id again.
+    again = BackgroundRun(ids_to_files(name, source, url), replace(cfg, reset=True), spark_context)
+    again.wait_for(lambda: published_by(2) >= 300, 120, "run 2's 300 rows")
+    again.stop()
+
+    after = {str(f): (f.stat().st_ino, f.stat().st_mtime_ns) for f in files_under(store_path(url))}
+    rewritten = sorted(f for f, seen in before.items() if after.get(f) != seen)
+    assert rewritten == [], f"run 2 rewrote {len(rewritten)} files of run 1: {rewritten[:3]}"
+    assert sorted(r["id"] for r in read_published(url)) == sorted([*range(300), *range(300)])
+    run_2 = {e.checkpoint_id for e in published_epochs(url)} - run_1
+    assert run_2 and min(run_2) > max(run_1), (run_1, run_2)

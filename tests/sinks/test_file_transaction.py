@@ -18,7 +18,13 @@ from laminar_kafka.sinks.file_output import FileOutput
 from laminar_kafka.sinks.file_reader import staged_epochs
 from laminar_kafka.sinks.file_recovery import Committed, resolve_staged
 from laminar_kafka.sinks.file_transaction import FileSinkWriter, FileTransaction
-from laminar_kafka.storage.locations import copy_whole, files_under, remove_tree, store_path
+from laminar_kafka.storage.locations import (
+    copy_whole,
+    files_under,
+    remove_tree,
+    store_path,
+    write_whole,
+)
 
 PARTS: tuple[PartitionKey, ...] = (("orders", 0), ("orders", 1))
 
@@ -179,3 +185,41 @@ def test_files_copied_before_their_commit_record_are_not_read(tmp_path: Path) ->
     assert read_published(url) == []
     resolve_staged(layout, [0], markers({("orders", 0): (3, 1)}))
     assert sorted(r["n"] for r in read_published(url)) == [1, 2]
+
+
+def test_a_publish_cut_short_in_its_staging_delete_can_be_repeated(sink_url: str) -> None:
+    txn, layout = staged(sink_url, 5, rows(1, 2))
+    folder = layout.staging(0, 5, 1)
+    epoch_record = (folder / "_epoch.json").read_bytes()
+    txn.commit()
+    # Step 5 was cut short after one staged data file (of two) was deleted and before
+    # `_epoch.json` was: as a kill inside a local delete, or a partial S3 DeleteObjects.
+    (name,) = [f for f in published_files(sink_url) if "region=us" in f]
+    write_whole(folder / name, (layout.root / name).read_bytes())
+    write_whole(folder / "_epoch.json", epoch_record)
+    found = markers({("orders", 0): (5, 1), ("orders", 1): (5, 1)})
+    # The marker names the epoch, so recovery publishes it again: that must copy
+    # nothing (it was published whole, its commit record says so) and finish step 5.
+    assert resolve_staged(layout, [0], found) == (1, 0)
+    assert sorted(r["n"] for r in read_published(sink_url)) == [1, 2]
+    assert not [p for p in files_under(store_path(sink_url)) if "staging" in str(p)]
+    assert resolve_staged(layout, [0], found) == (0, 0)
+
+
+def test_a_publish_refuses_to_overwrite_another_epochs_commit_record(tmp_path: Path) -> None:
+    url = str(tmp_path / "out")
+    first, _ = staged(url, 6, rows(1, 2), generation=1)
+    first.commit()
+    # Another run (its own checkpoint directory) got to checkpoint 6 too.
+    other, layout = staged(url, 6, rows(3), generation=1)
+    with pytest.raises(CheckpointError, match=r"records another epoch \(generation 1, 2 rows\)"):
+        other.commit()
+    assert sorted(r["n"] for r in read_published(url)) == [1, 2]
+    assert (layout.staging(0, 6, 1) / "_epoch.json").exists()
+
+
+def published_files(url: str) -> list[str]:
+    """The published data files under `url`, relative to it."""
+    root = store_path(url)
+    found = [str(p)[len(str(root)) + 1 :] for p in files_under(root)]
+    return [f for f in found if not f.startswith("_laminar/")]
