@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from laminar_kafka.api.specs import Flow
+from laminar_kafka.control.records import Watermark
 from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats.batch import decode_batch
 from laminar_kafka.kafka.names import PartitionKey
@@ -116,15 +117,44 @@ class FlowRunner:
             Progress.of(states[key]).watermark = watermark
             if on_partition is not None:
                 on_partition(key)
-            topic, partition = key
-            for flow in self._flows_by_topic.get(topic, ()):
-                if flow.has_windows:
-                    count = self._partition_counts[topic]
-                    last = positions.get(key, 0) - 1
-                    ctx = BatchContext(
-                        topic, partition, count, states[key], watermark=watermark, last_offset=last
-                    )
-                    self._apply(flow, [], [], ctx, txn)
+            self._close_windows(key, watermark, states[key], txn, positions.get(key, 0) - 1)
+
+    def on_watermark(
+        self,
+        key: PartitionKey,
+        record: Watermark,
+        expected: frozenset[int],
+        tables: dict[str, KeyedState],
+        txn: OutputWriter,
+        last_offset: int,
+    ) -> None:
+        """A writer's Watermark record read in internal partition `key` after `last_offset`:
+        the partition's watermark rises once every `expected` writer reached it, and the
+        windows that this closes emit (`Progress.heard`)."""
+        progress = Progress.of(tables)
+        if progress.heard(record.task, record.generation, record.watermark_ms, expected):
+            self._close_windows(key, progress.watermark, tables, txn, last_offset)
+
+    @property
+    def has_event_time(self) -> bool:
+        return bool(self._event_times)
+
+    def _close_windows(
+        self,
+        key: PartitionKey,
+        watermark: int,
+        tables: dict[str, KeyedState],
+        txn: OutputWriter,
+        last_offset: int,
+    ) -> None:
+        topic, partition = key
+        for flow in self._flows_by_topic.get(topic, ()):
+            if flow.has_windows:
+                count = self._partition_counts[topic]
+                ctx = BatchContext(
+                    topic, partition, count, tables, watermark=watermark, last_offset=last_offset
+                )
+                self._apply(flow, [], [], ctx, txn)
 
     def watermark(
         self,
