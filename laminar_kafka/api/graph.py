@@ -97,18 +97,19 @@ class _Cutter:
 
 def carried_event_time(branches: tuple[Branch, ...]) -> EventTime | None:
     """How the stage after a repartition reads event time: from the Kafka timestamps
-    the upstream stage wrote, with the loosest settings of the sources it comes from.
-    None unless every source feeding it has event time."""
+    the upstream stage wrote, and the watermarks its tasks wrote in between. None
+    unless every source feeding it has event time."""
     found = [_source_clock(b) for b in branches]
     clocks = [c for c in found if c is not None]
     if not clocks or len(clocks) < len(found):
         return None
-    idle = [c.idle_timeout_ms for c in clocks if c.idle_timeout_ms is not None]
+    # Idleness is the upstream stage's business: its watermarks arrive as records.
     return EventTime(
         KAFKA_TIME,
         max(c.max_out_of_order_ms for c in clocks),
-        min(idle) if idle else None,
+        None,
         max(c.max_future_ms for c in clocks),
+        carried=True,
     )
 
 

@@ -43,10 +43,6 @@ def check_arity(what: str, fn: Callable[..., Any], names: str) -> None:
         ) from None
 
 
-def _is_repartition(given: object) -> bool:
-    return not isinstance(given, SourceSpec)
-
-
 def window_spec(
     kind: str,
     size: Any,
@@ -56,15 +52,7 @@ def window_spec(
     late_to: str | None,
     branches: tuple[Branch, ...],
 ) -> WindowSpec:
-    """A checked window; refused when a source feeding it has no event time, or when it
-    would follow a repartition (a stage's watermark must then come from every writer
-    of its internal partitions, which the internal topics do not carry yet)."""
-    if any(_is_repartition(b.input) for b in branches):
-        raise ConfigError(
-            "windows run in the stage of their source for now: declare the key on the "
-            "source (source(..., partitioned_by=<key>), the key its producers partition by) "
-            "so that key_by needs no repartition"
-        )
+    """A checked window; refused when a source feeding it has no event time."""
     if any(_windowed(op) for b in branches for op in b.operators):
         raise ConfigError(
             "a window's results cannot go into another window yet: one window per stream"

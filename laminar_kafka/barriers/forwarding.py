@@ -16,8 +16,8 @@ from dataclasses import replace
 from typing import Protocol
 
 from laminar_kafka.control.codec import encode
-from laminar_kafka.control.headers import CONTROL_KEY, barrier_headers
-from laminar_kafka.control.records import Barrier
+from laminar_kafka.control.headers import CONTROL_KEY, barrier_headers, control_headers
+from laminar_kafka.control.records import Barrier, Watermark
 
 
 class BarrierWriter(Protocol):
@@ -38,8 +38,21 @@ def forward_barrier(
 ) -> int:
     """Write `barrier` as task `task`'s into every partition of `outputs`; returns how many."""
     tagged = replace(barrier, writer=task)
-    value = encode(tagged)
-    headers = barrier_headers(tagged)
+    return _into_every_partition(txn, encode(tagged), barrier_headers(tagged), outputs)
+
+
+def forward_watermark(txn: BarrierWriter, watermark: Watermark, outputs: Mapping[str, int]) -> int:
+    """Write the task's event-time watermark into every partition of `outputs`, so that
+    the next stage's partitions take the lowest of their writers'; returns how many."""
+    return _into_every_partition(txn, encode(watermark), control_headers(watermark), outputs)
+
+
+def _into_every_partition(
+    txn: BarrierWriter,
+    value: bytes,
+    headers: Sequence[tuple[str, str | bytes | None]],
+    outputs: Mapping[str, int],
+) -> int:
     written = 0
     for topic, partitions in outputs.items():
         for partition in range(partitions):

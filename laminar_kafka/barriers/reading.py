@@ -6,7 +6,7 @@ import logging
 from typing import Protocol
 
 from laminar_kafka.control.codec import decode
-from laminar_kafka.control.records import Barrier
+from laminar_kafka.control.records import Barrier, Watermark
 from laminar_kafka.errors import ControlRecordError
 from laminar_kafka.kafka.names import PartitionKey
 
@@ -22,10 +22,18 @@ class ConsumedRecord(Protocol):
 
 
 def barrier_of(message: ConsumedRecord, key: PartitionKey, pipeline: str) -> Barrier | None:
-    """The pipeline's barrier the consumed record carries; None for anything else.
+    """The pipeline's barrier the consumed record carries; None for anything else."""
+    found = control_of(message, key, pipeline)
+    return found if isinstance(found, Barrier) else None
 
-    An undecodable record, another pipeline's barrier (two pipelines reading one
-    topic) or another kind of control record is skipped, never an error: the
+
+def control_of(
+    message: ConsumedRecord, key: PartitionKey, pipeline: str
+) -> Barrier | Watermark | None:
+    """The pipeline's barrier or watermark the consumed record carries; None for anything else.
+
+    An undecodable record, another pipeline's control record (two pipelines reading
+    one topic) or another kind of control record is skipped, never an error: the
     partition reads on.
     """
     try:
@@ -35,6 +43,6 @@ def barrier_of(message: ConsumedRecord, key: PartitionKey, pipeline: str) -> Bar
             "skipping undecodable control record %s[%d]@%d: %s", *key, message.offset(), exc
         )
         return None
-    if not isinstance(record, Barrier) or record.pipeline != pipeline:
+    if not isinstance(record, Barrier | Watermark) or record.pipeline != pipeline:
         return None
     return record

@@ -121,7 +121,9 @@ class Barrier:
 
 @dataclass(frozen=True)
 class Watermark:
-    """A worker task's local event-time watermark, on the control topic."""
+    """A worker task's event-time watermark, written by an upstream task (`task`, of
+    `generation`) into every partition of the internal topics it writes, in order with
+    its records: no later record of that writer is expected older than it."""
 
     kind: ClassVar[str] = "watermark"
 

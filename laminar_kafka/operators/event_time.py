@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from laminar_kafka.state.keyed_state import KeyedState
@@ -45,14 +45,43 @@ class EventTime:
     idle_timeout_ms: int | None = None
     """Wall-clock time without records after which a partition stops holding back."""
     max_future_ms: int = 3_600_000
+    carried: bool = False
+    """An internal topic's: its records carry their event time as their Kafka timestamp,
+    and its watermark comes from its writers' Watermark records (`Progress.heard`)."""
 
 
 @dataclass
 class Progress:
-    """A partition's event-time progress: the highest timestamp seen and its watermark."""
+    """A partition's event-time progress: the highest timestamp seen and its watermark.
+
+    For an internal partition, also each writer's last Watermark record (`writers`,
+    task → watermark, of `generation`): its watermark is the lowest of them.
+    """
 
     max_ts: int = NO_WATERMARK
     watermark: int = NO_WATERMARK
+    writers: dict[int, int] = field(default_factory=dict)
+    generation: int = -1
+
+    def heard(self, task: int, generation: int, watermark: int, expected: frozenset[int]) -> bool:
+        """A writer's Watermark record; True when the partition's watermark rose.
+
+        Records of an older generation than the newest heard are stale (a zombie);
+        a newer generation starts its writers afresh. The watermark rises once every
+        `expected` writer was heard, to the lowest of theirs, and never falls.
+        """
+        if generation < self.generation:
+            return False
+        if generation > self.generation:
+            self.generation, self.writers = generation, {}
+        self.writers[task] = max(self.writers.get(task, NO_WATERMARK), watermark)
+        if not expected or not expected <= self.writers.keys():
+            return False
+        lowest = min(self.writers[t] for t in expected)
+        if lowest <= self.watermark:
+            return False
+        self.watermark = lowest
+        return True
 
     @classmethod
     def of(cls, tables: dict[str, KeyedState]) -> Progress:
@@ -117,7 +146,8 @@ def stamp(
         times[offset] = ts
         if ts > highest:
             highest = ts
-            watermark = max(watermark, ts - lag)
+            if not spec.carried:  # a carried watermark moves only with its writers' records
+                watermark = max(watermark, ts - lag)
         marks[offset] = watermark
     return Stamped(times, marks, highest, watermark, refused)
 

@@ -1,9 +1,10 @@
 """Runs one partition's batch of data records through the pipeline's flows.
 
-Decoding, operators, encoding and produce all work on the batch. Records that
-cannot be decoded, that user code rejects or whose output cannot be encoded go
-to the dead-letter topic with the reason and their source offset, inside the
-same transaction as the output, so they are exactly-once too.
+Decoding, operators, encoding and produce (runtime/sink_writes.py) all work on
+the batch. Records that cannot be decoded, that user code rejects or whose
+output cannot be encoded go to the dead-letter topic with the reason and their
+source offset, inside the same transaction as the output, so they are
+exactly-once too.
 """
 
 from __future__ import annotations
@@ -12,17 +13,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from laminar_kafka.api.specs import EVENT_TIME, Flow
+from laminar_kafka.api.specs import Flow
+from laminar_kafka.control.records import Watermark
 from laminar_kafka.errors import RecordDecodeError
-from laminar_kafka.formats.batch import decode_batch, encode_batch
+from laminar_kafka.formats.batch import decode_batch
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators import AggregateOp
 from laminar_kafka.operators.base import BatchContext
 from laminar_kafka.operators.event_time import NO_WATERMARK, Progress
-from laminar_kafka.runtime.event_clock import Clock, EventClock, event_times_of, wall_ms
-from laminar_kafka.runtime.routing import route
+from laminar_kafka.runtime.event_clock import Clock, EventClock, wall_ms
 from laminar_kafka.runtime.side_outputs import write_dead_letters, write_late
-from laminar_kafka.runtime.stamped_output import write_stamped
+from laminar_kafka.runtime.sink_writes import write_sink
 from laminar_kafka.sinks.output import OutputWriter
 from laminar_kafka.sources.kafka_reader import KafkaMessage
 from laminar_kafka.state.keyed_state import KeyedState
@@ -116,15 +117,44 @@ class FlowRunner:
             Progress.of(states[key]).watermark = watermark
             if on_partition is not None:
                 on_partition(key)
-            topic, partition = key
-            for flow in self._flows_by_topic.get(topic, ()):
-                if flow.has_windows:
-                    count = self._partition_counts[topic]
-                    last = positions.get(key, 0) - 1
-                    ctx = BatchContext(
-                        topic, partition, count, states[key], watermark=watermark, last_offset=last
-                    )
-                    self._apply(flow, [], [], ctx, txn)
+            self._close_windows(key, watermark, states[key], txn, positions.get(key, 0) - 1)
+
+    def on_watermark(
+        self,
+        key: PartitionKey,
+        record: Watermark,
+        expected: frozenset[int],
+        tables: dict[str, KeyedState],
+        txn: OutputWriter,
+        last_offset: int,
+    ) -> None:
+        """A writer's Watermark record read in internal partition `key` after `last_offset`:
+        the partition's watermark rises once every `expected` writer reached it, and the
+        windows that this closes emit (`Progress.heard`)."""
+        progress = Progress.of(tables)
+        if progress.heard(record.task, record.generation, record.watermark_ms, expected):
+            self._close_windows(key, progress.watermark, tables, txn, last_offset)
+
+    @property
+    def has_event_time(self) -> bool:
+        return bool(self._event_times)
+
+    def _close_windows(
+        self,
+        key: PartitionKey,
+        watermark: int,
+        tables: dict[str, KeyedState],
+        txn: OutputWriter,
+        last_offset: int,
+    ) -> None:
+        topic, partition = key
+        for flow in self._flows_by_topic.get(topic, ()):
+            if flow.has_windows:
+                count = self._partition_counts[topic]
+                ctx = BatchContext(
+                    topic, partition, count, tables, watermark=watermark, last_offset=last_offset
+                )
+                self._apply(flow, [], [], ctx, txn)
 
     def watermark(
         self,
@@ -156,7 +186,9 @@ class FlowRunner:
             # A window closes on the watermark alone: it runs on an empty batch too.
             if values or (isinstance(op, AggregateOp) and op.window is not None):
                 values, offsets = op.apply(values, offsets, ctx)
-        self._write(flow, values, offsets, ctx, txn)
+        self.counts.records_out += write_sink(
+            flow, values, offsets, ctx, txn, self._partition_counts, self._limits
+        )
         if ctx.late:
             self.counts.late += write_late(ctx.late, (ctx.topic, ctx.partition), ctx.messages, txn)
         if ctx.dead_letters:
@@ -179,118 +211,3 @@ class FlowRunner:
             except RecordDecodeError as exc:
                 ctx.reject(offset, f"undecodable value: {exc}")
         return values, kept
-
-    def _write(
-        self,
-        flow: Flow,
-        values: list[Any],
-        offsets: list[int],
-        ctx: BatchContext,
-        txn: OutputWriter,
-    ) -> None:
-        if not values:
-            return
-        sink = flow.sink
-        if sink.files is not None:
-            rejected = txn.write_rows(sink.url, sink.files, values)
-            for i, reason in rejected:
-                ctx.reject(offsets[i], f"{reason} (file sink {sink.url})")
-            self.counts.records_out += len(values) - len(rejected)
-            return
-        if sink.internal:
-            count, limit = self._partition_counts[sink.topic], self._limits.get(sink.topic)
-            if sink.timestamp == EVENT_TIME:  # the next stage reads event time from it
-                routed_offsets: list[int] = []
-                routed = route(sink, values, offsets, ctx, count, limit, routed_offsets)
-                stamps = event_times_of(routed_offsets, ctx)
-                txn.produce_batch(sink.topic, *routed, stamps)
-            else:
-                routed = route(sink, values, offsets, ctx, count, limit)
-                txn.produce_batch(sink.topic, *routed)
-            self.counts.records_out += len(routed[0])
-            return
-        if sink.stamps:
-            limit = self._limits.get(sink.topic)
-            self.counts.records_out += write_stamped(sink, values, offsets, ctx, txn, limit)
-            return
-        datas = encode_batch(sink.value_format, values)
-        keys: list[bytes | None] | None = None
-        if datas is not None and sink.key is not None:
-            try:
-                keys = encode_batch(sink.key_format, sink.keys_of(values))
-            except (KeyError, TypeError, IndexError):
-                keys = None
-            if keys is None:
-                datas = None
-        if datas is None:
-            datas, keys, offsets = self._encode_one_by_one(flow, values, offsets, ctx)
-        limit = self._limits.get(sink.topic)
-        if limit is not None and datas and _longest(datas) + _longest(keys) > limit:
-            datas, keys = _drop_oversized(sink.topic, limit, datas, keys, offsets, ctx)
-        txn.produce_batch(sink.topic, datas, keys)
-        self.counts.records_out += len(datas)
-
-    @staticmethod
-    def _encode_one_by_one(
-        flow: Flow, values: list[Any], offsets: list[int], ctx: BatchContext
-    ) -> tuple[list[bytes | None], list[bytes | None] | None, list[int]]:
-        sink = flow.sink
-        datas: list[bytes | None] = []
-        keys: list[bytes | None] = []
-        kept: list[int] = []
-        for value, offset in zip(values, offsets, strict=True):
-            try:
-                data = sink.value_format.encode_one(value)
-                key = None
-                if sink.key is not None:
-                    key = sink.key_format.encode_one(sink.key_of(value))
-            except (RecordDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
-                ctx.reject(offset, f"output not encodable for {sink.topic}: {exc}")
-                continue
-            datas.append(data)
-            keys.append(key)
-            kept.append(offset)
-        return datas, (keys if sink.key is not None else None), kept
-
-def _size(data: bytes | None) -> int:
-    return len(data) if data is not None else 0
-
-
-def _longest(datas: Sequence[bytes | None] | None) -> int:
-    """The longest of `datas` in bytes (a tombstone counts 0)."""
-    if not datas:
-        return 0
-    try:
-        return max(map(len, datas))  # type: ignore[arg-type]
-    except TypeError:  # a None among them: the slower way
-        return max(map(_size, datas))
-
-
-def _drop_oversized(
-    topic: str,
-    limit: int,
-    datas: list[bytes | None],
-    keys: list[bytes | None] | None,
-    offsets: list[int],
-    ctx: BatchContext,
-) -> tuple[list[bytes | None], list[bytes | None] | None]:
-    """Keep the records `topic` accepts; the others are dead letters, never a poison pill.
-
-    A record the broker refuses would fail the checkpoint's transaction, and the
-    replay after the abort would fail it again, forever.
-    """
-    out_datas: list[bytes | None] = []
-    out_keys: list[bytes | None] = []
-    for i, data in enumerate(datas):
-        key = keys[i] if keys is not None else None
-        size = _size(data) + _size(key)
-        if size > limit:
-            ctx.reject(
-                offsets[i],
-                f"output of {size} bytes is larger than {topic} accepts ({limit} bytes: "
-                "the topic's max.message.bytes or the producer's message.max.bytes)",
-            )
-            continue
-        out_datas.append(data)
-        out_keys.append(key)
-    return out_datas, (out_keys if keys is not None else None)

@@ -9,6 +9,7 @@ stale: a newer generation announced, its producer fenced, or its Spark worker go
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -16,7 +17,7 @@ import time
 from laminar_kafka import faults
 from laminar_kafka.barriers.aligner import AlignmentPhase, BarrierAligner
 from laminar_kafka.barriers.forwarding import forward_barrier
-from laminar_kafka.barriers.reading import barrier_of
+from laminar_kafka.barriers.reading import control_of
 from laminar_kafka.checkpoint.participant import (
     AlignmentReport,
     CheckpointParticipant,
@@ -25,7 +26,7 @@ from laminar_kafka.checkpoint.participant import (
 )
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.headers import is_control
-from laminar_kafka.control.records import Announcement
+from laminar_kafka.control.records import Announcement, Watermark
 from laminar_kafka.control.transport import ControlChannel
 from laminar_kafka.errors import FencedError, LaminarError
 from laminar_kafka.faults import FaultPoint
@@ -35,6 +36,7 @@ from laminar_kafka.runtime.inbox import AnnouncementInbox
 from laminar_kafka.runtime.inputs import TaskInputs
 from laminar_kafka.runtime.processing import FlowRunner
 from laminar_kafka.runtime.recovery import plan_starts
+from laminar_kafka.runtime.task_event_time import TaskEventTime
 from laminar_kafka.runtime.task_spec import TaskSpec, TaskSummary
 from laminar_kafka.sources.kafka_reader import KafkaMessage, PartitionReader
 from laminar_kafka.state.task_state import TaskState
@@ -67,7 +69,7 @@ class WorkerTask:
         dlq = cfg.dead_letters_to(name)
         self._flows = FlowRunner(stage.flows, spec.partition_counts, dlq, spec.max_record_bytes)
         self._state = TaskState(stage.is_stateful)
-        self._max_ts: dict[PartitionKey, int] = {}
+        self._time = TaskEventTime(spec, self._flows, self._state, self._sinks)
         self._since_commit = 0
         self._participant: CheckpointParticipant | None = None
         self._parent = os.getppid()
@@ -103,7 +105,7 @@ class WorkerTask:
         self._state.load({key: start.states for key, start in starts.items()})
         self._inputs.start({key: start.offset for key, start in starts.items()})
         log.info("task %d resumes %s", self.spec.task, {k: s.offset for k, s in starts.items()})
-        self._flows.clock.restart()  # idleness counts from here, not from before recovery
+        self._time.restart()  # idleness counts from here, not from before recovery
         cut = CommittedCut(0, dict(self._inputs.positions), self._state.snapshot() or b"")
         sinks, metadata = self._sinks, self._inputs.group_metadata
         self._participant = CheckpointParticipant(
@@ -113,10 +115,8 @@ class WorkerTask:
 
     def _close(self) -> None:
         for close in (self._txn.close, self._inputs.reader.close, self._control.close):
-            try:
+            with contextlib.suppress(Exception):  # must not hide the error that got us here
                 close()
-            except Exception as exc:  # closing must not hide the error that got us here
-                log.debug("close: %s", exc)
 
     def _check_alive(self) -> None:
         if os.getppid() != self._parent:
@@ -136,9 +136,8 @@ class WorkerTask:
             due = due or self._aligner.due_without_barrier()
         if due:
             return self._checkpoint(participant)
-        # Idle partitions release their windows; not while some are held at a barrier.
-        if self._aligner.phase is AlignmentPhase.IDLE and self._flows.clock.tick_due():
-            self._flows.tick(self._state.partitions, self._inputs.positions, self._sinks)
+        if self._aligner.phase is AlignmentPhase.IDLE:  # never while some are held at a barrier
+            self._time.tick(self._inputs.positions)
         if self._since_commit and self._aligner.phase is AlignmentPhase.IDLE:
             faults.crash_here(
                 FaultPoint.MID_EPOCH, self._aligner.last_resolved_id + 1, self.spec.task
@@ -185,11 +184,13 @@ class WorkerTask:
             return
         self._flows.run(key, batch, self._state.of(key), self._sinks)
         self._inputs.advance(key, batch[-1].offset() + 1)
-        self._max_ts[key] = max(self._max_ts.get(key, 0), batch[-1].timestamp()[1])
+        self._time.saw(key, batch[-1])
         self._since_commit += len(batch)
 
     def _on_barrier(self, key: PartitionKey, m: KafkaMessage) -> bool:
-        barrier = barrier_of(m, key, self.spec.pipeline.name)
+        barrier = control_of(m, key, self.spec.pipeline.name)
+        if isinstance(barrier, Watermark):
+            return self._time.heard(key, barrier, m.offset())
         if barrier is None or self._aligner.is_stale(barrier, self.spec.generation):
             return False
         if self._aligner.phase in (AlignmentPhase.ALIGNED, AlignmentPhase.UNALIGNED):
@@ -222,10 +223,11 @@ class WorkerTask:
         report = AlignmentReport(
             waited_ms=int(self._aligner.waited_s() * 1000),
             unaligned=self._aligner.phase is AlignmentPhase.UNALIGNED,
-            local_watermark_ms=self._flows.watermark(self._state.partitions, self._max_ts),
+            local_watermark_ms=self._time.watermark(),
             counts=self._flows.counts.as_tuple(),
         )
         snapshot = self._state.snapshot()
+        self._time.forward()  # the epoch's last watermark, then its barrier
         forward_barrier(self._txn, barrier, self.spec.task, self.spec.outputs)
         ok = participant.pre_commit(n, self._inputs.positions, snapshot, report)  # 1.
         if self.spec.stage_index > 0:
@@ -284,8 +286,7 @@ class WorkerTask:
             self._inbox.is_abort_here(announcement)
             and announcement.checkpoint_id > self._aligner.last_resolved_id
         ):
-            # A checkpoint this task never acked was aborted (another task was
-            # slow or died): roll back so that every task restarts from one cut.
+            # An unacked checkpoint was aborted: roll back, every task restarts from one cut.
             self._roll_back(participant)
             self._aligner.cancel(announcement.checkpoint_id)
             self._sinks.begin()
@@ -295,5 +296,5 @@ class WorkerTask:
         cut = participant.abort()
         self._state.restore(cut.snapshot, self.spec.partitions)
         self._inputs.rewind(cut.positions)
-        self._flows.clock.restart()
+        self._time.restart()
         self._since_commit = 0

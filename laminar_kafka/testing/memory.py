@@ -52,6 +52,7 @@ from laminar_kafka.testing.memory_log import (
     partition_for,
 )
 from laminar_kafka.testing.memory_topics import MemoryTopics, late_formats, partition_counts
+from laminar_kafka.testing.memory_watermarks import MemoryWatermarks
 
 __all__ = ["DeadLetterRecord", "OutputRecord", "PipelineTester", "Raw"]
 
@@ -110,6 +111,7 @@ class PipelineTester:
     def _restart(self) -> None:
         """A new worker generation resuming from the last checkpoint (or from scratch)."""
         self._topics.rewind()
+        logs = self._topics.logs
         self._runner = FlowRunner(
             self.pipeline.flows,
             self._topics.counts,
@@ -117,6 +119,7 @@ class PipelineTester:
             clock=lambda: self._wall_ms,
         )
         self._positions = {k: self._checkpoint_offsets[k] for k in self._keys}
+        self._marks = MemoryWatermarks(self.pipeline, self._keys, self._topics.counts, logs)
         snapshot = self._snapshot
         self._states: dict[PartitionKey, PartitionTables] = {
             k: decode_partition_snapshot(snapshot, k, "memory")
@@ -201,7 +204,7 @@ class PipelineTester:
                     self._output.source = key
                     self._output.timestamp_ms = batch[-1].timestamp_ms
                     self._output.sequence = batch[-1].sequence
-                    self._runner.run(key, batch, self._states[key], self._output)
+                    self._marks.run(self._runner, key, batch, self._states[key], self._output)
                     position += len(batch)
                     self._positions[key] = position
 
@@ -211,6 +214,9 @@ class PipelineTester:
         self._wall_ms += round(seconds * 1000)
         self._process()  # a replay still to run is input, not idleness
         self._runner.tick(self._states, self._positions, self._output, self._output.at)
+        for key in self._keys:  # released partitions tell the next stage
+            self._marks.write(key, self._states[key], self._output)
+        self._process()
 
     # -- checkpoints and crashes ------------------------------------------
     def checkpoint(self) -> int:

@@ -48,3 +48,22 @@ def test_kafka_timestamps_and_functions() -> None:
     assert s.times == {0: 40} and [o for o, _ in s.refused] == [1]
     s = stamp(EventTime(lambda v: v * 10), [1, 2], [0, 1], {}, Progress(), NOW)
     assert s.times == {0: 10, 1: 20}
+
+
+def test_a_carried_watermark_moves_with_its_writers_not_with_timestamps() -> None:
+    spec = EventTime(KAFKA_TIME, max_out_of_order_ms=0, carried=True)
+    s = stamp(spec, ["a", "b"], [0, 1], {0: 500, 1: 900}, Progress(watermark=100), NOW)
+    assert s.marks == {0: 100, 1: 100} and s.watermark == 100 and s.max_ts == 900
+
+
+def test_an_internal_partition_takes_the_lowest_of_its_writers() -> None:
+    p = Progress()
+    both = frozenset({0, 1})
+    assert not p.heard(0, 1, 500, both)  # writer 1 not heard yet: no watermark
+    assert p.heard(1, 1, 300, both) and p.watermark == 300
+    assert p.heard(1, 1, 700, both) and p.watermark == 500
+    assert not p.heard(0, 1, 400, both)  # a writer never goes back
+    assert not p.heard(0, 0, 9_000, both)  # a zombie of an older generation
+    assert not p.heard(0, 2, 9_000, both) and p.writers == {0: 9_000}  # a new generation
+    assert p.watermark == 500  # ... waits for all its writers, and never falls
+    assert p.heard(1, 2, 8_000, both) and p.watermark == 8_000

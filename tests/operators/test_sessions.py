@@ -8,6 +8,7 @@ from typing import Any
 from laminar_kafka.operators import BatchContext
 from laminar_kafka.operators.sessions import apply_sessions
 from laminar_kafka.operators.windows import WindowSpec, default_window_emit
+from tests.operators.window_batches import window_batch
 
 GAP = WindowSpec("session", 10, 10)
 
@@ -18,29 +19,10 @@ def _run(
     spec: WindowSpec = GAP,
     watermark: int | None = None,
 ) -> tuple[list[Any], BatchContext]:
-    """records: (key, timestamp, watermark after it); offsets 0, 1, ..."""
-    offsets = list(range(len(records)))
-    ctx = BatchContext(
-        "in",
-        0,
-        1,
-        {} if tables is None else tables,
-        times={o: r[1] for o, r in zip(offsets, records, strict=True)},
-        marks={o: r[2] for o, r in zip(offsets, records, strict=True)},
-        watermark=watermark if watermark is not None else (records[-1][2] if records else -1),
-        last_offset=len(records) - 1,
-    )
-    out, _ = apply_sessions(
-        "s",
-        spec,
-        lambda: 0,
-        lambda n, _v: n + 1,
-        operator.add,
-        default_window_emit,
-        [(k, None) for k, _, _ in records],
-        offsets,
-        ctx,
-    )
+    """records: (key, timestamp, watermark after it); counts per session."""
+    values, offsets, ctx = window_batch(records, tables, watermark)
+    count = (lambda: 0, lambda n, _v: n + 1, operator.add)
+    out, _ = apply_sessions("s", spec, *count, default_window_emit, values, offsets, ctx)
     return out, ctx
 
 

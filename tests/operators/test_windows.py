@@ -11,6 +11,7 @@ from laminar_kafka.operators.windows import (
     apply_windowed,
     default_window_emit,
 )
+from tests.operators.window_batches import window_batch
 
 
 def _run(
@@ -19,28 +20,10 @@ def _run(
     tables: dict[str, Any] | None = None,
     watermark: int | None = None,
 ) -> tuple[list[Any], BatchContext]:
-    """records: (key, timestamp, watermark after it); offsets 0, 1, ..."""
-    offsets = list(range(len(records)))
-    ctx = BatchContext(
-        "in",
-        0,
-        1,
-        {} if tables is None else tables,
-        times={o: r[1] for o, r in zip(offsets, records, strict=True)},
-        marks={o: r[2] for o, r in zip(offsets, records, strict=True)},
-        watermark=watermark if watermark is not None else (records[-1][2] if records else -1),
-        last_offset=len(records) - 1,
-    )
-    out, _ = apply_windowed(
-        "step",
-        spec,
-        lambda: 0,
-        lambda n, _v: n + 1,
-        default_window_emit,
-        [(k, None) for k, _, _ in records],
-        offsets,
-        ctx,
-    )
+    """records: (key, timestamp, watermark after it); counts per window."""
+    values, offsets, ctx = window_batch(records, tables, watermark)
+    count = (lambda: 0, lambda n, _v: n + 1)
+    out, _ = apply_windowed("step", spec, *count, default_window_emit, values, offsets, ctx)
     return out, ctx
 
 

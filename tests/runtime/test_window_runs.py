@@ -164,3 +164,66 @@ def _late_counted(run: BackgroundRun) -> int:
     """The late records the newest committed checkpoint counted, over every stage."""
     commits = [e for e in list(run.events) if isinstance(e, CheckpointCommitted)]
     return sum(s.late_records for s in commits[-1].stages) if commits else 0
+
+
+
+def _expected_by_product(ids: range) -> Counter[tuple[str, int]]:
+    totals: Counter[tuple[str, int]] = Counter()
+    for i in ids:
+        o = order(i)
+        totals[(o["product"], o["ts_ms"] - o["ts_ms"] % WINDOW_MS + WINDOW_MS)] += o["amount"]
+    return totals
+
+
+def test_windows_behind_a_repartition_are_exactly_once_across_a_killed_downstream_task(
+    kafka_bootstrap: str,
+    topic_factory: TopicFactory,
+    spark_context: Any,
+    tmp_path: Path,
+    pid_dir: Path,
+) -> None:
+    """Stage 0 reads orders keyed by customer, stage 1 sums them per product and window;
+    its windows close on the lowest watermark stage 0's tasks wrote."""
+    source = topic_factory.create("orders", partitions=4)
+    sink = source + "-out"
+    name = "win2-" + source[-8:]
+    p = Pipeline(name)
+    (
+        p.source(source, value_format=AvroFormat.from_schema("order"), timestamp="ts_ms")
+        .key_by("product")
+        .tumbling_window(WINDOW_MS / 1000)
+        .aggregate(
+            initial=lambda: 0,
+            add=lambda total, o: total + o["amount"],
+            emit=lambda product, w, total: {"product": product, "end": w.end, "amount": total},
+        )
+        .sink(sink, key="product")
+    )
+    config = RuntimeConfig(
+        bootstrap=kafka_bootstrap,
+        checkpoint_dir=str(tmp_path / "checkpoints"),
+        parallelism=2,
+        checkpoint_interval_s=0.5,
+        checkpoint_timeout_s=20.0,
+    )
+    run = BackgroundRun(p, config, spark_context)
+    produce_orders(kafka_bootstrap, source, range(2000))
+    decode = JsonFormat().decode_one
+    run.wait_for_output(kafka_bootstrap, sink, decode, 50)
+    victim = pid_dir / f"{name}.g1.t2.pid"  # a task of stage 1, holding open windows
+    os.kill(int(victim.read_text()), signal.SIGKILL)
+    last = 1_700_000_000_000 + 2000
+    before = [decode(r.value) for r in read_committed_records(kafka_bootstrap, sink)]
+    assert before and all(v["end"] < last for v in before)
+    produce_orders(kafka_bootstrap, source, range(2000, 3000))
+    _close_every_window(kafka_bootstrap, source)
+    run.wait_for(lambda: run.count(GenerationStarted) >= 2, 120, "a new generation")
+    expected = _expected_by_product(range(3000))
+    run.wait_for_output(kafka_bootstrap, sink, decode, len(expected))
+    stats = run.stop()
+
+    values = [decode(r.value) for r in read_committed_records(kafka_bootstrap, sink)]
+    seen = Counter((v["product"], v["end"]) for v in values)
+    assert [w for w, n in seen.items() if n > 1] == []
+    assert Counter({(v["product"], v["end"]): v["amount"] for v in values}) == expected
+    assert stats.restarts == 1

@@ -1,0 +1,92 @@
+"""The test kit's Watermark records between stages, as the tasks write and read them.
+
+Each partition of an upstream stage stands for a writer (in a real run a task
+writes the lowest watermark of its partitions, which comes to the same lowest
+value downstream). After each of its batches, a partition whose watermark rose
+writes a Watermark record into every partition of the internal topics its flows
+write, in order with its records; a downstream partition hands the records it
+reads to the flow runner in that order (`FlowRunner.on_watermark`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from laminar_kafka.api.pipeline import Pipeline
+from laminar_kafka.control.codec import decode, encode
+from laminar_kafka.control.headers import CONTROL_KEY, control_headers, is_control
+from laminar_kafka.control.records import Watermark
+from laminar_kafka.kafka.names import PartitionKey
+from laminar_kafka.operators.event_time import NO_WATERMARK, Progress
+from laminar_kafka.runtime.processing import FlowRunner
+from laminar_kafka.state.keyed_state import KeyedState
+from laminar_kafka.testing.memory_log import MemoryMessage, MemoryOutput
+
+_GENERATION = 0  # the test kit has no generations: a crash cuts the logs back instead
+
+
+class MemoryWatermarks:
+    """Writes and reads the Watermark records of a pipeline's internal topics."""
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        keys: Sequence[PartitionKey],
+        counts: Mapping[str, int],
+        logs: dict[PartitionKey, list[MemoryMessage]],
+    ) -> None:
+        self._pipeline, self._counts, self._logs = pipeline.name, counts, logs
+        self._writes: dict[str, list[str]] = {}
+        for flow in pipeline.flows:
+            if flow.sink.internal and flow.source.event_time is not None:
+                self._writes.setdefault(flow.source.topic, []).append(flow.sink.topic)
+        self._writer = {key: i for i, key in enumerate(keys)}
+        self._expected: dict[str, frozenset[int]] = {}
+        for key in keys:
+            for topic in self._writes.get(key[0], ()):
+                ids = self._expected.get(topic, frozenset())
+                self._expected[topic] = ids | {self._writer[key]}
+        self._sent: dict[PartitionKey, int] = {}
+
+    def run(
+        self,
+        runner: FlowRunner,
+        key: PartitionKey,
+        batch: Sequence[MemoryMessage],
+        tables: dict[str, KeyedState],
+        output: MemoryOutput,
+    ) -> None:
+        """Process a batch of `key`'s log, its Watermark records in order; then write this
+        partition's watermark downstream if it rose."""
+        start = 0
+        for i, message in enumerate(batch):
+            if is_control(message.headers()):
+                if i > start:
+                    runner.run(key, batch[start:i], tables, output)
+                record = decode(message.value())
+                if isinstance(record, Watermark) and record.pipeline == self._pipeline:
+                    expected = self._expected.get(key[0], frozenset())
+                    runner.on_watermark(key, record, expected, tables, output, message.offset())
+                start = i + 1
+        if start < len(batch):
+            runner.run(key, batch[start:], tables, output)
+        self.write(key, tables, output)
+
+    def write(self, key: PartitionKey, tables: dict[str, KeyedState], output: MemoryOutput) -> None:
+        """Partition `key`'s watermark into the internal topics its flows write, if it rose."""
+        targets = self._writes.get(key[0])
+        watermark = Progress.of(tables).watermark if targets else NO_WATERMARK
+        if watermark == NO_WATERMARK or watermark <= self._sent.get(key, NO_WATERMARK):
+            return
+        record = Watermark(self._pipeline, _GENERATION, self._writer[key], watermark)
+        value, headers = encode(record), tuple(control_headers(record))
+        for topic in targets or ():
+            for partition in range(self._counts[topic]):
+                log = self._logs[(topic, partition)]
+                at, sequence = output.timestamp_ms, output.sequence
+                log.append(
+                    MemoryMessage(
+                        topic, partition, len(log), CONTROL_KEY, value, at, sequence, headers
+                    )
+                )
+        self._sent[key] = watermark
