@@ -200,6 +200,12 @@ class GroupLease:
             self._after_stall()
         if self._lost.is_set() and self._error is None:
             self._held.wait(regain_s)  # set again by the poller if the group gives it back
+            # A member the group kept (cooperative-sticky: no new assignment, so no
+            # callback) holds it still: ask the settled group before giving up.
+            if self._lost.is_set() and self._group_says_held():
+                self._lost.clear()
+                self._held.set()
+                self.regained += 1
         if self._lost.is_set():
             why = f": {self._error}" if self._error else ""
             raise FencedError(
@@ -219,21 +225,39 @@ class GroupLease:
         self._polled.wait(self.session_timeout_s)
         if self._lost.is_set():
             return
-        try:
-            admin = AdminClient(self._kafka.settings({}))
-            (future,) = admin.describe_consumer_groups([self.group], request_timeout=5).values()
-            members = future.result().members
-        except KafkaException as exc:
-            self._error = f"cannot ask the group after this driver stood still: {exc}"
+        held = self._group_says_held()
+        if held is None:
+            self._error = "cannot ask the group after this driver stood still"
+        if not held:
+            self._held.clear()
             self._lost.set()
-            return
-        me = self._member_id
-        for member in members:
-            assigned = member.assignment.topic_partitions if member.assignment else []
-            if member.member_id == me and any(tp.partition == 0 for tp in assigned):
-                return
-        self._held.clear()
-        self._lost.set()
+
+    def _group_says_held(self) -> bool | None:
+        """Whether the settled group assigns partition 0 to this member; None if the group
+        cannot be asked, or does not settle, within a session.
+
+        A group that is rebalancing (its coordinator just came back after a broker
+        bounce, say) shows no assignment yet: only a stable group's answer counts.
+        """
+        admin = AdminClient(self._kafka.settings({}))
+        deadline = time.monotonic() + self.session_timeout_s
+        while time.monotonic() < deadline:
+            try:
+                (future,) = admin.describe_consumer_groups([self.group], request_timeout=5).values()
+                description = future.result()
+            except KafkaException:
+                time.sleep(0.5)
+                continue
+            if str(description.state).rsplit(".", 1)[-1] != "STABLE":
+                time.sleep(0.5)
+                continue
+            for member in description.members:
+                assigned = member.assignment.topic_partitions if member.assignment else []
+                mine = member.member_id == self._member_id
+                if mine and any(tp.partition == 0 for tp in assigned):
+                    return True
+            return False
+        return None
 
     def release(self) -> None:
         """Leave the group at once, so that a successor need not wait for the session timeout."""
