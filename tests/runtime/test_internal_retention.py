@@ -162,7 +162,12 @@ def test_internal_topics_keep_every_record_and_one_with_retention_is_refused(
     retention = list(NO_RETENTION)
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     try:
-        assert topic_settings(kafka, [internal], retention) == {internal: NO_RETENTION}
+        # A topic created a moment ago may not answer DescribeConfigs yet: await it.
+        deadline = time.monotonic() + 30
+        while not (found := topic_settings(kafka, [internal], retention)):
+            assert time.monotonic() < deadline, f"no settings of {internal} within 30 s"
+            time.sleep(0.2)
+        assert found == {internal: NO_RETENTION}
         # A topic made by hand, or by an older version, with a retention.
         change = ConfigResource(
             ResourceType.TOPIC,
