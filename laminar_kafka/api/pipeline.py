@@ -19,8 +19,9 @@ from dataclasses import replace
 from laminar_kafka.api.checks import check_format, check_key, check_name
 from laminar_kafka.api.event_time import Duration, event_time
 from laminar_kafka.api.graph import cut_stream
+from laminar_kafka.api.keyed_stream import KeyedStream
 from laminar_kafka.api.specs import Flow, KeySpec, SinkSpec, SourceSpec, StartFrom
-from laminar_kafka.api.streams import Branch, KeyedStream, Stream
+from laminar_kafka.api.streams import Branch, Stream
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.formats import BytesFormat, Format, JsonFormat
 from laminar_kafka.operators import AggregateOp

@@ -13,22 +13,18 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from laminar_kafka.api.checks import (
-    DERIVED_STEP,
     check_callable,
     check_file_output,
     check_format,
     check_key,
     check_name,
 )
-from laminar_kafka.api.event_time import Duration
+from laminar_kafka.api.keyed_stream import KeyedStream
 from laminar_kafka.api.specs import KeySpec, SinkSpec, SourceSpec
-from laminar_kafka.api.windowed import WindowedStream, window_spec
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.formats import Format, JsonFormat, StringFormat
 from laminar_kafka.operators import AggregateOp, FilterOp, FlatMapOp, KeyByOp, MapOp, Operator
-from laminar_kafka.operators.keyed import StepKind
 from laminar_kafka.operators.partitioning import Partitioner
-from laminar_kafka.operators.windows import EmitMode
 from laminar_kafka.sinks.file_output import FileFormat
 
 if TYPE_CHECKING:
@@ -190,110 +186,3 @@ class Stream:
         fields = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by)
         spec = SinkSpec(url, files=check_file_output(url, format, fields))
         return self.pipeline.add_stream(self.branches, spec)
-
-
-@dataclass(frozen=True)
-class KeyedStream:
-    """A stream grouped by key: its only operators are keyed aggregates."""
-
-    stream: Stream
-
-    def aggregate(
-        self,
-        initial: Callable[[], Any],
-        add: Callable[[Any, Any], Any],
-        emit: Callable[[Any, Any], Any] | None = None,
-        *,
-        name: str | None = None,
-    ) -> Stream:
-        """Running aggregate: state = add(state, value); emits emit(key, state) per record.
-
-        `name` keys the step's state in checkpoints (default: derived from the flow).
-        """
-        check_callable("aggregate initial", initial)
-        check_callable("aggregate add", add)
-        return self._stateful("aggregate", initial, add, emit, name)
-
-    def reduce(
-        self,
-        fn: Callable[[Any, Any], Any],
-        emit: Callable[[Any, Any], Any] | None = None,
-        *,
-        name: str | None = None,
-    ) -> Stream:
-        """Running reduce: the first value of a key is its state, then fn(state, value)."""
-        check_callable("reduce", fn)
-        missing = object()
-
-        def add(state: Any, value: Any) -> Any:
-            return value if state is missing else fn(state, value)
-
-        return self._stateful("reduce", lambda: missing, add, emit, name)
-
-    def count(
-        self, emit: Callable[[Any, Any], Any] | None = None, *, name: str | None = None
-    ) -> Stream:
-        """Running count of records per key."""
-        return self._stateful("count", lambda: 0, lambda n, _v: n + 1, emit, name)
-
-    def tumbling_window(
-        self,
-        size: Duration,
-        *,
-        allowed_lateness: Duration = 0,
-        emit: EmitMode = "final",
-        late_to: str | None = None,
-    ) -> WindowedStream:
-        """Event-time windows of `size` (seconds or a timedelta), back to back from the epoch.
-
-        A window closes when the watermark passes its end plus `allowed_lateness`;
-        records later than that go to the `late_to` topic, else are counted and
-        dropped. See `WindowedStream` for what it emits.
-        """
-        branches = self.stream.branches
-        spec = window_spec("tumbling", size, None, allowed_lateness, emit, late_to, branches)
-        return WindowedStream(self.stream, spec)
-
-    def session_window(
-        self,
-        gap: Duration,
-        *,
-        allowed_lateness: Duration = 0,
-        emit: EmitMode = "final",
-        late_to: str | None = None,
-    ) -> WindowedStream:
-        """Sessions: a key's records less than `gap` apart form one window; a record
-        bridging two sessions merges them (an `aggregate` then needs `merge=`)."""
-        branches = self.stream.branches
-        spec = window_spec("session", gap, None, allowed_lateness, emit, late_to, branches)
-        return WindowedStream(self.stream, spec)
-
-    def hopping_window(
-        self,
-        size: Duration,
-        every: Duration,
-        *,
-        allowed_lateness: Duration = 0,
-        emit: EmitMode = "final",
-        late_to: str | None = None,
-    ) -> WindowedStream:
-        """Event-time windows of `size` starting `every` (overlapping when every < size)."""
-        branches = self.stream.branches
-        spec = window_spec("hopping", size, every, allowed_lateness, emit, late_to, branches)
-        return WindowedStream(self.stream, spec)
-
-    def _stateful(
-        self,
-        kind: StepKind,
-        initial: Callable[[], Any],
-        add: Callable[[Any, Any], Any],
-        emit: Callable[[Any, Any], Any] | None,
-        name: str | None,
-    ) -> Stream:
-        if emit is not None:
-            check_callable(f"{kind} emit", emit)
-        # A derived name is accepted too, to pin it when the flow's topics change.
-        if name is not None and not (isinstance(name, str) and DERIVED_STEP.fullmatch(name)):
-            check_name("step", name)
-        op = AggregateOp(initial, add, kind=kind, name=name)
-        return self.stream._then(op if emit is None else replace(op, emit=emit))
