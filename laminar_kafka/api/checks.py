@@ -5,8 +5,11 @@ Each raises ConfigError at definition time, not once per record when the pipelin
 
 from __future__ import annotations
 
+import inspect
 import re
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.sinks.file_output import FileOutput
@@ -14,7 +17,9 @@ from laminar_kafka.sinks.file_output import FileOutput
 FILE_FORMATS = ("parquet", "jsonl")
 
 NAME = re.compile(r"[A-Za-z0-9._-]{1,200}")
-DERIVED_STEP = re.compile(r"[A-Za-z0-9._+-]{1,200}>[A-Za-z0-9._-]{1,200}/aggregate-[1-9][0-9]{0,5}")
+DERIVED_STEP = re.compile(
+    r"[A-Za-z0-9._+-]{1,200}>[A-Za-z0-9._-]{1,200}/(aggregate|process)-[1-9][0-9]{0,5}"
+)
 
 
 def check_name(kind: str, name: str) -> str:
@@ -32,6 +37,27 @@ def check_callable(what: str, fn: object) -> None:
     # Caught here, not as a dead letter for every record once the pipeline runs.
     if not callable(fn):
         raise ConfigError(f"{what} must be a function, not {type(fn).__name__} {fn!r:.60}")
+
+
+def check_step_name(name: str | None) -> None:
+    """A stateful step's `name=`: None (derived), a name, or a derived name given to pin it
+    when the flow's topics change."""
+    if name is not None and not (isinstance(name, str) and DERIVED_STEP.fullmatch(name)):
+        check_name("step", name)
+
+
+def check_arity(what: str, fn: Callable[..., Any], names: str, called: str = "emit") -> None:
+    """Refuse a function that cannot take the arguments it will be called with."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: trust it
+        return
+    try:
+        signature.bind(*([None] * len(names.split(", "))))
+    except TypeError:
+        raise ConfigError(
+            f"{what} is called as {called}({names}): {fn!r:.60} cannot take that"
+        ) from None
 
 
 def check_key(what: str, key: object) -> None:

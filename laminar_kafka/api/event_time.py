@@ -1,12 +1,19 @@
-"""Event-time settings as a user gives them: checked once, at definition time."""
+"""Event-time settings as a user gives them, and the steps that need them: checked once,
+at definition time."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from laminar_kafka.api.checks import check_duration, check_key
+from laminar_kafka.api.specs import SourceSpec
 from laminar_kafka.errors import ConfigError
+from laminar_kafka.operators import AggregateOp, ProcessOp
 from laminar_kafka.operators.event_time import EventTime, TimestampSpec
+
+if TYPE_CHECKING:
+    from laminar_kafka.api.streams import Branch
 
 Duration = int | float | timedelta
 """Seconds, or a timedelta."""
@@ -34,3 +41,49 @@ def event_time(
         idle,
         check_duration("max_future", max_future, True),
     )
+
+
+def require_event_time(steps: str, branches: tuple[Branch, ...]) -> None:
+    """Refuse `steps` (e.g. "windows") on a stream fed by a source without event time."""
+    without = [topic for topic, has in sources_with_event_time(branches) if not has]
+    if without:
+        raise ConfigError(
+            f"{steps} need event time, and source {without[0]!r} has none: pass "
+            'timestamp= ("kafka", a field or a function) to its source(...)'
+        )
+
+
+def sources_with_event_time(branches: tuple[Branch, ...]) -> list[tuple[str, bool]]:
+    """(topic, has event time) of every user source that feeds these branches."""
+    found: list[tuple[str, bool]] = []
+    for branch in branches:
+        given = branch.input
+        if isinstance(given, SourceSpec):
+            found.append((given.topic, given.event_time is not None))
+        else:
+            found.extend(sources_with_event_time(given.upstream))
+    return found
+
+
+def check_first_event_time_step(step: str, branches: tuple[Branch, ...]) -> None:
+    """Refuse `step` ("a window", "a process step") after another event-time step of the
+    same stage."""
+    before = event_time_step(branches)
+    if before is not None:
+        target = step.replace("a ", "another ", 1) if before == step else step
+        raise ConfigError(
+            f"{before}'s results cannot go into {target} yet: one window or process step "
+            "per stream (a key_by on another key starts a new one)"
+        )
+
+
+def event_time_step(branches: tuple[Branch, ...]) -> str | None:
+    """What the stream's results come from, if an event-time step of this stage made them:
+    "a window" or "a process step" (their results carry no event time of their own yet)."""
+    for branch in branches:
+        for op in branch.operators:
+            if isinstance(op, ProcessOp):
+                return "a process step"
+            if isinstance(op, AggregateOp) and op.window is not None:
+                return "a window"
+    return None

@@ -5,18 +5,19 @@ the branches upstream of it end in an internal sink that routes every record to
 the partition its key maps to (murmur2), and the branch after it reads that
 topic. Stateful steps and repartitions are named here, upstream first, so a
 derived name depends only on the stream's own shape: `<label>/aggregate-<k>`
-and `<label>/key_by-<k>`, where the label is `<sources>><sink>`.
+(`process-<k>` for a process step) and `<label>/key_by-<k>`, where the label is
+`<sources>><sink>`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from laminar_kafka.api.specs import EVENT_TIME, Flow, SinkSpec, SourceSpec
 from laminar_kafka.api.streams import Branch, Repartition
 from laminar_kafka.formats import JsonFormat
-from laminar_kafka.operators import AggregateOp, Operator
+from laminar_kafka.operators import Operator, is_stateful_step, named_step
 from laminar_kafka.operators.event_time import KAFKA_TIME, EventTime
 
 _NOT_IN_TOPIC = re.compile(r"[^A-Za-z0-9._-]")
@@ -43,7 +44,7 @@ class _Cutter:
     pipeline: str
     label: str
     flows: list[Flow] = field(default_factory=list)
-    aggregates: int = 0
+    steps: int = 0
     repartitions: int = 0
     cut: dict[int, SourceSpec] = field(default_factory=dict)  # id(Repartition) → its input
 
@@ -88,9 +89,9 @@ class _Cutter:
     def _name(self, operators: tuple[Operator, ...]) -> tuple[Operator, ...]:
         named: list[Operator] = []
         for op in operators:
-            if isinstance(op, AggregateOp):
-                self.aggregates += 1
-                op = replace(op, step=op.name or f"{self.label}/aggregate-{self.aggregates}")
+            if is_stateful_step(op):
+                self.steps += 1
+                op = named_step(op, self.label, self.steps)
             named.append(op)
         return tuple(named)
 

@@ -1,7 +1,9 @@
-"""A keyed stream as the user builds it: running aggregates and event-time windows per key.
+"""A keyed stream as the user builds it: running aggregates, event-time windows and
+process steps with timers, per key.
 
 `Stream.key_by` makes one; each method appends a keyed step (operators/keyed.py,
-operators/windows.py) to the stream it wraps and returns the stream of its results.
+operators/windows.py, operators/process.py) to the stream it wraps and returns the
+stream of its results.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from laminar_kafka.api.checks import DERIVED_STEP, check_callable, check_name
+from laminar_kafka.api.checks import check_callable, check_step_name
 from laminar_kafka.api.event_time import Duration
+from laminar_kafka.api.process import process_op
 from laminar_kafka.api.windowed import WindowedStream, window_spec
 from laminar_kafka.operators import AggregateOp
 from laminar_kafka.operators.keyed import StepKind
+from laminar_kafka.operators.process import OnRecord, OnTimer
 from laminar_kafka.operators.windows import EmitMode
 
 if TYPE_CHECKING:
@@ -23,7 +27,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class KeyedStream:
-    """A stream grouped by key: its only operators are keyed aggregates."""
+    """A stream grouped by key: its only operators are keyed steps."""
 
     stream: Stream
 
@@ -111,6 +115,25 @@ class KeyedStream:
         spec = window_spec("hopping", size, every, allowed_lateness, emit, late_to, branches)
         return WindowedStream(self.stream, spec)
 
+    def process(
+        self,
+        on_record: OnRecord,
+        *,
+        on_timer: OnTimer | None = None,
+        name: str | None = None,
+    ) -> Stream:
+        """Run `on_record(key, value, ctx)` per record and `on_timer(key, ctx)` per timer
+        that fires; each returns an iterable of outputs, or None.
+
+        `ctx.state` is the key's state (a picklable value, None at first; set None to
+        drop it); `ctx.timestamp` the record's event time (the timer's, in on_timer),
+        `ctx.watermark` the partition's; `ctx.set_timer(ts)` / `ctx.delete_timer(ts)`
+        manage the key's event-time timers, which fire once the watermark reaches
+        `ts`. State and timers are in each checkpoint: a timer fires exactly once.
+        Needs event time on the sources; see operators/process.py for the details.
+        """
+        return self.stream._then(process_op(self.stream.branches, on_record, on_timer, name))
+
     def _stateful(
         self,
         kind: StepKind,
@@ -121,8 +144,6 @@ class KeyedStream:
     ) -> Stream:
         if emit is not None:
             check_callable(f"{kind} emit", emit)
-        # A derived name is accepted too, to pin it when the flow's topics change.
-        if name is not None and not (isinstance(name, str) and DERIVED_STEP.fullmatch(name)):
-            check_name("step", name)
+        check_step_name(name)
         op = AggregateOp(initial, add, kind=kind, name=name)
         return self.stream._then(op if emit is None else replace(op, emit=emit))

@@ -24,7 +24,7 @@ from laminar_kafka.api.specs import Flow, KeySpec, SinkSpec, SourceSpec, StartFr
 from laminar_kafka.api.streams import Branch, Stream
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.formats import BytesFormat, Format, JsonFormat
-from laminar_kafka.operators import AggregateOp
+from laminar_kafka.operators import AggregateOp, is_stateful_step, named_step
 from laminar_kafka.operators.event_time import TimestampSpec
 from laminar_kafka.operators.partitioning import PARTITIONERS, Partitioner
 from laminar_kafka.operators.steps import describe_steps, step_signatures
@@ -107,10 +107,10 @@ class Pipeline:
         rank = 0
         operators = []
         for op in flow.operators:
-            if isinstance(op, AggregateOp):
+            if is_stateful_step(op):
                 rank += 1
                 if not op.step:
-                    op = replace(op, step=op.name or f"{flow.label}/aggregate-{rank}")
+                    op = named_step(op, flow.label, rank)
             operators.append(op)
         flow = replace(flow, operators=tuple(operators))
         self._add([flow])

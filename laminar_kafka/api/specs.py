@@ -15,7 +15,7 @@ from operator import itemgetter
 from typing import Any, Literal
 
 from laminar_kafka.formats import BytesFormat, Format, JsonFormat, StringFormat
-from laminar_kafka.operators import AggregateOp, Operator
+from laminar_kafka.operators import Operator, is_stateful_step, runs_on_watermark
 from laminar_kafka.operators.event_time import EventTime
 from laminar_kafka.operators.partitioning import Partitioner
 from laminar_kafka.sinks.file_output import FileOutput
@@ -115,11 +115,12 @@ class Flow:
 
     @property
     def is_stateful(self) -> bool:
-        return any(isinstance(op, AggregateOp) for op in self.operators)
+        return any(is_stateful_step(op) for op in self.operators)
 
     @property
-    def has_windows(self) -> bool:
-        return any(isinstance(op, AggregateOp) and op.window for op in self.operators)
+    def runs_on_watermark(self) -> bool:
+        """Whether a step of the flow emits on the watermark alone (windows, timers)."""
+        return any(runs_on_watermark(op) for op in self.operators)
 
     @property
     def label(self) -> str:

@@ -19,11 +19,12 @@ from laminar_kafka.api.checks import (
     check_key,
     check_name,
 )
+from laminar_kafka.api.event_time import event_time_step
 from laminar_kafka.api.keyed_stream import KeyedStream
 from laminar_kafka.api.specs import KeySpec, SinkSpec, SourceSpec
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.formats import Format, JsonFormat, StringFormat
-from laminar_kafka.operators import AggregateOp, FilterOp, FlatMapOp, KeyByOp, MapOp, Operator
+from laminar_kafka.operators import FilterOp, FlatMapOp, KeyByOp, MapOp, Operator
 from laminar_kafka.operators.partitioning import Partitioner
 from laminar_kafka.sinks.file_output import FileFormat
 
@@ -72,11 +73,10 @@ class Stream:
     branches: tuple[Branch, ...]
 
     def _then(self, op: Operator) -> Stream:
-        if getattr(op, "metadata", False) and any(
-            isinstance(o, AggregateOp) and o.window for b in self.branches for o in b.operators
-        ):
+        before = event_time_step(self.branches) if getattr(op, "metadata", False) else None
+        if before is not None:
             raise ConfigError(
-                "metadata=True after a window: a window's result comes from many records "
+                f"metadata=True after {before}: its results may come from many records "
                 "(or from the watermark alone), not from one source record"
             )
         return Stream(

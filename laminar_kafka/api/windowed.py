@@ -8,14 +8,19 @@ that feeds them (`source(..., timestamp=...)`).
 
 from __future__ import annotations
 
-import inspect
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from laminar_kafka.api.checks import DERIVED_STEP, check_callable, check_duration, check_name
-from laminar_kafka.api.specs import SourceSpec
+from laminar_kafka.api.checks import (
+    check_arity,
+    check_callable,
+    check_duration,
+    check_name,
+    check_step_name,
+)
+from laminar_kafka.api.event_time import check_first_event_time_step, require_event_time
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.operators import AggregateOp
 from laminar_kafka.operators.keyed import StepKind
@@ -23,24 +28,6 @@ from laminar_kafka.operators.windows import EmitMode, Window, WindowSpec, defaul
 
 if TYPE_CHECKING:
     from laminar_kafka.api.streams import Branch, Stream
-
-
-def _windowed(op: object) -> bool:
-    return isinstance(op, AggregateOp) and op.window is not None
-
-
-def check_arity(what: str, fn: Callable[..., Any], names: str) -> None:
-    """Refuse a function that cannot take the arguments it will be called with."""
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):  # a builtin without a signature: trust it
-        return
-    try:
-        signature.bind(*([None] * len(names.split(", "))))
-    except TypeError:
-        raise ConfigError(
-            f"{what} is called as emit({names}): {fn!r:.60} cannot take that"
-        ) from None
 
 
 def window_spec(
@@ -53,16 +40,8 @@ def window_spec(
     branches: tuple[Branch, ...],
 ) -> WindowSpec:
     """A checked window; refused when a source feeding it has no event time."""
-    if any(_windowed(op) for b in branches for op in b.operators):
-        raise ConfigError(
-            "a window's results cannot go into another window yet: one window per stream"
-        )
-    without = [topic for topic, has in sources_with_event_time(branches) if not has]
-    if without:
-        raise ConfigError(
-            f"windows need event time, and source {without[0]!r} has none: pass "
-            'timestamp= ("kafka", a field or a function) to its source(...)'
-        )
+    check_first_event_time_step("a window", branches)
+    require_event_time("windows", branches)
     size_ms = check_duration("window size", size, True)
     every_ms = size_ms if every is None else check_duration("window every", every, True)
     if every_ms > size_ms:
@@ -73,18 +52,6 @@ def window_spec(
         check_name("late_to topic", late_to)
     lateness = check_duration("allowed_lateness", allowed_lateness)
     return WindowSpec(kind, size_ms, every_ms, lateness, emit, late_to)  # type: ignore[arg-type]
-
-
-def sources_with_event_time(branches: tuple[Branch, ...]) -> list[tuple[str, bool]]:
-    """(topic, has event time) of every user source that feeds these branches."""
-    found: list[tuple[str, bool]] = []
-    for branch in branches:
-        given = branch.input
-        if isinstance(given, SourceSpec):
-            found.append((given.topic, given.event_time is not None))
-        else:
-            found.extend(sources_with_event_time(given.upstream))
-    return found
 
 
 @dataclass(frozen=True)
@@ -148,8 +115,7 @@ class WindowedStream:
         if emit is not None:
             check_callable(f"{kind} emit", emit)
             check_arity(f"{kind} emit over windows", emit, "key, window, value")
-        if name is not None and not (isinstance(name, str) and DERIVED_STEP.fullmatch(name)):
-            check_name("step", name)
+        check_step_name(name)
         op = AggregateOp(initial, add, kind=kind, name=name, window=self.window, merge=merge)
         return self.stream._then(replace(op, emit=emit or default_window_emit))
 

@@ -2,11 +2,16 @@
 
 from laminar_kafka.operators.base import BatchContext, Operator
 from laminar_kafka.operators.keyed import AggregateOp, KeyByOp, StepKind
+from laminar_kafka.operators.process import ProcessContext, ProcessOp
 from laminar_kafka.operators.record import Record
 from laminar_kafka.operators.stateless import FilterOp, FlatMapOp, MapOp
 from laminar_kafka.operators.steps import (
+    StatefulStep,
     describe_steps,
+    is_stateful_step,
     name_steps,
+    named_step,
+    runs_on_watermark,
     step_signature,
     step_signatures,
 )
@@ -19,10 +24,16 @@ __all__ = [
     "KeyByOp",
     "MapOp",
     "Operator",
+    "ProcessContext",
+    "ProcessOp",
     "Record",
+    "StatefulStep",
     "StepKind",
     "describe_steps",
+    "is_stateful_step",
     "name_steps",
+    "named_step",
+    "runs_on_watermark",
     "step_signature",
     "step_signatures",
 ]

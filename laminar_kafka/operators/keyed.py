@@ -70,7 +70,7 @@ def _default_emit(key: Any, state: Any) -> Any:
     return {"key": key, "value": state}
 
 
-StepKind = Literal["aggregate", "reduce", "count"]
+StepKind = Literal["aggregate", "reduce", "count", "process"]
 """Which API call made a stateful step: part of its signature."""
 
 

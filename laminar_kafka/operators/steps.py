@@ -10,30 +10,52 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import TypeGuard
 
 from laminar_kafka.operators.base import Operator
 from laminar_kafka.operators.keyed import AggregateOp, KeyByOp, StepKind
+from laminar_kafka.operators.process import ProcessOp
+
+StatefulStep = AggregateOp | ProcessOp
+
+
+def is_stateful_step(op: object) -> TypeGuard[StatefulStep]:
+    """Whether `op` keeps keyed state under a step name (an aggregate, a process step)."""
+    return isinstance(op, AggregateOp | ProcessOp)
+
+
+def runs_on_watermark(op: object) -> bool:
+    """Whether `op` may emit on the watermark alone (a window closes, a timer fires), so
+    it runs on an empty batch too."""
+    return isinstance(op, ProcessOp) or (isinstance(op, AggregateOp) and op.window is not None)
+
+
+def named_step(op: StatefulStep, label: str, rank: int) -> StatefulStep:
+    """`op` named: its `name`, else `<label>/aggregate-<rank>` (`process-<rank>` for a
+    process step), `rank` counting the stateful steps of its flow from 1."""
+    word = "process" if isinstance(op, ProcessOp) else "aggregate"
+    return replace(op, step=op.name or f"{label}/{word}-{rank}")
 
 
 def name_steps(operators: Iterable[Operator], label: str) -> tuple[Operator, ...]:
-    """The operators with each stateful step named: its `name`, else `<label>/aggregate-<k>`.
+    """The operators with each stateful step named (`named_step`).
 
-    `k` counts the stateful steps of this flow only (1-based), so a derived name
+    The rank counts the stateful steps of this flow only, so a derived name
     depends on the flow's own topology, not on the flows around it.
     """
     named: list[Operator] = []
     rank = 0
     for op in operators:
-        if isinstance(op, AggregateOp):
+        if is_stateful_step(op):
             rank += 1
-            op = replace(op, step=op.name or f"{label}/aggregate-{rank}")
+            op = named_step(op, label, rank)
         named.append(op)
     return tuple(named)
 
 
 def describe_steps(operators: Iterable[Operator], where: str) -> list[tuple[str, str]]:
     """(name, description) of each stateful step, e.g. `count #1 of <where>`, for messages."""
-    steps = [op for op in operators if isinstance(op, AggregateOp)]
+    steps = [op for op in operators if is_stateful_step(op)]
     return [(op.step, f"{op.kind} #{k} of {where}") for k, op in enumerate(steps, 1)]
 
 
@@ -44,9 +66,9 @@ def step_signatures(operators: Iterable[Operator]) -> dict[str, str]:
     for op in operators:
         if isinstance(op, KeyByOp):
             key_by = op
-        elif isinstance(op, AggregateOp):
+        elif is_stateful_step(op):
             found[op.step] = step_signature(op.kind, key_by)
-            if op.window is not None:
+            if isinstance(op, AggregateOp) and op.window is not None:
                 found[op.step] += " over " + op.window.describe()
     return found
 

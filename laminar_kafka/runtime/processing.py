@@ -18,7 +18,7 @@ from laminar_kafka.control.records import Watermark
 from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats.batch import decode_batch
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.operators import AggregateOp
+from laminar_kafka.operators import runs_on_watermark
 from laminar_kafka.operators.base import BatchContext
 from laminar_kafka.operators.event_time import NO_WATERMARK, Progress
 from laminar_kafka.runtime.event_clock import Clock, EventClock, wall_ms
@@ -110,14 +110,14 @@ class FlowRunner:
         on_partition: Callable[[PartitionKey], None] | None = None,
     ) -> None:
         """Release idle partitions (runtime/event_clock.py): raise their watermarks and
-        emit the windows that this closes. `positions`: each partition's next offset;
+        emit what this closes or fires. `positions`: each partition's next offset;
         `on_partition(key)` is called before a partition's output is written."""
         specs = {k: self._event_times[k[0]] for k in states if k[0] in self._event_times}
         for key, watermark in self.clock.idle_watermarks(specs, states).items():
             Progress.of(states[key]).watermark = watermark
             if on_partition is not None:
                 on_partition(key)
-            self._close_windows(key, watermark, states[key], txn, positions.get(key, 0) - 1)
+            self._watermark_rose(key, watermark, states[key], txn, positions.get(key, 0) - 1)
 
     def on_watermark(
         self,
@@ -130,16 +130,16 @@ class FlowRunner:
     ) -> None:
         """A writer's Watermark record read in internal partition `key` after `last_offset`:
         the partition's watermark rises once every `expected` writer reached it, and the
-        windows that this closes emit (`Progress.heard`)."""
+        windows that this closes and the timers it reaches emit (`Progress.heard`)."""
         progress = Progress.of(tables)
         if progress.heard(record.task, record.generation, record.watermark_ms, expected):
-            self._close_windows(key, progress.watermark, tables, txn, last_offset)
+            self._watermark_rose(key, progress.watermark, tables, txn, last_offset)
 
     @property
     def has_event_time(self) -> bool:
         return bool(self._event_times)
 
-    def _close_windows(
+    def _watermark_rose(
         self,
         key: PartitionKey,
         watermark: int,
@@ -147,9 +147,10 @@ class FlowRunner:
         txn: OutputWriter,
         last_offset: int,
     ) -> None:
+        """Run the flows that act on the watermark alone: windows close, timers fire."""
         topic, partition = key
         for flow in self._flows_by_topic.get(topic, ()):
-            if flow.has_windows:
+            if flow.runs_on_watermark:
                 count = self._partition_counts[topic]
                 ctx = BatchContext(
                     topic, partition, count, tables, watermark=watermark, last_offset=last_offset
@@ -183,8 +184,8 @@ class FlowRunner:
     ) -> None:
         """The flow's operators, its sink, then what left beside it (late, dead letters)."""
         for op in flow.operators:
-            # A window closes on the watermark alone: it runs on an empty batch too.
-            if values or (isinstance(op, AggregateOp) and op.window is not None):
+            # A window closes, a timer fires, on the watermark alone: on an empty batch too.
+            if values or runs_on_watermark(op):
                 values, offsets = op.apply(values, offsets, ctx)
         self.counts.records_out += write_sink(
             flow, values, offsets, ctx, txn, self._partition_counts, self._limits

@@ -54,6 +54,25 @@ def test_stateful_steps_of_one_flow_are_numbered_in_order() -> None:
     assert p.flows == (flow,)  # sink() returns the flow as the pipeline holds it
 
 
+def test_a_process_step_is_numbered_among_the_stateful_steps_of_its_flow() -> None:
+    p = Pipeline("p")
+    (
+        p.source("orders", partitioned_by="customer", timestamp="ts")
+        .key_by("customer")
+        .count(emit=lambda k, n: {"customer": k, "n": n})
+        .key_by("customer")
+        .process(lambda key, value, ctx: [value])
+        .sink("out")
+    )
+    assert p.topology() == {
+        "orders>out/aggregate-1": COUNT_BY_CUSTOMER,
+        "orders>out/process-2": "process by field 'customer' (murmur2)",
+    }
+    keyed = p.source("orders", partitioned_by="customer", timestamp="ts").key_by("customer")
+    keyed.process(lambda key, value, ctx: None, name="orders>out2/process-1").sink("out2")
+    assert "orders>out2/process-1" in p.topology()  # a derived name may be given to pin it
+
+
 def test_steps_are_unnamed_until_their_flow_is_completed() -> None:
     stream = Pipeline("p").source("orders", partitioned_by="customer").key_by("customer").count()
     (branch,) = stream.branches

@@ -262,7 +262,7 @@ def _keyed() -> Any:
         ),
         (
             lambda: _keyed().tumbling_window(60).count().key_by("k").tumbling_window(60),
-            "one window per stream",
+            "into another window yet: one window or process step per stream",
         ),
         (lambda: Pipeline("x").source("in", max_future=5), "need event time"),
         (lambda: _keyed().hopping_window(60, every=90), "must not exceed"),

@@ -1,0 +1,75 @@
+"""Event-time timers of a keyed step in one partition: (key, time) pairs that fire, oldest
+first, once the partition's watermark reaches their time.
+
+State, per step: the table `<step>#timers`, time → the keys with a timer then (a
+dict used as an ordered set: at most one timer per key and time, and a time's
+keys fire in the order their timers were set), and `<step>#due`, a heap of those
+times, so the next timer due is found without a scan of every key or time. A
+deleted timer's time may stay in the heap; it is skipped when it reaches the top,
+and the heap is rebuilt when such times outnumber the live ones. A fired timer is
+removed: the tables hold only pending timers.
+"""
+
+from __future__ import annotations
+
+from heapq import heapify, heappop, heappush
+from typing import Any
+
+from laminar_kafka.operators.base import BatchContext
+
+NEVER = 2**62
+"""Beyond any timestamp: the time that is due when no timer is pending."""
+_SLACK = 64  # stale heap entries tolerated before a rebuild is considered
+
+
+def timer_tables(step: str) -> tuple[str, str]:
+    """The names of step `step`'s timer tables: by time, and the heap of times."""
+    return step + "#timers", step + "#due"
+
+
+class TimerQueue:
+    """The pending timers of one step in one partition, kept in its tables (`ctx.table`)."""
+
+    def __init__(self, ctx: BatchContext, step: str) -> None:
+        by_time, due = timer_tables(step)
+        self._by_time: dict[int, dict[Any, None]] = ctx.table(by_time)
+        self._heap: list[int] = ctx.table(due).setdefault("heap", [])
+
+    def set(self, key: Any, ts: int) -> None:
+        """A timer for `key` at `ts`; setting it again changes nothing."""
+        keys = self._by_time.get(ts)
+        if keys is None:
+            keys = self._by_time[ts] = {}
+            heappush(self._heap, ts)
+        keys[key] = None
+
+    def delete(self, key: Any, ts: int) -> None:
+        """Remove `key`'s timer at `ts`, if there is one."""
+        keys = self._by_time.get(ts)
+        if keys is None or key not in keys:
+            return
+        del keys[key]
+        if not keys:
+            del self._by_time[ts]
+            if len(self._heap) > 2 * len(self._by_time) + _SLACK:
+                self._heap[:] = self._by_time  # in place: the `#due` table holds this list
+                heapify(self._heap)
+
+    def next_due(self) -> int:
+        """The time of the oldest pending timer (NEVER when there is none)."""
+        heap, by_time = self._heap, self._by_time
+        while heap and heap[0] not in by_time:
+            heappop(heap)
+        return heap[0] if heap else NEVER
+
+    def pop(self, watermark: int) -> tuple[int, list[Any]] | None:
+        """The oldest time at or below `watermark` with its keys, removed; None if none."""
+        ts = self.next_due()
+        if ts > watermark:
+            return None
+        heappop(self._heap)
+        return ts, list(self._by_time.pop(ts))
+
+    def __len__(self) -> int:
+        """How many timers are pending."""
+        return sum(map(len, self._by_time.values()))
