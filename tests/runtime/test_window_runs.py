@@ -1,12 +1,14 @@
-"""Windows on a real broker and Spark local[4], with a worker task killed by SIGKILL while
-windows are open: every window's final result appears exactly once, equal to a plain
-Python computation of the same input."""
+"""Windows and timers on a real broker and Spark local[4], with a worker task killed by
+SIGKILL while windows are open or timers pending: every window's final result and every
+timer's output appears exactly once, equal to a plain Python computation of the same
+input."""
 
 from __future__ import annotations
 
 import os
 import signal
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,8 @@ from confluent_kafka import Producer
 
 from laminar_kafka import AvroFormat, JsonFormat, Pipeline, RuntimeConfig
 from laminar_kafka.checkpoint.store import CheckpointStore
-from laminar_kafka.operators.partitioning import LIBRDKAFKA_PARTITIONER
+from laminar_kafka.operators import ProcessContext
+from laminar_kafka.operators.partitioning import LIBRDKAFKA_PARTITIONER, murmur2_partition
 from laminar_kafka.runtime.events import CheckpointCommitted, GenerationStarted
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import order, produce_orders, read_committed_records
@@ -56,16 +59,20 @@ def _expected(ids: range) -> Counter[tuple[str, int]]:
     return totals
 
 
-def _close_every_window(bootstrap: str, topic: str) -> None:
+CUSTOMERS = tuple(f"c{c}" for c in range(10))
+
+
+def _close_every_window(bootstrap: str, topic: str, customers: Sequence[str] = CUSTOMERS) -> None:
     """One order per customer stamped far ahead: each partition's watermark passes
-    every window of the orders before it (they open windows of their own, never closed)."""
+    every window of the orders before it (they open windows of their own, never closed).
+    The customers must cover every partition of `topic`."""
     fmt = AvroFormat.from_schema("order")
     producer = Producer(
         {"bootstrap.servers": bootstrap, "partitioner": LIBRDKAFKA_PARTITIONER["murmur2"]}
     )
-    for c in range(10):
-        closer = {"id": 100_000 + c, "customer": f"c{c}", "amount": 1, "ts_ms": FAR}
-        producer.produce(topic, fmt.encode_one({**closer, "product": "p0"}), f"c{c}".encode())
+    for n, customer in enumerate(customers):
+        closer = {"id": 100_000 + n, "customer": customer, "amount": 1, "ts_ms": FAR}
+        producer.produce(topic, fmt.encode_one({**closer, "product": "p0"}), customer.encode())
     assert producer.flush(30) == 0
 
 
@@ -154,8 +161,10 @@ def test_idle_partitions_release_their_windows_and_late_orders_go_aside(
     run.wait_for(lambda: _late_counted(run) >= 10, 60, "the late orders in a checkpoint's counts")
     run.stop()
     assert sorted((v["customer"], v["orders"]) for v in found) == [(f"c{c}", 10) for c in range(10)]
-    late_ids = [AvroFormat.from_schema("order").decode_one(r.value)["id"] for r in
-                read_committed_records(kafka_bootstrap, late)]
+    late_ids = [
+        AvroFormat.from_schema("order").decode_one(r.value)["id"]
+        for r in read_committed_records(kafka_bootstrap, late)
+    ]
     assert sorted(late_ids) == list(range(100, 110))
     assert len(read_committed_records(kafka_bootstrap, sink)) == 10
 
@@ -164,7 +173,6 @@ def _late_counted(run: BackgroundRun) -> int:
     """The late records the newest committed checkpoint counted, over every stage."""
     commits = [e for e in list(run.events) if isinstance(e, CheckpointCommitted)]
     return sum(s.late_records for s in commits[-1].stages) if commits else 0
-
 
 
 def _expected_by_product(ids: range) -> Counter[tuple[str, int]]:
@@ -226,4 +234,74 @@ def test_windows_behind_a_repartition_are_exactly_once_across_a_killed_downstrea
     seen = Counter((v["product"], v["end"]) for v in values)
     assert [w for w, n in seen.items() if n > 1] == []
     assert Counter({(v["product"], v["end"]): v["amount"] for v in values}) == expected
+    assert stats.restarts == 1
+
+
+GAP_MS = 1_000  # longer than the orders below span: no timer fires before the closers
+
+
+def _seen(customer: str, o: dict[str, Any], ctx: ProcessContext) -> list[Any]:
+    """Move the customer's timer to GAP_MS after its latest order."""
+    if ctx.state is not None:
+        ctx.delete_timer(ctx.state + GAP_MS)
+    ctx.state = max(ctx.state or 0, ctx.timestamp)
+    ctx.set_timer(ctx.state + GAP_MS)
+    return [{"seen": o["id"]}]
+
+
+def _silent(customer: str, ctx: ProcessContext) -> list[Any]:
+    last, ctx.state = ctx.state, None
+    return [{"customer": customer, "last": last}]
+
+
+def test_a_pending_timer_survives_a_killed_worker_and_fires_exactly_once(
+    kafka_bootstrap: str,
+    topic_factory: TopicFactory,
+    spark_context: Any,
+    tmp_path: Path,
+    pid_dir: Path,
+) -> None:
+    source = topic_factory.create("orders", partitions=4)
+    sink = source + "-out"
+    name = "timer-" + source[-8:]
+    p = Pipeline(name)
+    (
+        p.source(
+            source,
+            value_format=AvroFormat.from_schema("order"),
+            partitioned_by="customer",
+            timestamp="ts_ms",
+        )
+        .key_by("customer")
+        .process(_seen, on_timer=_silent, name="silence")
+        .sink(sink)
+    )
+    config = RuntimeConfig(
+        bootstrap=kafka_bootstrap,
+        checkpoint_dir=str(tmp_path / "checkpoints"),
+        parallelism=2,
+        checkpoint_interval_s=0.5,
+        checkpoint_timeout_s=20.0,
+    )
+    run = BackgroundRun(p, config, spark_context)
+    produce_orders(kafka_bootstrap, source, range(200))
+    decode = JsonFormat().decode_one
+    before = run.wait_for_output(kafka_bootstrap, sink, decode, 200)
+    assert all("seen" in v for v in before)  # every customer's timer is pending, committed
+    os.kill(int((pid_dir / f"{name}.g1.t0.pid").read_text()), signal.SIGKILL)
+    closers = [f"closer-{n}" for n in range(10)]  # customers of their own, in every partition
+    assert {murmur2_partition(c.encode(), 4) for c in closers} == set(range(4))
+    _close_every_window(kafka_bootstrap, source, closers)
+    run.wait_for(lambda: run.count(GenerationStarted) >= 2, 120, "a new generation")
+    run.wait_for_output(kafka_bootstrap, sink, decode, 200 + len(closers) + len(CUSTOMERS))
+    stats = run.stop()
+
+    values = [decode(r.value) for r in read_committed_records(kafka_bootstrap, sink)]
+    seen = Counter(v["seen"] for v in values if "seen" in v)
+    assert seen == Counter([*range(200), *range(100_000, 100_000 + len(closers))])
+    alerts = sorted((v["customer"], v["last"]) for v in values if "customer" in v)
+    last = {
+        c: max(o["ts_ms"] for o in map(order, range(200)) if o["customer"] == c) for c in CUSTOMERS
+    }
+    assert alerts == sorted(last.items())  # each customer's timer, once; no closer's
     assert stats.restarts == 1
