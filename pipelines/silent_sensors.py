@@ -8,8 +8,8 @@ nothing behind); its next reading starts over.
 
 A reading may itself show the silence before the watermark does (readings may
 arrive up to 10 s out of order, so the watermark lags them): its sensor's timer
-is still pending, and `on_record` emits the alert instead of moving it. Either
-way one alert per silence. A partition without readings for a minute stops
+is still pending, and `on_reading` emits the alert itself as it moves the timer.
+Either way one alert per silence. A partition without readings for a minute stops
 holding the watermark back (`idle_timeout`), so a sensor that went quiet with
 all the others around it is reported too.
 
