@@ -122,6 +122,19 @@ class Flow:
         return any(isinstance(op, AggregateOp) and op.window for op in self.operators)
 
     @property
+    def window_lateness_ms(self) -> int:
+        """The largest allowed lateness of the flow's windows (0 without): how long after
+        the watermark passed a window's end its result may still come."""
+        return max(
+            (
+                op.window.lateness_ms
+                for op in self.operators
+                if isinstance(op, AggregateOp) and op.window is not None
+            ),
+            default=0,
+        )
+
+    @property
     def label(self) -> str:
         """`<source>><sink>`: what derived step names start with."""
         return f"{self.source.topic}>{self.sink.label}"

@@ -154,8 +154,10 @@ def test_idle_partitions_release_their_windows_and_late_orders_go_aside(
     run.wait_for(lambda: _late_counted(run) >= 10, 60, "the late orders in a checkpoint's counts")
     run.stop()
     assert sorted((v["customer"], v["orders"]) for v in found) == [(f"c{c}", 10) for c in range(10)]
-    late_ids = [AvroFormat.from_schema("order").decode_one(r.value)["id"] for r in
-                read_committed_records(kafka_bootstrap, late)]
+    late_ids = [
+        AvroFormat.from_schema("order").decode_one(r.value)["id"]
+        for r in read_committed_records(kafka_bootstrap, late)
+    ]
     assert sorted(late_ids) == list(range(100, 110))
     assert len(read_committed_records(kafka_bootstrap, sink)) == 10
 
@@ -164,7 +166,6 @@ def _late_counted(run: BackgroundRun) -> int:
     """The late records the newest committed checkpoint counted, over every stage."""
     commits = [e for e in list(run.events) if isinstance(e, CheckpointCommitted)]
     return sum(s.late_records for s in commits[-1].stages) if commits else 0
-
 
 
 def _expected_by_product(ids: range) -> Counter[tuple[str, int]]:
@@ -222,8 +223,11 @@ def test_windows_behind_a_repartition_are_exactly_once_across_a_killed_downstrea
     run.wait_for_output(kafka_bootstrap, sink, decode, len(expected))
     stats = run.stop()
 
-    values = [decode(r.value) for r in read_committed_records(kafka_bootstrap, sink)]
+    records = read_committed_records(kafka_bootstrap, sink)
+    values = [decode(r.value) for r in records]
     seen = Counter((v["product"], v["end"]) for v in values)
     assert [w for w, n in seen.items() if n > 1] == []
     assert Counter({(v["product"], v["end"]): v["amount"] for v in values}) == expected
+    # The sink sets no timestamp=: each result carries its window's end.
+    assert [r.timestamp for r in records] == [v["end"] for v in values]
     assert stats.restarts == 1
