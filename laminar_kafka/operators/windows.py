@@ -1,5 +1,5 @@
 """Event-time windows of a keyed aggregate: tumbling and hopping, with allowed lateness
-(session windows: operators/sessions.py).
+(session windows: operators/sessions.py; sliding windows: operators/sliding.py).
 
 A window [start, end) of a key holds the aggregate of the key's records
 stamped inside it. It closes when the partition's watermark reaches
@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from laminar_kafka.operators.base import BatchContext, ResultOffset, describe_error
 
-WindowKind = Literal["tumbling", "hopping", "session"]
+WindowKind = Literal["tumbling", "hopping", "session", "sliding"]
 NEVER = 2**62
 """Beyond any timestamp: the due time of a window that does not exist."""
 EmitMode = Literal["final", "updates"]
@@ -33,7 +33,8 @@ EmitMode = Literal["final", "updates"]
 
 @dataclass(frozen=True)
 class Window:
-    """The window a result belongs to: [start, end) in ms; `final` on its last result."""
+    """The window a result belongs to: [start, end) in ms, a sliding window's (start, end];
+    `final` on its last result."""
 
     start: int
     end: int
@@ -46,7 +47,7 @@ class WindowSpec:
 
     kind: WindowKind
     size_ms: int
-    """The window's size; a session's gap."""
+    """The window's size; a session's gap; how far a sliding window looks back."""
     every_ms: int
     lateness_ms: int = 0
     emit: EmitMode = "final"
@@ -64,6 +65,8 @@ class WindowSpec:
             return f"tumbling {self.size_ms} ms windows"
         if self.kind == "session":
             return f"session windows with a {self.size_ms} ms gap"
+        if self.kind == "sliding":
+            return f"sliding {self.size_ms} ms windows ending at each record"
         return f"hopping {self.size_ms} ms windows every {self.every_ms} ms"
 
 
