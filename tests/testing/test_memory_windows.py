@@ -163,7 +163,8 @@ def test_the_example_pipeline_gives_each_customer_minute_once() -> None:
     assert len({(m["customer"], m["minute_end"]) for m in minutes}) == len(minutes)
     for m in minutes:
         inside = [
-            o for o in items
+            o
+            for o in items
             if o["customer"] == m["customer"] and m["minute_start"] <= o["ts_ms"] < m["minute_end"]
         ]
         assert (m["orders"], m["amount"]) == (len(inside), sum(o["amount"] for o in inside))
