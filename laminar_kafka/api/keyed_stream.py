@@ -134,6 +134,28 @@ class KeyedStream:
         """
         return self.stream._then(process_op(self.stream.branches, on_record, on_timer, name))
 
+    def sliding_window(
+        self,
+        size: Duration,
+        *,
+        allowed_lateness: Duration = 0,
+        emit: EmitMode = "final",
+        late_to: str | None = None,
+    ) -> WindowedStream:
+        """The last `size` before each record: for a key's record at t, the window
+        (t - size, t] of every record of the key stamped in it (equal times share one).
+
+        Its result, stamped t, comes once the watermark passes t + `allowed_lateness`;
+        a record out of order within lateness updates the open windows it falls in
+        and opens its own. Kafka Streams' SlidingWindows differ: [t - d, t] includes
+        both ends, and a window also starts right after each record; here there is
+        one window, and one result, per distinct record time (operators/sliding.py).
+        Records are kept until no open window can need them.
+        """
+        branches = self.stream.branches
+        spec = window_spec("sliding", size, None, allowed_lateness, emit, late_to, branches)
+        return WindowedStream(self.stream, spec)
+
     def _stateful(
         self,
         kind: StepKind,

@@ -61,7 +61,9 @@ class WindowedStream:
     `emit(key, window, value)` makes each result (default: a dict of key, start,
     end and value). With emit="final" a window emits once, when the watermark
     passes its end plus the allowed lateness; with "updates", after every record
-    too (`window.final` tells the last one apart).
+    too (`window.final` tells the last one apart). Each result's Kafka timestamp
+    is its window's end (an update's, once the stream got there: windows.update_time)
+    unless its sink sets `timestamp=`.
     """
 
     stream: Stream

@@ -30,6 +30,31 @@ class DeadLetter:
     value: bytes | None = None
 
 
+class ResultOffset(int):
+    """The offset a result stands under (of the record whose watermark made it, for its
+    dead letters), carrying the result's own event time: a window's result comes from
+    many records, and is stamped with its window's end (`result_time`).
+
+    An int, so every operator passes it on as any offset (map, filter, flat_map keep
+    the object); only the sink writers ask for its `event_time`.
+    """
+
+    event_time: int
+
+    def __new__(cls, offset: int, event_time: int) -> ResultOffset:
+        made = super().__new__(cls, offset)
+        made.event_time = event_time
+        return made
+
+    def __reduce__(self) -> tuple[type[ResultOffset], tuple[int, int]]:
+        return ResultOffset, (int(self), self.event_time)
+
+
+def result_time(offset: int) -> int | None:
+    """The event time an output carries: a result's own, None for a record's offset."""
+    return offset.event_time if type(offset) is ResultOffset else None
+
+
 @dataclass(frozen=True)
 class LateRecord:
     """A record too late for its windows; written to `topic` if set, else only counted."""
@@ -96,16 +121,14 @@ class BatchContext:
             self.reject(offset, reason)
         return views, kept, kept_offsets
 
-    def late_record(
-        self, offset: int, topic: str | None, windows: list[tuple[int, int]]
-    ) -> None:
+    def late_record(self, offset: int, topic: str | None, windows: list[tuple[int, int]]) -> None:
         """The record at `offset` came after every window it belongs to had closed."""
         self.late.append(LateRecord(offset, topic, tuple(windows)))
 
     def reject(self, offset: int, reason: str) -> None:
         key, value = self.raw_by_offset.get(offset, (None, None))
         self.dead_letters.append(
-            DeadLetter(self.topic, self.partition, offset, reason, key=key, value=value)
+            DeadLetter(self.topic, self.partition, int(offset), reason, key=key, value=value)
         )
 
 

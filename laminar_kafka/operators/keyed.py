@@ -16,6 +16,7 @@ from typing import Any, Literal
 from laminar_kafka.operators.base import BatchContext, describe_error
 from laminar_kafka.operators.partitioning import PARTITIONERS, Partitioner
 from laminar_kafka.operators.sessions import apply_sessions
+from laminar_kafka.operators.sliding import apply_sliding
 from laminar_kafka.operators.windows import WindowSpec, apply_windowed
 
 
@@ -91,7 +92,8 @@ class AggregateOp:
     name: str | None = None
     step: str = ""
     window: WindowSpec | None = None
-    """Aggregate per event-time window instead of a running value (operators/windows.py)."""
+    """Aggregate per event-time window instead of a running value (operators/windows.py,
+    sessions.py, sliding.py)."""
     merge: Callable[[Any, Any], Any] | None = None
     """Combines two aggregates when a record bridges two sessions (session windows)."""
 
@@ -104,9 +106,8 @@ class AggregateOp:
                 assert self.merge is not None, "session windows are built with merge"
                 fns = self.initial, self.add, self.merge, self.emit
                 return apply_sessions(self.step, w, *fns, values, offsets, ctx)
-            return apply_windowed(
-                self.step, w, self.initial, self.add, self.emit, values, offsets, ctx
-            )
+            run = apply_sliding if w.kind == "sliding" else apply_windowed
+            return run(self.step, w, self.initial, self.add, self.emit, values, offsets, ctx)
         table = ctx.table(self.step)  # once per batch: the loop below is the hot path
         initial, add, emit = self.initial, self.add, self.emit
         out: list[Any] = []

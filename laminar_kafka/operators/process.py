@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from laminar_kafka.operators.base import BatchContext, describe_error
+from laminar_kafka.operators.base import BatchContext, ResultOffset, describe_error
 from laminar_kafka.operators.keyed import StepKind
 from laminar_kafka.operators.timers import NEVER, TimerQueue
 
@@ -170,8 +170,5 @@ class ProcessOp:
                     ctx.reject(offset, describe_error(f"process on_timer of {k!r} at {ts}", exc))
                     continue
                 call.apply(k, states, timers)
-                # Outputs travel with a source offset; their event time downstream is that
-                # record's. The timer's own time, `ts`, is the one they should carry: hand
-                # it on here once results can carry an event time of their own.
                 out.extend(produced)
-                kept.extend([offset] * len(produced))
+                kept.extend([ResultOffset(offset, ts)] * len(produced))  # stamped with `ts`

@@ -17,10 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from laminar_kafka.operators.base import BatchContext, describe_error
-from laminar_kafka.operators.windows import Window, WindowSpec
-
-_NEVER = 2**62
+from laminar_kafka.operators.base import BatchContext, ResultOffset, describe_error
+from laminar_kafka.operators.windows import NEVER, Window, WindowSpec, unindex, update_time
 
 
 def apply_sessions(
@@ -41,7 +39,7 @@ def apply_sessions(
     kept: list[int] = []
     gap, lateness = spec.size_ms, spec.lateness_ms
     times, marks = ctx.times, ctx.marks
-    due = min(ends, default=_NEVER) + lateness
+    due = min(ends, default=NEVER) + lateness
     for (k, v), o in zip(values, offsets, strict=True):
         ts, watermark = times[o], marks[o]
         sessions: list[list[Any]] = table.get(k, [])
@@ -61,7 +59,7 @@ def apply_sessions(
             ctx.reject(o, describe_error("session aggregate", exc))
             continue
         for old in touched:
-            _unindex(ends, old[1], (k, old[0]))
+            unindex(ends, old[1], (k, old[0]))
         kept_sessions = [s for s in sessions if s not in touched]
         kept_sessions.append([start, end, acc])
         kept_sessions.sort(key=lambda s: s[0])
@@ -70,19 +68,12 @@ def apply_sessions(
         due = min(due, end + lateness)
         if update is not None:
             out.append(update)
-            kept.append(o)
+            kept.append(ResultOffset(o, update_time(end, ts, watermark)))
         if watermark >= due:
             due = _close(table, ends, lateness, watermark, emit, o, ctx, out, kept)
     if ctx.watermark >= due:
         _close(table, ends, lateness, ctx.watermark, emit, ctx.last_offset, ctx, out, kept)
     return out, kept
-
-
-def _unindex(ends: dict[Any, Any], end: int, entry: tuple[Any, int]) -> None:
-    entries = ends[end]
-    entries.remove(entry)
-    if not entries:
-        del ends[end]
 
 
 def _close(
@@ -107,7 +98,7 @@ def _close(
                 del table[k]
             try:
                 out.append(emit(k, Window(start, end), session[2]))
-                kept.append(offset)
+                kept.append(ResultOffset(offset, end))
             except Exception as exc:
                 ctx.reject(offset, describe_error(f"session emit of [{start}, {end})", exc))
-    return min(ends, default=_NEVER) + lateness
+    return min(ends, default=NEVER) + lateness

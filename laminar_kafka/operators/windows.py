@@ -1,5 +1,5 @@
 """Event-time windows of a keyed aggregate: tumbling and hopping, with allowed lateness
-(session windows: operators/sessions.py).
+(session windows: operators/sessions.py; sliding windows: operators/sliding.py).
 
 A window [start, end) of a key holds the aggregate of the key's records
 stamped inside it. It closes when the partition's watermark reaches
@@ -7,6 +7,10 @@ end + allowed lateness: its final result is emitted and its state dropped, in
 the same checkpoint transaction, so a final result appears exactly once
 whatever crashes. A record whose every window has closed is late: it goes to
 the `late_to` topic (with the windows it missed) or is counted and dropped.
+
+Every result carries an event time of its own (`ResultOffset`), which becomes its
+Kafka timestamp unless its sink sets one: a final result its window's end, an
+update the same unless that end is still ahead of the stream (`update_time`).
 
 State, per step: the table `(key, start) → aggregate`, and the table
 `end → keys with a window ending there` (`<step>#ends`), which finds the
@@ -19,16 +23,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from laminar_kafka.operators.base import BatchContext, describe_error
+from laminar_kafka.operators.base import BatchContext, ResultOffset, describe_error
 
-WindowKind = Literal["tumbling", "hopping", "session"]
-_NEVER = 2**62  # beyond any timestamp: no window ends there
+WindowKind = Literal["tumbling", "hopping", "session", "sliding"]
+NEVER = 2**62
+"""Beyond any timestamp: the due time of a window that does not exist."""
 EmitMode = Literal["final", "updates"]
 
 
 @dataclass(frozen=True)
 class Window:
-    """The window a result belongs to: [start, end) in ms; `final` on its last result."""
+    """The window a result belongs to: [start, end) in ms, a sliding window's (start, end];
+    `final` on its last result."""
 
     start: int
     end: int
@@ -41,7 +47,7 @@ class WindowSpec:
 
     kind: WindowKind
     size_ms: int
-    """The window's size; a session's gap."""
+    """The window's size; a session's gap; how far a sliding window looks back."""
     every_ms: int
     lateness_ms: int = 0
     emit: EmitMode = "final"
@@ -59,11 +65,35 @@ class WindowSpec:
             return f"tumbling {self.size_ms} ms windows"
         if self.kind == "session":
             return f"session windows with a {self.size_ms} ms gap"
+        if self.kind == "sliding":
+            return f"sliding {self.size_ms} ms windows ending at each record"
         return f"hopping {self.size_ms} ms windows every {self.every_ms} ms"
 
 
 def default_window_emit(key: Any, window: Window, value: Any) -> Any:
     return {"key": key, "start": window.start, "end": window.end, "value": value}
+
+
+def update_time(end: int, ts: int, watermark: int) -> int:
+    """The event time of an update of a window ending at `end`, made by a record at `ts`
+    read at `watermark`: the window's end, unless the stream has not got there yet; then
+    the later of the record's time and the watermark.
+
+    Never ahead of the stream: a broker refuses a record stamped more than an hour past
+    its clock (`message.timestamp.after.max.ms`), and windows of an hour or more are
+    common. Never behind the watermark the stage writes downstream either (its own less
+    the lateness, which an open window's end is not): the next stage never takes an
+    update for late.
+    """
+    return min(end, max(ts, watermark))
+
+
+def unindex(index: dict[Any, Any], at: int, entry: Any) -> None:
+    """Remove `entry` from the list `index[at]`, and that list once empty."""
+    entries = index[at]
+    entries.remove(entry)
+    if not entries:
+        del index[at]
 
 
 def apply_windowed(
@@ -84,7 +114,7 @@ def apply_windowed(
     size, lateness = spec.size_ms, spec.lateness_ms
     updates = spec.emit == "updates"
     times, marks = ctx.times, ctx.marks
-    due = min(ends, default=_NEVER) + lateness  # the watermark that closes the next window
+    due = min(ends, default=NEVER) + lateness  # the watermark that closes the next window
     for (k, v), o in zip(values, offsets, strict=True):
         ts, watermark = times[o], marks[o]
         starts = spec.starts(ts)
@@ -93,9 +123,7 @@ def apply_windowed(
             ctx.late_record(o, spec.late_to, [(s, s + size) for s in starts])
             continue
         try:  # every window's new value first: a failing record changes no table entry
-            updated = [
-                add(table[(k, s)] if (k, s) in table else initial(), v) for s in open_starts
-            ]
+            updated = [add(table[(k, s)] if (k, s) in table else initial(), v) for s in open_starts]
             emitted = [
                 emit(k, Window(s, s + size, False), u)
                 for s, u in zip(open_starts, updated, strict=True)
@@ -111,7 +139,7 @@ def apply_windowed(
             table[(k, s)] = u
         if emitted:
             out.extend(emitted)
-            kept.extend([o] * len(emitted))
+            kept.extend(ResultOffset(o, update_time(s + size, ts, watermark)) for s in open_starts)
         if watermark >= due:
             due = _close(table, ends, size, lateness, watermark, emit, o, ctx, out, kept)
     if ctx.watermark >= due:
@@ -139,7 +167,7 @@ def _close(
             value = table.pop((k, start))
             try:
                 out.append(emit(k, Window(start, end), value))
-                kept.append(offset)
+                kept.append(ResultOffset(offset, end))
             except Exception as exc:
                 ctx.reject(offset, describe_error(f"window emit of [{start}, {end})", exc))
-    return min(ends, default=_NEVER) + lateness
+    return min(ends, default=NEVER) + lateness

@@ -13,12 +13,13 @@ A record that arrives afterwards with an older timestamp is late.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from laminar_kafka.api.specs import Flow
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.operators.base import BatchContext
+from laminar_kafka.operators.base import BatchContext, ResultOffset
 from laminar_kafka.operators.event_time import (
     NO_WATERMARK,
     EventTime,
@@ -36,12 +37,23 @@ def wall_ms() -> int:
     return int(time.time() * 1000)
 
 
+def held_back(flows: Iterable[Flow]) -> int:
+    """How far below its own watermark the watermark a stage writes downstream stays: the
+    largest allowed lateness of the windows among `flows` that write internal topics.
+
+    A window's result carries its window's end, and comes up to that lateness after the
+    watermark passed its end; so held back, it is never behind the next stage's watermark
+    (never late there).
+    """
+    return max((f.window_lateness_ms for f in flows if f.sink.internal), default=0)
+
+
 def event_times_of(offsets: list[int], ctx: BatchContext) -> list[int | None]:
-    """The event time of each output record: its source record's, or the watermark for
-    a result a watermark alone produced (a window closed by an idle partition)."""
+    """The event time of each output record: a result's own (a window's end), else its
+    source record's, else the partition's watermark."""
     fallback = ctx.watermark if ctx.watermark != NO_WATERMARK else None
     times = ctx.times
-    return [times.get(o, fallback) for o in offsets]
+    return [o.event_time if type(o) is ResultOffset else times.get(o, fallback) for o in offsets]
 
 
 class EventClock:

@@ -4,6 +4,10 @@ Values are encoded a batch at a time; a value, key or record the sink cannot
 take is a dead letter with the reason and its source offset, never a failed
 transaction (a record the broker refuses would fail every replay of its
 checkpoint).
+
+A window's result is stamped with the event time it carries, its window's end
+(`ResultOffset`), unless its sink sets `timestamp=`; so is a record into an internal
+topic, where the next stage reads event time from the Kafka timestamp.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from typing import Any
 from laminar_kafka.api.specs import EVENT_TIME, Flow
 from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats.batch import encode_batch
-from laminar_kafka.operators.base import BatchContext
+from laminar_kafka.operators.base import BatchContext, result_time
 from laminar_kafka.runtime.event_clock import event_times_of
 from laminar_kafka.runtime.routing import route
 from laminar_kafka.runtime.stamped_output import write_stamped
@@ -68,8 +72,11 @@ def write_sink(
     if datas is None:
         datas, keys, offsets = _encode_one_by_one(flow, values, offsets, ctx)
     if limit is not None and datas and _longest(datas) + _longest(keys) > limit:
-        datas, keys = _drop_oversized(sink.topic, limit, datas, keys, offsets, ctx)
-    txn.produce_batch(sink.topic, datas, keys)
+        datas, keys, offsets = _drop_oversized(sink.topic, limit, datas, keys, offsets, ctx)
+    if flow.runs_on_watermark:  # a window's result carries its end, a timer's its time
+        txn.produce_batch(sink.topic, datas, keys, None, [result_time(o) for o in offsets])
+    else:
+        txn.produce_batch(sink.topic, datas, keys)
     return len(datas)
 
 
@@ -94,6 +101,7 @@ def _encode_one_by_one(
         kept.append(offset)
     return datas, (keys if sink.key is not None else None), kept
 
+
 def _size(data: bytes | None) -> int:
     return len(data) if data is not None else 0
 
@@ -115,14 +123,16 @@ def _drop_oversized(
     keys: list[bytes | None] | None,
     offsets: list[int],
     ctx: BatchContext,
-) -> tuple[list[bytes | None], list[bytes | None] | None]:
-    """Keep the records `topic` accepts; the others are dead letters, never a poison pill.
+) -> tuple[list[bytes | None], list[bytes | None] | None, list[int]]:
+    """Keep the records `topic` accepts, with their offsets; the others are dead letters,
+    never a poison pill.
 
     A record the broker refuses would fail the checkpoint's transaction, and the
     replay after the abort would fail it again, forever.
     """
     out_datas: list[bytes | None] = []
     out_keys: list[bytes | None] = []
+    out_offsets: list[int] = []
     for i, data in enumerate(datas):
         key = keys[i] if keys is not None else None
         size = _size(data) + _size(key)
@@ -135,4 +145,5 @@ def _drop_oversized(
             continue
         out_datas.append(data)
         out_keys.append(key)
-    return out_datas, (out_keys if keys is not None else None)
+        out_offsets.append(offsets[i])
+    return out_datas, (out_keys if keys is not None else None), out_offsets

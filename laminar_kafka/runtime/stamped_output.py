@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from laminar_kafka.api.specs import SOURCE_TIME, SinkSpec
-from laminar_kafka.operators.base import BatchContext, describe_error
+from laminar_kafka.operators.base import BatchContext, describe_error, result_time
 from laminar_kafka.operators.event_time import kafka_times
 from laminar_kafka.sinks.output import OutputHeader, OutputWriter
 
@@ -38,7 +38,7 @@ def write_stamped(
             data = sink.value_format.encode_one(value)
             key = sink.key_format.encode_one(sink.key_of(value)) if sink.key is not None else None
             headers = header_list(sink.headers(value)) if sink.headers is not None else None
-            stamp = _timestamp(sink, value, source_times.get(offset))
+            stamp = _timestamp(sink, value, offset, source_times.get(offset))
         except Exception as exc:  # user code, or a value its format cannot write
             ctx.reject(offset, describe_error(f"output for {sink.topic}", exc))
             continue
@@ -79,10 +79,11 @@ def header_list(found: Any) -> list[OutputHeader]:
     return out
 
 
-def _timestamp(sink: SinkSpec, value: Any, source_time: int | None) -> int | None:
+def _timestamp(sink: SinkSpec, value: Any, offset: int, source_time: int | None) -> int | None:
+    """The sink's choice; without one, what the output carries (a window result its end)."""
     spec = sink.timestamp
     if spec is None:
-        return None
+        return result_time(offset)
     if spec == SOURCE_TIME:
         return source_time
     stamp = spec(value) if callable(spec) else value[spec]

@@ -8,7 +8,9 @@ topic the task writes, inside its transaction and so in order with its records:
 whenever it rose (looked at every 200 ms) and before each forwarded barrier. A
 downstream partition's watermark is the lowest of its current writers' (see
 `Progress.heard`), so a slow upstream task holds back the windows downstream
-instead of its records arriving late there.
+instead of its records arriving late there. A task whose windows allow lateness
+writes its watermark less that lateness: its window results, stamped with their
+windows' ends, are then never late downstream (`held_back`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from laminar_kafka.barriers.forwarding import forward_watermark
 from laminar_kafka.control.records import Watermark
 from laminar_kafka.kafka.names import PartitionKey
+from laminar_kafka.runtime.event_clock import held_back
 from laminar_kafka.runtime.processing import FlowRunner
 from laminar_kafka.runtime.task_spec import TaskSpec
 from laminar_kafka.sinks.task_sinks import TaskSinks
@@ -31,6 +34,7 @@ class TaskEventTime:
     ) -> None:
         self._spec, self._flows, self._state, self._sinks = spec, flows, state, sinks
         self._forwarded: int | None = None
+        self._held_back = held_back(spec.stage.flows)
         self.max_ts: dict[PartitionKey, int] = {}
         """Each partition's highest Kafka timestamp (what a task without event time reports)."""
 
@@ -48,10 +52,14 @@ class TaskEventTime:
             self.forward()
 
     def forward(self) -> None:
-        """Write the task's watermark into every internal partition it writes, if it rose."""
+        """Write the task's watermark, less its windows' lateness (`held_back`), into every
+        internal partition it writes, if it rose."""
         outputs = self._spec.outputs
         watermark = self.watermark() if self._flows.has_event_time and outputs else None
-        if watermark is None or (self._forwarded is not None and watermark <= self._forwarded):
+        if watermark is None:
+            return
+        watermark -= self._held_back
+        if self._forwarded is not None and watermark <= self._forwarded:
             return
         spec = self._spec
         record = Watermark(spec.pipeline.name, spec.generation, spec.task, watermark)

@@ -18,6 +18,7 @@ from laminar_kafka.control.headers import CONTROL_KEY, control_headers, is_contr
 from laminar_kafka.control.records import Watermark
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators.event_time import NO_WATERMARK, Progress
+from laminar_kafka.runtime.event_clock import held_back
 from laminar_kafka.runtime.processing import FlowRunner
 from laminar_kafka.state.keyed_state import KeyedState
 from laminar_kafka.testing.memory_log import MemoryMessage, MemoryOutput
@@ -37,9 +38,12 @@ class MemoryWatermarks:
     ) -> None:
         self._pipeline, self._counts, self._logs = pipeline.name, counts, logs
         self._writes: dict[str, list[str]] = {}
+        self._held_back: dict[str, int] = {}
         for flow in pipeline.flows:
             if flow.sink.internal and flow.source.event_time is not None:
                 self._writes.setdefault(flow.source.topic, []).append(flow.sink.topic)
+        for topic in self._writes:
+            self._held_back[topic] = held_back(f for f in pipeline.flows if f.source.topic == topic)
         self._writer = {key: i for i, key in enumerate(keys)}
         self._expected: dict[str, frozenset[int]] = {}
         for key in keys:
@@ -73,10 +77,14 @@ class MemoryWatermarks:
         self.write(key, tables, output)
 
     def write(self, key: PartitionKey, tables: dict[str, KeyedState], output: MemoryOutput) -> None:
-        """Partition `key`'s watermark into the internal topics its flows write, if it rose."""
+        """Partition `key`'s watermark, less its windows' lateness (`held_back`), into the
+        internal topics its flows write, if it rose."""
         targets = self._writes.get(key[0])
         watermark = Progress.of(tables).watermark if targets else NO_WATERMARK
-        if watermark == NO_WATERMARK or watermark <= self._sent.get(key, NO_WATERMARK):
+        if watermark == NO_WATERMARK:
+            return
+        watermark -= self._held_back[key[0]]
+        if watermark <= self._sent.get(key, NO_WATERMARK):
             return
         record = Watermark(self._pipeline, _GENERATION, self._writer[key], watermark)
         value, headers = encode(record), tuple(control_headers(record))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from laminar_kafka.operators import BatchContext
+from laminar_kafka.operators.base import result_time
 from laminar_kafka.operators.windows import (
     Window,
     WindowSpec,
@@ -68,6 +69,17 @@ def test_updates_emit_every_change_then_the_final_value() -> None:
     assert emitted == [(1, 10), (2, 10), (1, 20), (2, 10)]
 
 
+def test_results_carry_their_windows_end_and_updates_no_time_ahead_of_the_stream() -> None:
+    spec = WindowSpec("tumbling", 3_600_000, 3_600_000, emit="updates")
+    values, offsets, ctx = window_batch([("a", 1_000, 1_000), ("a", 500, 1_000)])
+    count = (lambda: 0, lambda n, _v: n + 1)
+    out, kept = apply_windowed("step", spec, *count, default_window_emit, values, offsets, ctx)
+    assert kept == [0, 1] and [result_time(o) for o in kept] == [1_000, 1_000]
+    _, _, ctx = window_batch([], ctx.tables, watermark=3_600_000)
+    out, kept = apply_windowed("step", spec, *count, default_window_emit, [], [], ctx)
+    assert [o["end"] for o in out] == [result_time(o) for o in kept] == [3_600_000]
+
+
 def test_hopping_windows_count_a_record_in_each_and_late_only_when_all_closed() -> None:
     spec = WindowSpec("hopping", 10, 5)
     out, ctx = _run(spec, [("a", 7, 7), ("a", 12, 12), ("a", 8, 12), ("a", 30, 30)])
@@ -96,9 +108,7 @@ def test_a_failing_aggregate_changes_no_window_of_that_record() -> None:
             raise ValueError("second window")
         return n + 1
 
-    out, _ = apply_windowed(
-        "s", spec, lambda: 0, add, default_window_emit, [("a", 1)], [0], ctx
-    )
+    out, _ = apply_windowed("s", spec, lambda: 0, add, default_window_emit, [("a", 1)], [0], ctx)
     assert out == [] and ctx.tables["s"].table == {}
     assert [d.offset for d in ctx.dead_letters] == [0]
 

@@ -124,49 +124,60 @@ def test_window_results_are_exactly_once_across_a_killed_worker(
     assert manifest is not None and manifest.min_watermark_ms == FAR
 
 
+@pytest.mark.parametrize("kind", ["tumbling", "sliding"])
 def test_idle_partitions_release_their_windows_and_late_orders_go_aside(
-    kafka_bootstrap: str, topic_factory: TopicFactory, spark_context: Any, tmp_path: Path
+    kind: str,
+    kafka_bootstrap: str,
+    topic_factory: TopicFactory,
+    spark_context: Any,
+    tmp_path: Path,
 ) -> None:
     source = topic_factory.create("orders", partitions=2)
     sink, late = source + "-out", source + "-late"
     name = "idle-" + source[-8:]
     p = Pipeline(name)
-    (
-        p.source(
-            source,
-            value_format=AvroFormat.from_schema("order"),
-            partitioned_by="customer",
-            timestamp="ts_ms",
-            idle_timeout=1,
-        )
-        .key_by("customer")
-        .tumbling_window(60, late_to=late)
-        .count(emit=lambda c, w, n: {"customer": c, "end": w.end, "orders": n})
-        .sink(sink)
+    keyed = p.source(
+        source,
+        value_format=AvroFormat.from_schema("order"),
+        partitioned_by="customer",
+        timestamp="ts_ms",
+        idle_timeout=1,
+    ).key_by("customer")
+    windows = (
+        keyed.tumbling_window(60, late_to=late)
+        if kind == "tumbling"
+        else keyed.sliding_window(60, late_to=late)
     )
+    windows.count(emit=lambda c, w, n: {"customer": c, "end": w.end, "orders": n}).sink(sink)
     config = RuntimeConfig(
         bootstrap=kafka_bootstrap,
         checkpoint_dir=str(tmp_path / "checkpoints"),
         parallelism=2,
         checkpoint_interval_s=0.5,
     )
+    # One minute, 10 customers, 10 orders each: one window per customer, or (sliding)
+    # one per order, holding the customer's orders up to it.
+    per_window = [10] if kind == "tumbling" else list(range(1, 11))
+    expected = sorted((f"c{c}", n) for c in range(10) for n in per_window)
     run = BackgroundRun(p, config, spark_context)
     produce_orders(kafka_bootstrap, source, range(100))  # no order ever closes a window
     decode = JsonFormat().decode_one
-    found = run.wait_for_output(kafka_bootstrap, sink, decode, 10)  # one minute, 10 customers
+    found = run.wait_for_output(kafka_bootstrap, sink, decode, len(expected))
     produce_orders(kafka_bootstrap, source, range(100, 110))  # that minute has closed: late
     run.wait_for(
         lambda: len(read_committed_records(kafka_bootstrap, late)) >= 10, 60, "late orders"
     )
     run.wait_for(lambda: _late_counted(run) >= 10, 60, "the late orders in a checkpoint's counts")
     run.stop()
-    assert sorted((v["customer"], v["orders"]) for v in found) == [(f"c{c}", 10) for c in range(10)]
+    assert sorted((v["customer"], v["orders"]) for v in found) == expected
     late_ids = [
         AvroFormat.from_schema("order").decode_one(r.value)["id"]
         for r in read_committed_records(kafka_bootstrap, late)
     ]
     assert sorted(late_ids) == list(range(100, 110))
-    assert len(read_committed_records(kafka_bootstrap, sink)) == 10
+    records = read_committed_records(kafka_bootstrap, sink)
+    assert len(records) == len(expected)
+    assert all(r.timestamp == decode(r.value)["end"] for r in records)
 
 
 def _late_counted(run: BackgroundRun) -> int:
@@ -230,10 +241,13 @@ def test_windows_behind_a_repartition_are_exactly_once_across_a_killed_downstrea
     run.wait_for_output(kafka_bootstrap, sink, decode, len(expected))
     stats = run.stop()
 
-    values = [decode(r.value) for r in read_committed_records(kafka_bootstrap, sink)]
+    records = read_committed_records(kafka_bootstrap, sink)
+    values = [decode(r.value) for r in records]
     seen = Counter((v["product"], v["end"]) for v in values)
     assert [w for w, n in seen.items() if n > 1] == []
     assert Counter({(v["product"], v["end"]): v["amount"] for v in values}) == expected
+    # The sink sets no timestamp=: each result carries its window's end.
+    assert [r.timestamp for r in records] == [v["end"] for v in values]
     assert stats.restarts == 1
 
 

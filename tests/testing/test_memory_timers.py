@@ -194,3 +194,28 @@ def _nothing(key: Any, value: Any, ctx: Any) -> None:
 def test_process_definitions_are_checked_when_written(build: Any, match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         build()
+
+
+def test_a_timers_outputs_carry_its_time_as_their_timestamp() -> None:
+    def on_record(key: str, value: Any, ctx: ProcessContext) -> list[Any]:
+        ctx.set_timer(ctx.timestamp + MINUTE)
+        return []
+
+    def on_timer(key: str, ctx: ProcessContext) -> list[Any]:
+        return [{"sensor": key, "at": ctx.timestamp}]
+
+    p = Pipeline("stamps")
+    (
+        p.source("readings", timestamp="ts")
+        .key_by("sensor")
+        .process(on_record, on_timer=on_timer)
+        .sink("alerts")  # no timestamp=: the output carries the timer's time
+    )
+    tester = PipelineTester(p)
+    tester.send("readings", [reading("s", 0), reading("t", 0.5), reading("u", 3)])
+    tester.checkpoint()
+    records = tester.output_records("alerts")
+    assert [(r.value["sensor"], r.timestamp) for r in records] == [
+        ("s", BASE + MINUTE),
+        ("t", BASE + round(1.5 * MINUTE)),
+    ]

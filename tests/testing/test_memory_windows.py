@@ -163,7 +163,8 @@ def test_the_example_pipeline_gives_each_customer_minute_once() -> None:
     assert len({(m["customer"], m["minute_end"]) for m in minutes}) == len(minutes)
     for m in minutes:
         inside = [
-            o for o in items
+            o
+            for o in items
             if o["customer"] == m["customer"] and m["minute_start"] <= o["ts_ms"] < m["minute_end"]
         ]
         assert (m["orders"], m["amount"]) == (len(inside), sum(o["amount"] for o in inside))
@@ -199,6 +200,8 @@ def test_a_session_merges_two_sessions_after_a_restart() -> None:
     tester.checkpoint()
     pages = ["a", "b", "c", "x"]
     assert tester.output("sessions") == [{"user": "u", "start": BASE, "pages": pages}]
+    [record] = tester.output_records("sessions")
+    assert record.timestamp == BASE + 70_000  # the session's end
 
 
 def test_session_aggregates_need_merge() -> None:
@@ -348,3 +351,38 @@ def test_a_lagging_upstream_partition_holds_the_next_stage_back_instead_of_being
     first = tester.output("revenue")[0]
     assert first == {"product": "p", "end": BASE + MINUTE, "revenue": 2 + 5}
     assert tester.output("late-orders") == []
+
+
+def _stamped_downstream() -> Pipeline:
+    """Counts per 10 s window and key, then per 10 s window of those results' stamps,
+    behind a repartition: the next stage reads their event time from the Kafka timestamp."""
+    p = Pipeline("stamps")
+    (
+        p.source("in", timestamp="ts", partitioned_by="k")
+        .key_by("k")
+        .tumbling_window(10, allowed_lateness=30)
+        .count()
+        .key_by(lambda r: "all", name="everything")
+        .tumbling_window(10, late_to="late-results")
+        .aggregate(lambda: [], lambda got, r: [*got, r["end"]])
+        .sink("ends")
+    )
+    return p
+
+
+def test_a_result_crosses_to_the_next_stage_stamped_with_its_window_end_never_late() -> None:
+    """The first stage's window [0, 10 s) closes at 40 s (30 s of lateness): stamped 10 s,
+    after its stage said 35 s, it would be late downstream; the stage holds its watermark
+    back by the lateness instead."""
+    tester = PipelineTester(_stamped_downstream())
+    at = [1, 35, 45, 100, 10_000]
+    tester.send("in", [{"k": "a", "ts": BASE + s * 1_000} for s in at])
+    tester.checkpoint()
+    assert tester.output("late-results") == []
+    windows = {w["start"] - BASE: w["value"] for w in tester.output("ends")}
+    assert windows == {
+        10_000: [BASE + 10_000],  # [0, 10 s) of the first stage, stamped 10 s
+        40_000: [BASE + 40_000],  # [30 s, 40 s)
+        50_000: [BASE + 50_000],  # [40 s, 50 s)
+        110_000: [BASE + 110_000],  # [100 s, 110 s)
+    }
