@@ -86,6 +86,7 @@ class CheckpointCoordinator:
         lowest_marker: LowestMarker = lambda: None,
         topology: Mapping[str, str] | None = None,
         stages: Sequence[frozenset[int]] | None = None,
+        explain: Callable[[Sequence[int]], str] = lambda tasks: "",
     ) -> None:
         self.pipeline = pipeline
         self.generation = generation
@@ -100,6 +101,7 @@ class CheckpointCoordinator:
         self._next_id = first_checkpoint_id
         self._lowest_marker = lowest_marker
         self._topology = dict(topology or {})
+        self._explain = explain  # what tasks that did not ack were doing (their heartbeats)
         self.ready_spread_s = 0.0
 
     def _announce(self, checkpoint_id: int, phase: Phase, **extra: object) -> None:
@@ -205,7 +207,9 @@ class CheckpointCoordinator:
                 return f"worker job lost: {reason}"
             if time.monotonic() > deadline:
                 pending.missing_tasks = tuple(missing)
-                return f"timed out after {self._timeout_s:.0f}s waiting for tasks {missing}"
+                why = self._explain(missing)
+                why = f": {why}" if why else ""
+                return f"timed out after {self._timeout_s:.0f}s waiting for tasks {missing}{why}"
             for ack in self._control.receive(0.05):
                 self._file(pending, ack)
 
@@ -223,9 +227,7 @@ class CheckpointCoordinator:
         Spark reports a failed barrier stage without the task's own error.
         """
         if ack.generation == self.generation and ack.checkpoint_id == 0 and not ack.ok:
-            raise IncurableError(
-                f"task {ack.task} failed, and no restart can cure it: {ack.error}"
-            )
+            raise IncurableError(f"task {ack.task} failed, and no restart can cure it: {ack.error}")
 
     def _file(self, pending: PendingCheckpoint, ack: Ack) -> None:
         """Keep `ack` if it answers `pending` for a stage not yet decided."""

@@ -47,6 +47,14 @@ def add_runtime_options(parser: Any) -> None:
         help="abort a checkpoint not acknowledged within this many seconds (%(default)s)",
     )
     parser.add_argument(
+        "--heartbeat-timeout",
+        type=float,
+        default=_default("heartbeat_timeout_s"),
+        help="replace the worker generation when a task sent no heartbeat for this many "
+        "seconds (tasks beat every second; a task busy in a long function still beats) "
+        "(%(default)s)",
+    )
+    parser.add_argument(
         "--alignment-timeout",
         type=float,
         default=_default("alignment_timeout_s"),
@@ -202,6 +210,7 @@ def runtime_config(args: argparse.Namespace) -> RuntimeConfig:
         checkpoint_interval_s=args.checkpoint_interval,
         checkpoint_timeout_s=args.checkpoint_timeout,
         alignment_timeout_s=args.alignment_timeout,
+        heartbeat_timeout_s=args.heartbeat_timeout,
         max_barrier_partitions=args.max_barrier_partitions,
         master=args.master,
         client_config=client,

@@ -1,7 +1,7 @@
 """Control records of the checkpoint protocol: values, Avro framing, Kafka header.
 
-Barrier records travel in the source partitions; Watermark, Announcement and
-Ack records on the control topic. All are Avro single-object frames
+Barrier records travel in the source partitions; Watermark, Announcement,
+Ack and Heartbeat records on the control topic. All are Avro single-object frames
 (`codec`) marked by the `laminar.control` Kafka header (`headers`), which
 other consumers of a source topic filter on (`filtering`).
 """
@@ -27,6 +27,7 @@ from laminar_kafka.control.records import (
     Barrier,
     BarrierFlags,
     ControlRecord,
+    Heartbeat,
     Phase,
     Watermark,
     parse_partition_key,
@@ -43,6 +44,7 @@ __all__ = [
     "Barrier",
     "BarrierFlags",
     "ControlRecord",
+    "Heartbeat",
     "KafkaHeaders",
     "ParsedSchema",
     "Phase",

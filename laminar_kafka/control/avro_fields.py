@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from laminar_kafka.control.records import Ack, Announcement, Barrier, Phase, Watermark
+from laminar_kafka.control.records import Ack, Announcement, Barrier, Heartbeat, Phase, Watermark
 
 
 def barrier_to_avro(r: Barrier) -> dict[str, Any]:
@@ -119,3 +119,17 @@ def ack_from_avro(d: dict[str, Any]) -> Ack:
         d["dead_letters"],
         d["late_records"],
     )
+
+
+def heartbeat_to_avro(r: Heartbeat) -> dict[str, Any]:
+    return {
+        "pipeline": r.pipeline,
+        "generation": r.generation,
+        "task": r.task,
+        "user_code_ms": r.user_code_ms,
+        "stalled_ms": r.stalled_ms,
+    }
+
+
+def heartbeat_from_avro(d: dict[str, Any]) -> Heartbeat:
+    return Heartbeat(d["pipeline"], d["generation"], d["task"], d["user_code_ms"], d["stalled_ms"])

@@ -14,7 +14,9 @@ partitions with data records, so arbitrary input must fail cleanly.
 A field added to a schema later carries `"laminar.since": <version>` (absent
 means version 1) and a default. Each earlier version (the schema without the
 later fields) is fingerprinted too, so frames written before the field existed
-still decode, with the field at its default (Avro schema resolution).
+still decode, with the field at its default (Avro schema resolution). A new
+record kind (Heartbeat) needs no version: readers route on the control header
+before they decode, so one that predates a kind never sees its frames.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from laminar_kafka.control.avro_fields import (
     announcement_to_avro,
     barrier_from_avro,
     barrier_to_avro,
+    heartbeat_from_avro,
+    heartbeat_to_avro,
     watermark_from_avro,
     watermark_to_avro,
 )
@@ -44,6 +48,7 @@ from laminar_kafka.control.records import (
     Announcement,
     Barrier,
     ControlRecord,
+    Heartbeat,
     Watermark,
 )
 from laminar_kafka.control.schemas import load_schema
@@ -127,6 +132,7 @@ _KINDS = (
     _kind(Watermark, watermark_to_avro, watermark_from_avro),
     _kind(Announcement, announcement_to_avro, announcement_from_avro),
     _kind(Ack, ack_to_avro, ack_from_avro),
+    _kind(Heartbeat, heartbeat_to_avro, heartbeat_from_avro),
 )
 _BY_CLASS: dict[type, _Kind] = {k.cls: k for k in _KINDS}
 _READABLE = [*_KINDS, *(e for k in _KINDS for e in _earlier_versions(k))]

@@ -3,8 +3,8 @@
 Barriers share source partitions with user data, so every consumer checks
 each record's headers: `is_control` is on that per-record path and stays a
 few comparisons long. The header's value names the record type (b"barrier",
-b"watermark", b"announcement", b"ack") for consumers that route without
-decoding.
+b"watermark", b"announcement", b"ack", b"heartbeat") for consumers that route
+without decoding.
 
 Control records also carry a reserved key, `CONTROL_KEY`, because a compacted
 topic refuses records without a key. The key only makes them acceptable there:

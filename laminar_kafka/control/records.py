@@ -28,6 +28,7 @@ from laminar_kafka.control.checks import (
     frozen_map,
     is_int,
 )
+from laminar_kafka.control.heartbeat import Heartbeat
 from laminar_kafka.control.partition_keys import parse_partition_key, partition_key
 from laminar_kafka.errors import ControlRecordError
 
@@ -37,6 +38,7 @@ __all__ = [
     "Barrier",
     "BarrierFlags",
     "ControlRecord",
+    "Heartbeat",
     "Phase",
     "Watermark",
     "parse_partition_key",
@@ -270,7 +272,7 @@ class Ack:
         return (type(self), values)
 
 
-ControlRecord = Barrier | Watermark | Announcement | Ack
+ControlRecord = Barrier | Watermark | Announcement | Ack | Heartbeat
 """Any control record; `codec.decode` returns one of these."""
 
 _EMPTY_INTS: Mapping[str, int] = MappingProxyType({})

@@ -1,9 +1,10 @@
-"""The control topic: Announcements from the coordinator, Acks from tasks.
+"""The control topic: Announcements from the coordinator, Acks and Heartbeats from tasks.
 
-One single-partition topic per pipeline carries both, in order. Each side reads
-only the kind it needs (told apart by the control header before any decoding)
-and skips records of other pipelines. Undecodable control records are logged
-and skipped: a forged or corrupt record must not stop the pipeline.
+One single-partition topic per pipeline carries them all, in order. Each side
+reads only the kinds it needs (told apart by the control header before any
+decoding, so a task skips the many Heartbeats for the cost of a header
+comparison) and skips records of other pipelines. Undecodable control records
+are logged and skipped: a forged or corrupt record must not stop the pipeline.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ import logging
 import time
 from typing import Any
 
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from laminar_kafka.control.codec import decode, encode
 from laminar_kafka.control.headers import CONTROL_HEADER, CONTROL_KEY, control_headers
-from laminar_kafka.control.records import Ack, Announcement, ControlRecord
+from laminar_kafka.control.records import ControlRecord
 from laminar_kafka.errors import ControlRecordError, LaminarError
 from laminar_kafka.kafka.clients import (
     KafkaConnection,
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 
 
 class ControlChannel:
-    """Writes control records of one kind and reads those of another."""
+    """Writes control records and reads those of the kinds in `reads`."""
 
     def __init__(
         self,
@@ -38,11 +39,11 @@ class ControlChannel:
         topic: str,
         pipeline: str,
         start_offset: int,
-        reads: type[Ack] | type[Announcement],
+        *reads: type[ControlRecord],
     ) -> None:
         self.topic = topic
         self.pipeline = pipeline
-        self._wanted = reads.kind.encode()
+        self._wanted = frozenset(kind.kind.encode() for kind in reads)
         self._reads = reads
         self._producer = idempotent_producer(kafka)
         self._consumer = control_reader(kafka, control_group(pipeline))
@@ -81,7 +82,7 @@ class ControlChannel:
                 continue
             headers: Any = msg.headers() or ()
             kind = next((v for k, v in headers if k == CONTROL_HEADER), None)
-            if kind != self._wanted:
+            if kind not in self._wanted:
                 continue
             try:
                 record = decode(msg.value())
@@ -91,6 +92,16 @@ class ControlChannel:
             if isinstance(record, self._reads) and record.pipeline == self.pipeline:
                 out.append(record)
         return out
+
+    def reachable(self, timeout_s: float) -> bool:
+        """Whether the control topic's leader answers an offset request within `timeout_s`."""
+        try:
+            self._consumer.get_watermark_offsets(
+                TopicPartition(self.topic, 0), timeout_s, cached=False
+            )
+        except KafkaException:
+            return False
+        return True
 
     def catch_up(self, timeout_s: float = 30.0) -> list[Any]:
         """Every wanted record up to the topic's current end (not only what has arrived)."""

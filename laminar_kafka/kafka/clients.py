@@ -50,6 +50,20 @@ def idempotent_producer(kafka: KafkaConnection) -> Producer:
     return Producer(kafka.settings({"linger.ms": 0}, {"enable.idempotence": True, "acks": "all"}))
 
 
+def heartbeat_producer(kafka: KafkaConnection, expire_ms: int) -> Producer:
+    """For a task's heartbeats: one small record a second, useless once `expire_ms` old.
+
+    Quick to reconnect after a broker outage (librdkafka's default backoff grows
+    to 10 s), and a beat that cannot be delivered in time is dropped, not queued.
+    """
+    return Producer(
+        kafka.settings(
+            {"linger.ms": 0, "reconnect.backoff.max.ms": 1000},
+            {"message.timeout.ms": expire_ms},
+        )
+    )
+
+
 def transactional_producer_settings(
     kafka: KafkaConnection, txn_id: str, transaction_timeout_ms: int, batch_bytes: int | None = None
 ) -> dict[str, Any]:

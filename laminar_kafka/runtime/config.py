@@ -90,6 +90,10 @@ class RuntimeConfig:
     Barrier(N) goes into none of them and every task cuts its source partitions where
     it stands. Each barrier costs a produce request of its own, which a broker serves
     one at a time per connection: about 10 ms each on a loaded broker."""
+    heartbeat_interval_s: float = 1.0
+    """How often each task tells the driver it lives (`runtime/heartbeat.py`)."""
+    heartbeat_timeout_s: float = 5.0
+    """A task silent this long has its generation replaced at once (`runtime/liveness.py`)."""
 
     def __post_init__(self) -> None:
         if not self.bootstrap:
@@ -118,6 +122,15 @@ class RuntimeConfig:
             raise ConfigError(
                 "the barrier fan-out limit (--max-barrier-partitions) cannot be negative, "
                 f"not {self.max_barrier_partitions}"
+            )
+        if self.heartbeat_interval_s <= 0:
+            raise ConfigError("the heartbeat interval must be positive")
+        if self.heartbeat_timeout_s < 3 * self.heartbeat_interval_s:
+            raise ConfigError(
+                f"heartbeat timeout {self.heartbeat_timeout_s:g} s must be at least three "
+                f"heartbeat intervals ({3 * self.heartbeat_interval_s:g} s): a task may miss a "
+                "beat, and the driver calls itself cut off once it heard no task for two "
+                "(raise --heartbeat-timeout)"
             )
         # A plain dict copy: read-only views cannot be pickled to the Spark tasks.
         object.__setattr__(self, "client_config", dict(self.client_config))

@@ -11,8 +11,8 @@ The runner only wires parts that live elsewhere. A run, in order:
    a smaller parallelism removed, then the Spark barrier job (each write of the
    driver only after the check of its lease);
 3. wait until every task recovered, then run a checkpoint every interval;
-4. on stop: one last checkpoint with the DRAIN flag, after which tasks exit; on
-   a lost worker job or a task that did not ack in time: restart from step 2.
+4. on stop: one last checkpoint with the DRAIN flag, after which tasks exit; on a
+   lost worker job, a silent task or one that did not ack in time: restart from 2.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ from laminar_kafka.barriers.injector import BarrierInjector
 from laminar_kafka.checkpoint.committed_markers import CommittedMarkers
 from laminar_kafka.checkpoint.coordinator import CheckpointCoordinator, PendingCheckpoint
 from laminar_kafka.checkpoint.store import CheckpointStore
-from laminar_kafka.control.records import Ack, BarrierFlags
-from laminar_kafka.control.transport import ControlChannel
+from laminar_kafka.control.records import BarrierFlags
 from laminar_kafka.errors import (
     ConfigError,
     FencedError,
@@ -56,6 +55,7 @@ from laminar_kafka.runtime.events import (
 )
 from laminar_kafka.runtime.fencing import fence_removed_tasks
 from laminar_kafka.runtime.file_sinks import recover_staged_files
+from laminar_kafka.runtime.generation_watch import GenerationWatch
 from laminar_kafka.runtime.internal_purge import InternalPurge, check_internal_topics
 from laminar_kafka.runtime.preflight import check_transaction_timeout
 from laminar_kafka.runtime.restarts import RestartBudget
@@ -170,9 +170,7 @@ class PipelineRunner:
             self._stop.wait(delay)
 
     def _run_generation(
-        self,
-        counts: dict[str, int],
-        partitions: list[PartitionKey],
+        self, counts: dict[str, int], partitions: list[PartitionKey]
     ) -> _Lost | None:
         """One worker generation; None when it drained, else why it was lost."""
         cfg, name = self.config, self.pipeline.name
@@ -182,9 +180,7 @@ class PipelineRunner:
         info = start_generation(self._lease, self._store, parallelism)
         generation = self._generation = info.generation
         self.stats.generations += 1
-        control = ControlChannel(
-            cfg.kafka, self._control_topic, name, end_offset(cfg.kafka, self._control_topic), Ack
-        )
+        watch = GenerationWatch.open(cfg, name, generation, parallelism)
         barriers = {t for stage in self._plan.stages for t in stage.barrier_inputs}
         sources = [k for k in partitions if k[0] in barriers]
         injector = BarrierInjector(cfg.kafka, sources, max_barriers=cfg.max_barrier_partitions)
@@ -197,13 +193,14 @@ class PipelineRunner:
             parallelism,
             self._store,
             injector,
-            control,
+            watch,
             cfg.checkpoint_timeout_s,
             cfg.retained_checkpoints,
             self._store.highest_id() + 1,
             lowest_marker=markers.lowest,
             topology=self.pipeline.topology(),
             stages=tasks_by_stage(layouts),
+            explain=watch.explain,
         )
         coordinator.announce_generation()  # each step after the lease check (the store's fence)
         self._store.check_fence()
@@ -216,10 +213,12 @@ class PipelineRunner:
             for layout in layouts
         ]
         job = WorkerJob(self._sc, specs, f"{name}-g{generation}", on_end=self._wake.set)
+        watch.follow(job.lost)
         began = time.monotonic()
         job.start()
         try:
-            coordinator.await_ready(job.lost, cfg.ready_timeout_s)
+            coordinator.await_ready(watch.lost, cfg.ready_timeout_s)
+            watch.ready()
             recovery_s = None
             if self._failed_at is not None:
                 recovery_s = time.monotonic() - self._failed_at
@@ -229,7 +228,7 @@ class PipelineRunner:
             self._restarts.generation_started()
             spread = coordinator.ready_spread_s
             self._emit(GenerationStarted(generation, parallelism, started, recovery_s, spread))
-            return self._checkpoint_loop(coordinator, job, purge)
+            return self._checkpoint_loop(coordinator, job, watch, purge)
         except WorkerStartError as exc:
             return _Lost(str(exc), starting=True)
         except (ConfigError, FencedError, IncurableError):
@@ -241,30 +240,31 @@ class PipelineRunner:
                 job.cancel()
             if self._failed_at is None and job.error:
                 self._failed_at = time.monotonic()
-            control.close()
+            watch.close()
             injector.close()
             markers.close()
 
     def _checkpoint_loop(
-        self, coordinator: CheckpointCoordinator, job: WorkerJob, purge: InternalPurge
+        self,
+        coordinator: CheckpointCoordinator,
+        job: WorkerJob,
+        watch: GenerationWatch,
+        purge: InternalPurge,
     ) -> _Lost | None:
         cfg = self.config
         complete = 0
         while True:
-            self._wake.wait(cfg.checkpoint_interval_s)
+            watch.wait(cfg.checkpoint_interval_s, self._wake)  # returns at once when lost
             self._wake.clear()  # before the checks: an end after them wakes the next wait
             stopping = self._stop.is_set()
-            lost = job.lost()
-            if lost:
-                self._failed_at = time.monotonic()
-                coordinator.check_incurable()
-                return _Lost(lost)
+            if lost := self._lost(coordinator, watch.lost()):
+                return lost
             if complete and cfg.purge_internal:
                 # Here rather than right after the commit: the next stage has had
                 # an interval to commit its own transactions of that checkpoint.
                 purge.after(complete)
             flags = BarrierFlags.DRAIN if stopping else BarrierFlags.NONE
-            result = coordinator.run_checkpoint(job.lost, flags)
+            result = coordinator.run_checkpoint(watch.lost, flags)
             self._record(result)
             complete = result.checkpoint_id if result.committed else complete
             if result.committed and stopping:
@@ -274,11 +274,8 @@ class PipelineRunner:
                     return _Lost(job.error)
                 self._emit(Drained(result.checkpoint_id))
                 return None
-            lost = job.lost() if not result.committed else None
-            if lost:
-                self._failed_at = time.monotonic()
-                coordinator.check_incurable()
-                return _Lost(lost)  # the next generation checks the internal topics
+            if not result.committed and (lost := self._lost(coordinator, watch.lost())):
+                return lost  # the next generation checks the internal topics
             if not result.committed:
                 purge.check()  # an internal topic deleted under the run explains the abort
             if result.missing_tasks:
@@ -286,6 +283,13 @@ class PipelineRunner:
                 # cut off: a new generation fences it; it must not wake and carry on.
                 self._failed_at = time.monotonic()
                 return _Lost(f"checkpoint {result.checkpoint_id}: {result.reason}")
+
+    def _lost(self, coordinator: CheckpointCoordinator, reason: str | None) -> _Lost | None:
+        if not reason:
+            return None
+        self._failed_at = time.monotonic()
+        coordinator.check_incurable()
+        return _Lost(reason)
 
     def _record(self, result: PendingCheckpoint) -> None:
         self.stats.record(result)

@@ -135,6 +135,9 @@ def spark_context(master: str, app_name: str, tasks: int | None = None) -> Any:
         # Barrier tasks run for the life of the pipeline: do not speculate.
         .config("spark.speculation", "false")
         .config("spark.python.daemon.module", _DAEMON)
+        # A cancelled generation's tasks never stop on Spark's interrupt: they are killed
+        # after this, and the next generation waits for their slots (default 2 s).
+        .config("spark.python.task.killTimeout", "500ms")
     )
     with driver_python_for_local_workers(master) as chosen:
         python = chosen or os.environ.get("PYSPARK_PYTHON")

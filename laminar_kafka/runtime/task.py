@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
 
 from laminar_kafka import faults
@@ -28,10 +27,11 @@ from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.headers import is_control
 from laminar_kafka.control.records import Announcement, Watermark
 from laminar_kafka.control.transport import ControlChannel
-from laminar_kafka.errors import FencedError, LaminarError
+from laminar_kafka.errors import LaminarError
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.runtime.file_sinks import recover_staged_files, task_sinks
+from laminar_kafka.runtime.heartbeat import TaskLiveness
 from laminar_kafka.runtime.inbox import AnnouncementInbox
 from laminar_kafka.runtime.inputs import TaskInputs
 from laminar_kafka.runtime.processing import FlowRunner
@@ -72,11 +72,12 @@ class WorkerTask:
         self._time = TaskEventTime(spec, self._flows, self._state, self._sinks)
         self._since_commit = 0
         self._participant: CheckpointParticipant | None = None
-        self._parent = os.getppid()
+        self._live = TaskLiveness.for_task(spec)  # heartbeats; checks its Spark worker lives
 
     def run(self) -> TaskSummary:
         faults.write_pid_file(self.spec.pipeline.name, self.spec.generation, self.spec.task)
         try:
+            self._live.start()
             participant = self._recover()
             participant.announce_ready(self._inputs.positions)
             self._sinks.begin()
@@ -114,17 +115,14 @@ class WorkerTask:
         return self._participant
 
     def _close(self) -> None:
-        for close in (self._txn.close, self._inputs.reader.close, self._control.close):
+        live, txn, reader, control = self._live, self._txn, self._inputs.reader, self._control
+        for close in (live.close, txn.close, reader.close, control.close):
             with contextlib.suppress(Exception):  # must not hide the error that got us here
                 close()
 
-    def _check_alive(self) -> None:
-        if os.getppid() != self._parent:
-            raise FencedError("the Spark worker that started this task is gone")
-
     def _step(self, participant: CheckpointParticipant) -> bool:
         """One batch; True when the task is done (a DRAIN checkpoint committed)."""
-        self._check_alive()
+        self._live.check()
         self._inbox.fetch(0)
         while (announcement := self._inbox.pop()) is not None:
             self._on_announcement(announcement, participant)
@@ -182,7 +180,8 @@ class WorkerTask:
     def _run(self, key: PartitionKey, batch: list[KafkaMessage] | None) -> None:
         if not batch:
             return
-        self._flows.run(key, batch, self._state.of(key), self._sinks)
+        with self._live.user_code:
+            self._flows.run(key, batch, self._state.of(key), self._sinks)
         self._inputs.advance(key, batch[-1].offset() + 1)
         self._time.saw(key, batch[-1])
         self._since_commit += len(batch)
@@ -259,7 +258,7 @@ class WorkerTask:
         timeout_s = self.spec.config.checkpoint_timeout_s * 2
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            self._check_alive()
+            self._live.check()
             reading = keep_reading and self._txn.staged < _STAGE_LIMIT
             self._inbox.fetch(0 if reading else 0.05)
             decision = self._inbox.take_decision(n)

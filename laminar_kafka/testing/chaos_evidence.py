@@ -214,6 +214,26 @@ def generation_at(events: Sequence[Event], at: float) -> int:
     return max(started, default=0)
 
 
+def detected_and_running(
+    events: Sequence[Event], fault_at: float
+) -> tuple[float | None, float | None]:
+    """Seconds from the fault to the driver's first `worker_lost` after it (its detection),
+    and to the first `generation_started` after that (every task running again; after the
+    fault itself when nothing was detected: an application that replaced a killed one).
+    None for what did not happen (a broker bounce ridden out restarts nothing)."""
+
+    def first_after(name: str, at: float) -> float | None:
+        found = (float(e["at"]) for e in events if e.get("event") == name and float(e["at"]) > at)
+        return next(found, None)
+
+    detected = first_after("worker_lost", fault_at)
+    running = first_after("generation_started", fault_at if detected is None else detected)
+    return (
+        None if detected is None else detected - fault_at,
+        None if running is None else running - fault_at,
+    )
+
+
 def losses_since(events: Sequence[Event], at: float) -> list[Event]:
     """The `worker_lost` events written after wall-clock time `at`."""
     return [e for e in events if e.get("event") == "worker_lost" and float(e.get("at", 0.0)) > at]

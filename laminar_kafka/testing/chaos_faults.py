@@ -7,7 +7,8 @@
   round records which.
 - `WorkerPause`: SIGSTOP a worker task of the running generation for longer
   than the checkpoint timeout, then SIGCONT. The paused task's generation must
-  be replaced (a `worker_lost`, then a newer generation), and the paused
+  be replaced (a `worker_lost`, once its heartbeats stopped for the heartbeat
+  timeout or a checkpoint timed out on it, then a newer generation), and the paused
   process must exit once it runs again (its producer fenced, or the newer
   generation announced): nothing it writes after waking may become visible,
   which the exact output check shows.

@@ -28,6 +28,7 @@ from laminar_kafka.testing.chaos_evidence import (
     InFlight,
     Kill,
     RecoveryPath,
+    detected_and_running,
     hit_work_in_flight,
     measure_in_flight,
 )
@@ -59,7 +60,8 @@ class RoundResult:
     in_flight: InFlight
     recovery: RecoveryPath
     recovery_s: float
-    """From the fault to the first checkpoint committed after the recovery."""
+    """From the fault to the first checkpoint committed after the recovery (the output
+    flows again); `detected_s` and `running_s` below tell its parts apart."""
     restarts_seen: int
     """worker_lost events over every application of the round."""
     exit_codes: tuple[int, ...]
@@ -69,13 +71,18 @@ class RoundResult:
     """How long the fault lasted: the broker down, the worker stopped (0 for a kill)."""
     stale_exit_s: float | None = None
     """A pause: from SIGCONT until the paused process was gone (0: gone before it)."""
+    detected_s: float | None = None
+    """From the fault to the driver's `worker_lost` (None: nothing was lost)."""
+    running_s: float | None = None
+    """From the fault to every task of a new generation running (None: none started)."""
 
     def line(self) -> str:
         r = self.report
         text = (
             f"{self.label:<30} kill={self.kill.kind.value}:{self.kill.target}"
             f" in_flight={self.in_flight.records} committed_out={self.in_flight.committed_output}"
-            f" recovery={self.recovery.value} recovery_s={self.recovery_s:.1f}"
+            f" recovery={self.recovery.value} detected_s={_seconds(self.detected_s)}"
+            f" running_s={_seconds(self.running_s)} recovery_s={self.recovery_s:.1f}"
         )
         if self.fault_s:
             text += f" fault_s={self.fault_s:.1f}"
@@ -86,6 +93,10 @@ class RoundResult:
             f" losses={r.losses} wrong={r.wrong}"
         )
         return text + (f" e.g. {r.example}" if r.example else "")
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 @dataclass(frozen=True)
@@ -221,6 +232,7 @@ class ChaosRound:
             lost = sum(1 for a in self.apps for e in a.events() if e.get("event") == "worker_lost")
             codes = tuple(a.proc.returncode for a in self.apps)
             recovery_s = float(commit["at"]) - done.at
+            timeline = detected_and_running([e for a in self.apps for e in a.events()], done.at)
         except BaseException:
             self._cleanup(failing=True)
             raise
@@ -238,6 +250,7 @@ class ChaosRound:
             report,
             recovery.fault_s,
             recovery.stale_exit_s,
+            *timeline,
         )
 
     def _cleanup(self, failing: bool) -> None:

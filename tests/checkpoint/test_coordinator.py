@@ -100,6 +100,24 @@ def test_acks_of_another_generation_or_checkpoint_do_not_count(tmp_path: Path) -
     assert "timed out" in result.reason and "[0, 1]" in result.reason
 
 
+def test_a_timeout_says_what_the_tasks_that_did_not_ack_were_doing(tmp_path: Path) -> None:
+    asked: list[list[int]] = []
+
+    def explain(tasks: Any) -> str:
+        asked.append(list(tasks))
+        return "task 1 has been in a user function for 95 s"
+
+    store = CheckpointStore(str(tmp_path), "p")
+    coordinator = CheckpointCoordinator(
+        "p", 1, TASKS, store, FakeInjector(), FakeControl(), 0.2, 2, 1, explain=explain
+    )
+    result = coordinator.run_checkpoint(_alive)
+    assert result.reason == (
+        "timed out after 0s waiting for tasks [0, 1]: task 1 has been in a user function for 95 s"
+    )
+    assert asked == [[0, 1]]
+
+
 def test_a_lost_job_aborts(tmp_path: Path) -> None:
     control = FakeControl()
     result = _coordinator(tmp_path, control).run_checkpoint(lambda: "a worker task process died")

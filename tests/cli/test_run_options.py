@@ -87,6 +87,12 @@ def test_a_negative_barrier_fan_out_is_a_config_error(capsys: pytest.CaptureFixt
     assert "--max-barrier-partitions) cannot be negative, not -1" in capsys.readouterr().err
 
 
+def test_the_heartbeat_timeout_is_a_run_option(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["run", PIPELINE, "--bootstrap", "127.0.0.1:1", "--heartbeat-timeout", "2"]
+    assert main(args) == 2
+    assert "heartbeat timeout 2 s must be at least three" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [

@@ -18,6 +18,7 @@ from laminar_kafka.control import (
     Barrier,
     BarrierFlags,
     ControlRecord,
+    Heartbeat,
     Phase,
     Watermark,
     codec,
@@ -33,7 +34,7 @@ from laminar_kafka.errors import ControlRecordError
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 INT_MAX = 2**31 - 1
 
-RECORD_TYPES: list[type[ControlRecord]] = [Barrier, Watermark, Announcement, Ack]
+RECORD_TYPES: list[type[ControlRecord]] = [Barrier, Watermark, Announcement, Ack, Heartbeat]
 
 ALL_FLAGS = [BarrierFlags(bits) for bits in range(16)]
 
@@ -51,6 +52,8 @@ SAMPLES: list[ControlRecord] = [
     Announcement("orders", 9, 4, Phase.ABORT, reason="task 3 timed out after 30 s"),
     *(Announcement("orders", 9, 4, phase, stage=2) for phase in Phase),
     Announcement("orders", 9, 4, Phase.COMMIT, stage=INT_MAX),
+    Heartbeat("orders", 3, 0),
+    Heartbeat("é€😀", LONG_MAX, INT_MAX, user_code_ms=95_000, stalled_ms=LONG_MAX),
     Ack("orders", 5, 1, 0, True),
     Ack("orders", 5, 1, 2, False, error="snapshot write failed: disk full"),
     Ack(

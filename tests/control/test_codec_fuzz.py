@@ -12,6 +12,7 @@ from laminar_kafka.control import (
     Barrier,
     BarrierFlags,
     ControlRecord,
+    Heartbeat,
     Phase,
     Watermark,
     codec,
@@ -70,7 +71,12 @@ acks = st.builds(
     non_negative_longs,
     non_negative_longs,
 )
-records: st.SearchStrategy[ControlRecord] = st.one_of(barriers, watermarks, announcements, acks)
+heartbeats = st.builds(
+    Heartbeat, texts, non_negative_longs, tasks, non_negative_longs, non_negative_longs
+)
+records: st.SearchStrategy[ControlRecord] = st.one_of(
+    barriers, watermarks, announcements, acks, heartbeats
+)
 
 # The current schemas' fingerprints, and those of their earlier versions (read by resolution).
 headers = st.sampled_from(sorted(SINGLE_OBJECT_MARKER + fp for fp in codec._BY_FINGERPRINT))
@@ -83,7 +89,7 @@ def decode_or_refuse(data: bytes) -> None:
     except ControlRecordError:
         return
     # Whatever decodes is a record that obeys its own rules, so it encodes again.
-    assert isinstance(record, Barrier | Watermark | Announcement | Ack)
+    assert isinstance(record, Barrier | Watermark | Announcement | Ack | Heartbeat)
     encode(record)
 
 

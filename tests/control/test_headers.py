@@ -8,6 +8,7 @@ from laminar_kafka.control import (
     Announcement,
     Barrier,
     BarrierFlags,
+    Heartbeat,
     Phase,
     Watermark,
     control_headers,
@@ -25,6 +26,7 @@ def test_header_value_names_the_record_type() -> None:
         (CONTROL_HEADER, b"announcement")
     ]
     assert control_headers(Ack("p", 1, 1, 0, True)) == [(CONTROL_HEADER, b"ack")]
+    assert control_headers(Heartbeat("p", 1, 0)) == [(CONTROL_HEADER, b"heartbeat")]
 
 
 def test_data_records_are_not_control() -> None:

@@ -62,3 +62,11 @@ def test_the_derived_timeout_survives_pickling_to_the_tasks() -> None:
     copy = pickle.loads(pickle.dumps(cfg))
     assert copy.transaction_timeout_ms is None
     assert copy.effective_transaction_timeout_ms == cfg.effective_transaction_timeout_ms == 210_000
+
+
+def test_a_heartbeat_timeout_must_allow_for_missed_beats() -> None:
+    assert _config(heartbeat_timeout_s=3.0).heartbeat_timeout_s == 3.0
+    with pytest.raises(ConfigError, match=r"at least three heartbeat intervals \(3 s\)"):
+        _config(heartbeat_timeout_s=2.5)
+    with pytest.raises(ConfigError, match="heartbeat interval must be positive"):
+        _config(heartbeat_interval_s=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from laminar_kafka.testing.chaos_evidence import (
     KillKind,
     RecoveryPath,
     count_in_flight,
+    detected_and_running,
     first_commit_after,
     generation_at,
     hit_work_in_flight,
@@ -114,6 +116,42 @@ def test_round_line_shows_the_kill_in_flight_work_and_recovery_path() -> None:
         "e.g. 13",
     ):
         assert part in line, line
+
+
+def test_detection_and_running_again_are_timed_from_the_fault() -> None:
+    events = [
+        ev("generation_started", generation=1, at=10.0),
+        ev("worker_lost", generation=1, at=12.0),  # before the fault: not its detection
+        ev("generation_started", generation=2, at=15.0),
+        ev("checkpoint_aborted", generation=2, at=21.0),
+        ev("worker_lost", generation=2, at=23.5),
+        ev("generation_started", generation=3, at=26.0),
+    ]
+    assert detected_and_running(events, 20.0) == (3.5, 6.0)
+    # A killed application's successor: nothing detected, running once it started.
+    assert detected_and_running(events[:3], 14.0) == (None, 1.0)
+    # A broker bounce ridden out: nothing lost, nothing restarted.
+    assert detected_and_running(events[:4], 20.0) == (None, None)
+
+
+def test_round_line_tells_detection_running_and_first_commit_apart() -> None:
+    result = RoundResult(
+        label="pause",
+        seed=42,
+        inputs=800,
+        kill=Kill(KillKind.PAUSE, "g1.t0", at=1.0, generation=1),
+        in_flight=InFlight(produced=300, reflected=120, committed_output=120),
+        recovery=RecoveryPath.IN_PLACE,
+        recovery_s=9.04,
+        restarts_seen=1,
+        exit_codes=(0,),
+        report=ExactlyOnceReport(800, 0, 0, 0, ""),
+        detected_s=3.21,
+        running_s=7.5,
+    )
+    assert "detected_s=3.2 running_s=7.5 recovery_s=9.0" in result.line()
+    ridden_out = dataclasses.replace(result, detected_s=None, running_s=None)
+    assert "detected_s=- running_s=- recovery_s=9.0" in ridden_out.line()
 
 
 def test_a_fired_pid_names_the_worker_it_ran(tmp_path: Path) -> None:

@@ -1,0 +1,106 @@
+"""The driver's watch over a running worker generation: is it lost, and why.
+
+A generation is lost when its Spark job ended (a task died) or one of its tasks
+fell silent (`runtime/liveness.py`). The watch is also the coordinator's
+`ControlLink`: whatever reads the control topic, heartbeats reach the tracker
+and Acks the coordinator. Between checkpoints `wait` reads on (so a silent
+task is noticed there too) and keeps the Acks it meets for the next `receive`:
+the coordinator sees every Ack it would have seen without the watch.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from laminar_kafka.control.records import Ack, ControlRecord, Heartbeat
+from laminar_kafka.control.transport import ControlChannel
+from laminar_kafka.kafka.admin import end_offset
+from laminar_kafka.runtime.config import RuntimeConfig
+from laminar_kafka.runtime.liveness import LivenessTracker
+
+__all__ = ["GenerationWatch"]
+
+POLL_S = 0.1
+"""Longest read between two looks at the wake event and the tracker, between checkpoints."""
+
+
+class GenerationWatch:
+    """Reads the control topic for a generation's coordinator; says when the generation is lost."""
+
+    def __init__(self, channel: ControlChannel, tracker: LivenessTracker) -> None:
+        self._channel = channel
+        self.tracker = tracker
+        self._held: list[Ack] = []
+        self._job_lost: Callable[[], str | None] = lambda: None
+
+    @classmethod
+    def open(
+        cls, config: RuntimeConfig, pipeline: str, generation: int, tasks: int
+    ) -> GenerationWatch:
+        """A watch reading the control topic from its end (what this generation writes)."""
+        topic = config.control_topic(pipeline)
+        start = end_offset(config.kafka, topic)
+        channel = ControlChannel(config.kafka, topic, pipeline, start, Ack, Heartbeat)
+        interval = config.heartbeat_interval_s
+        probe = lambda: channel.reachable(min(1.0, interval))  # noqa: E731
+        tracker = LivenessTracker(generation, tasks, config.heartbeat_timeout_s, interval, probe)
+        return cls(channel, tracker)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def follow(self, job_lost: Callable[[], str | None]) -> None:
+        """The generation's job: `job_lost()` says why it ended, None while it runs."""
+        self._job_lost = job_lost
+
+    def ready(self) -> None:
+        """Every task is ready: from now on a silent task loses the generation."""
+        self.tracker.start()
+
+    def lost(self) -> str | None:
+        """Why the generation is lost (the job ended, a task is silent), or None."""
+        reason = self._job_lost()
+        if reason:
+            return reason
+        self._held.extend(self._sort(self._channel.receive(0)))  # beats waiting: not silent
+        return self.tracker.silent()
+
+    def explain(self, tasks: Sequence[int]) -> str:
+        """What `tasks` were doing when they last beat (for a checkpoint that timed out)."""
+        return self.tracker.explain(tasks)
+
+    def wait(self, seconds: float, wake: threading.Event) -> None:
+        """Read the control topic for up to `seconds`; return early on `wake` or once lost."""
+        deadline = time.monotonic() + seconds
+        while not wake.is_set() and not self.lost():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._held.extend(self._sort(self._channel.receive(min(left, POLL_S))))
+
+    # -- ControlLink ------------------------------------------------------
+    def send(self, record: ControlRecord, timeout_s: float = 30.0) -> None:
+        self._channel.send(record, timeout_s)
+
+    def receive(self, timeout_s: float) -> list[Any]:
+        """The Acks that arrived within `timeout_s` (held ones at once); beats are filed."""
+        if self._held:
+            held, self._held = self._held, []
+            return held
+        deadline = time.monotonic() + timeout_s
+        while True:
+            acks = self._sort(self._channel.receive(max(0.0, deadline - time.monotonic())))
+            if acks or time.monotonic() >= deadline:
+                return acks
+
+    def _sort(self, records: list[Any]) -> list[Ack]:
+        acks = []
+        for record in records:
+            if isinstance(record, Heartbeat):
+                self.tracker.heard(record)
+            else:
+                acks.append(record)
+        return acks

@@ -1,0 +1,140 @@
+"""The driver's side of liveness: which task of the running generation fell silent.
+
+Each task beats about every `interval_s` from a thread (`runtime/heartbeat.py`).
+A task of the generation the tracker watches that the driver has not heard
+from for `timeout_s` is silent, and the runner replaces the generation at once,
+as it does for a lost worker job, whether a checkpoint is in flight or not:
+
+1. the clocks start when every task is ready (`start`): a task may take a
+   while to recover, and its beats before that count for nothing;
+2. beats of another generation (a zombie's) or of an unknown task are ignored;
+3. silence counts only while the driver can see: when it heard no task for
+   two intervals it asks the control topic (`probe`); if that does not answer
+   either, the driver is the one cut off (a broker outage), not the tasks, and
+   nobody is silent. Once it sees again, or after a stretch in which it did
+   not look at all (`silent` not called for two intervals: the driver itself
+   was stopped), every task gets a full timeout to be heard again.
+
+A task that beats is alive, even if it never acks: a user function that never
+returns or a deadlock keeps its heartbeat thread running. The checkpoint
+timeout replaces such a task, and `explain` names the cause from its last beat
+("task 3 has been in a user function for 95 s").
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+
+from laminar_kafka.control.records import Heartbeat
+
+__all__ = ["LivenessTracker"]
+
+Clock = Callable[[], float]
+
+QUIET_INTERVALS = 2
+"""Intervals without a beat from any task after which the driver asks whether it can see."""
+
+
+class LivenessTracker:
+    """Last beats of one generation's tasks, as the driver received them."""
+
+    def __init__(
+        self,
+        generation: int,
+        tasks: int,
+        timeout_s: float,
+        interval_s: float,
+        probe: Callable[[], bool] = lambda: True,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self.generation, self.tasks = generation, tasks
+        self.timeout_s, self.interval_s = timeout_s, interval_s
+        self._probe, self._clock = probe, clock
+        self._beats: dict[int, tuple[float, Heartbeat]] = {}
+        """Per task: its last beat, and when it was received."""
+        self._ready_at: float | None = None
+        self._counted_from = -math.inf
+        """Silence counts from here at the earliest (ready, or the driver could see again)."""
+        self._heard_any = -math.inf
+        self._checked = -math.inf
+        self._probed = -math.inf
+        self._blind = False
+
+    def start(self) -> None:
+        """Every task is ready: their silence counts from now."""
+        now = self._clock()
+        self._ready_at = self._counted_from = self._heard_any = self._checked = now
+
+    def heard(self, beat: Heartbeat) -> None:
+        """A beat arrived (2.: ignored unless it is of a task of this generation)."""
+        if beat.generation != self.generation or not 0 <= beat.task < self.tasks:
+            return
+        now = self._clock()
+        if self._blind:  # 3. the driver sees again
+            self._blind, self._counted_from = False, now
+        self._beats[beat.task] = (now, beat)
+        self._heard_any = now
+
+    def silent(self) -> str | None:
+        """Why the generation is lost (its silent tasks), or None while every task is heard."""
+        if self._ready_at is None:
+            return None
+        now = self._clock()
+        if now - self._checked > QUIET_INTERVALS * self.interval_s:
+            self._counted_from = now  # 3. the driver did not look: it cannot tell
+        self._checked = now
+        if now - self._heard_any > QUIET_INTERVALS * self.interval_s:
+            self._ask_topic(now)
+        if self._blind:
+            return None
+        quiet = [t for t in range(self.tasks) if now - self._since(t) > self.timeout_s]
+        if not quiet:
+            return None
+        longest = max(now - self._last(t, self._ready_at) for t in quiet)
+        who = f"task {quiet[0]}" if len(quiet) == 1 else f"tasks {quiet}"
+        return (
+            f"{who} sent no heartbeat for {longest:.1f}s (timeout {self.timeout_s:g}s): "
+            "stopped, dead or cut off from Kafka"
+        )
+
+    def explain(self, tasks: Sequence[int]) -> str:
+        """What the last beats of `tasks` (which did not ack in time) say they were doing."""
+        now = self._clock()
+        notes = []
+        for task in tasks:
+            if task not in self._beats:
+                continue
+            received, beat = self._beats[task]
+            age = now - received
+            if beat.user_code_ms:
+                busy = beat.user_code_ms / 1000 + age
+                notes.append(f"task {task} has been in a user function for {busy:.0f} s")
+            elif beat.stalled_ms / 1000 >= QUIET_INTERVALS * self.interval_s:
+                stalled = beat.stalled_ms / 1000 + age
+                notes.append(
+                    f"task {task}'s main loop has not gone round for {stalled:.0f} s "
+                    "(outside user code: a client call?)"
+                )
+        return "; ".join(notes)
+
+    def _ask_topic(self, now: float) -> None:
+        """3. No task heard lately: whether the driver sees the control topic (once an interval)."""
+        if now - self._probed < self.interval_s:
+            return
+        self._probed = now
+        answered = self._probe()
+        if answered and self._blind:
+            self._counted_from = self._clock()
+        self._blind = not answered
+
+    def _last(self, task: int, ready_at: float) -> float:
+        """When `task` was last heard (when every task was ready, if never)."""
+        beat = self._beats.get(task)
+        return ready_at if beat is None else beat[0]
+
+    def _since(self, task: int) -> float:
+        """Where `task`'s silence is counted from."""
+        beat = self._beats.get(task)
+        return self._counted_from if beat is None else max(beat[0], self._counted_from)

@@ -1,0 +1,83 @@
+"""A task's heartbeats: what each beat says, and a thread that beats through long user code."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import pytest
+
+from laminar_kafka.control.records import Heartbeat
+from laminar_kafka.errors import FencedError
+from laminar_kafka.runtime import heartbeat
+from laminar_kafka.runtime.heartbeat import TaskLiveness
+
+
+@dataclass
+class Clock:
+    now: float = 10.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Beats:
+    """A sender that keeps the beats; `wanted` of them in user code set `enough`."""
+
+    sent: list[Heartbeat] = field(default_factory=list)
+    closed: bool = False
+    fail_first: int = 0
+    wanted: int = 3
+    enough: threading.Event = field(default_factory=threading.Event)
+
+    def send(self, beat: Heartbeat) -> None:
+        if self.fail_first:
+            self.fail_first -= 1
+            raise BufferError("local queue full")
+        self.sent.append(beat)
+        if sum(1 for b in self.sent if b.user_code_ms > 0) >= self.wanted:
+            self.enough.set()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_beat_says_how_long_the_loop_has_been_in_user_code_and_since_it_went_round() -> None:
+    clock = Clock()
+    live = TaskLiveness("p", 4, 2, 1.0, Beats(), clock)
+    live.check()
+    clock.now += 1.0
+    with live.user_code:
+        clock.now += 2.5
+        assert live.beat() == Heartbeat("p", 4, 2, user_code_ms=2500, stalled_ms=3500)
+    clock.now += 0.5
+    assert live.beat() == Heartbeat("p", 4, 2, user_code_ms=0, stalled_ms=4000)
+    live.check()
+    assert live.beat() == Heartbeat("p", 4, 2, user_code_ms=0, stalled_ms=0)
+
+
+def test_the_thread_beats_while_the_main_loop_is_in_a_long_user_function() -> None:
+    beats = Beats(fail_first=1)  # a failed send does not stop the thread
+    live = TaskLiveness("p", 1, 0, 0.01, beats)
+    live.start()
+    try:
+        with live.user_code:  # the user function returns once three beats saw it running
+            assert beats.enough.wait(10), f"only {beats.sent} while in user code"
+    finally:
+        live.close()
+    busy = [b.user_code_ms for b in beats.sent if b.user_code_ms]
+    assert busy == sorted(busy)  # the same call, longer at each beat
+    assert beats.closed
+    count = len(beats.sent)
+    assert not any(t.name.startswith("laminar-heartbeat") for t in threading.enumerate())
+    assert len(beats.sent) == count  # no beat after close
+
+
+def test_check_stops_a_task_whose_spark_worker_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    live = TaskLiveness("p", 1, 0, 1.0, Beats())
+    live.check()
+    gone = heartbeat.os.getppid() + 1
+    monkeypatch.setattr(heartbeat.os, "getppid", lambda: gone)  # re-parented: the worker died
+    with pytest.raises(FencedError, match="Spark worker that started this task is gone"):
+        live.check()
