@@ -6,23 +6,27 @@ The plan fixes every record's fate anyway:
 
 - on time: the i-th on-time order is stamped `base + offset(i) + jitter(i)`,
   `offset` never decreasing with i and `jitter` in [0, J], J = max_out_of_order
-  + allowed_lateness. Every record produced before it is stamped at most J
+  + allowed_lateness: whatever was produced before it is stamped at most J
   above it. A watermark is the lowest, over partitions (and the writers between
   stages), of the highest stamp read minus max_out_of_order, and a partition is
   read in production order; so when an order is read the watermark is at most
   its stamp + allowed_lateness, short of every one of its windows' end +
-  allowed_lateness: it is in all its windows, whatever was read first. A
-  partition released as idle rises to its task's other partitions' watermark,
-  which the same bound holds (the input never pauses for `MIN_IDLE_TIMEOUT_MS`);
+  allowed_lateness: it lands in all its windows, whatever was read first. A
+  partition released as idle (nothing for idle_timeout, at least
+  `MIN_IDLE_TIMEOUT_MS`, far longer than any pause of a round's input) rises to
+  its task's other partitions' watermark, of records produced before what it
+  receives next: the bound holds for it too;
 - ahead of the wall clock: every stamp lies `AHEAD_MS` or more past the
   planning time, so a task whose partitions all went idle, which raises their
   watermarks to the wall clock, closes nothing early (within a round's time);
   the stamps stay inside the horizon the source (`max_future`) and the broker
   (`log.message.timestamp.after.max.ms`, 1 h by default) accept;
-- late: a few orders, from 40% to 70% of the input (long after every task
-  wrote a first watermark), are stamped so far back that every window they
-  fall in closed below the lowest watermark there can be (of any on-time
-  order, or of the wall clock at planning time): late under every interleaving;
+- late: a few orders, from 40% to 70% of the input, are stamped so far back
+  that every window they fall in closed below the lowest watermark there can be
+  (of any on-time order, or of the wall clock at planning time). No record is
+  late before a watermark exists; when the late orders come, every task has
+  written its first one (and checkpoints keep it), many checkpoint intervals
+  after the input began;
 - closers: one order per source partition comes last, stamped past every
   on-time window's end + allowed_lateness + max_out_of_order. Once all are
   read, the watermark closes every on-time window; the closers' own windows
