@@ -175,8 +175,8 @@ def _check(
         report = workload.check(results, late)
         show_windows(workload, results, late)
         counts = (
-            f"{produced} orders in, {len(workload.expected.values)} windows closed and "
-            f"{len(late)} late orders out of {len(results) + len(late)} records out"
+            f"{produced} orders in, {len(results) + len(late)} records out ({len(results)} "
+            f"window results, {len(late)} late orders)"
         )
         show_check(report, counts)
         return report
