@@ -30,7 +30,10 @@ def register(subparsers: Any) -> None:
         "by a new one, a broker bounce by the same application, a paused worker by a new "
         "generation while the paused process exits, a paused driver by a second application "
         "while the woken one stops). Without --input, the pipeline must read "
-        "the `order` schema (schemas/order.avsc). Each round prints one line; the last line "
+        "the `order` schema (schemas/order.avsc); when a window feeds its sink, the orders' "
+        "event time advances (stamped ahead of the wall clock, a few late under any "
+        "interleaving) and every window's result is checked against a batch computation. "
+        "Each round prints one line; the last line "
         "is: rounds=R records=X duplicates=D losses=L wrong=W max_recovery_s=T",
     )
     parser.add_argument("pipeline", help="a pipeline file (or module:attr)")

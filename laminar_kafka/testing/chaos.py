@@ -10,7 +10,8 @@ way its kind calls for: a worker in place, an application by a new one (after
 dying by SIGKILL, or stopping on waking), a broker bounce by the same one.
 
 The input and its oracle come from a workload (`chaos_workloads`): numbered
-orders for pipelines over the `order` schema, with their strict checkers, or
+orders for pipelines over the `order` schema, with their strict checkers
+(windowed ones: orders whose event time advances, checked window by window), or
 any pipeline with the user's input function, checked against the in-memory
 run of the same input.
 
@@ -41,8 +42,8 @@ from laminar_kafka.testing.chaos_settings import ChaosSettings, fault_gate
 from laminar_kafka.testing.chaos_workloads import (
     GeneratorWorkload,
     InputFunction,
-    OrderWorkload,
     Workload,
+    order_workload,
 )
 
 __all__ = [
@@ -91,7 +92,7 @@ class ChaosRun:
                 self.pipeline, settings.records, make_input, settings.partitions
             )
         else:
-            self.workload = OrderWorkload(self.pipeline, settings.records)
+            self.workload = order_workload(self.pipeline, settings.records, settings.partitions)
         if self.workload.expected_outputs() == 0:
             raise ConfigError("the input yields no output at all: a round would prove nothing")
         self.results: list[RoundResult] = []

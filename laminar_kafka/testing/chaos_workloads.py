@@ -4,6 +4,10 @@
   the examples, checked by the strict oracles of `chaos_checks` (ids once
   each; every running-total update of every customer) and, for totals keyed
   by product (behind a repartition), of `product_checks`.
+- `WindowWorkload` (`window_workload`): orders whose event time advances, for
+  pipelines whose sink a window step feeds, checked window by window against a
+  plain-Python batch computation (`window_checks`); `order_workload` picks it
+  or `OrderWorkload` by the pipeline's shape.
 - `GeneratorWorkload`: any pipeline, fed by the user's input function; the
   expected output is what the in-memory runner (`run_pipeline`) computes from
   the same input, compared with the committed output as a multiset.
@@ -36,6 +40,8 @@ from laminar_kafka.testing.oracle import compare_outputs
 from laminar_kafka.testing.orders import expected_totals, order
 from laminar_kafka.testing.product_checks import compare_product_totals
 from laminar_kafka.testing.sink_output import read_output
+from laminar_kafka.testing.window_input import window_shape
+from laminar_kafka.testing.window_workload import WindowWorkload
 
 InputFunction = Callable[[int], Iterable[tuple[str, Any]]]
 """`f(records)` returns or yields (source_topic, value) pairs, in production order."""
@@ -140,6 +146,15 @@ class OrderWorkload:
         return compare_ids(
             range(self.records), [o.get("id") if isinstance(o, dict) else o for o in outputs]
         )
+
+
+def order_workload(
+    pipeline: Pipeline, records: int, partitions: int
+) -> OrderWorkload | WindowWorkload:
+    """The order workload that fits the pipeline: windowed when a window feeds its sink."""
+    if window_shape(pipeline) is not None:
+        return WindowWorkload(pipeline, records, partitions)
+    return OrderWorkload(pipeline, records)
 
 
 class GeneratorWorkload:

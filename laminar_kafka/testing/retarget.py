@@ -2,7 +2,8 @@
 
 Tests and fault-injection rounds run a user's pipeline on fresh topics and a
 fresh checkpoint identity without touching the pipeline's file. Internal topics
-(`<pipeline>.<step>.repartition`) follow the new name.
+(`<pipeline>.<step>.repartition`) follow the new name; the topics windows send late
+records to (`late_to`) are replaced like sinks.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from laminar_kafka.api.pipeline import Flow, Pipeline, SinkSpec, SourceSpec
+from laminar_kafka.operators import AggregateOp, Operator
 
 
 def retarget(pipeline: Pipeline, name: str, topics: Mapping[str, str]) -> Pipeline:
@@ -35,6 +37,12 @@ def retarget(pipeline: Pipeline, name: str, topics: Mapping[str, str]) -> Pipeli
     def sink(spec: SinkSpec) -> SinkSpec:
         return replace(spec, topic=moved(spec.topic, spec.internal))
 
+    def operator(op: Operator) -> Operator:
+        if isinstance(op, AggregateOp) and op.window is not None and op.window.late_to:
+            return replace(op, window=replace(op.window, late_to=moved(op.window.late_to, False)))
+        return op
+
     for flow in pipeline.flows:
-        copy.add_flow(Flow(source(flow.source), flow.operators, sink(flow.sink)))
+        operators = tuple(operator(op) for op in flow.operators)
+        copy.add_flow(Flow(source(flow.source), operators, sink(flow.sink)))
     return copy

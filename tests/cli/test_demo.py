@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 
 from laminar_kafka.api.loader import load_pipeline
-from laminar_kafka.cli import demo_cmd
+from laminar_kafka.cli import demo_cmd, demo_show
 from laminar_kafka.cli.main import build_parser
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.runtime.events import CheckpointCommitted, GenerationStarted, StageProgress
-from laminar_kafka.testing import run_pipeline
-from laminar_kafka.testing.chaos_workloads import OrderWorkload
+from laminar_kafka.testing import PipelineTester, run_pipeline
+from laminar_kafka.testing.chaos_workloads import OrderWorkload, order_workload
 from laminar_kafka.testing.orders import order
+from laminar_kafka.testing.window_workload import WindowWorkload
 
 PRODUCT_TOTALS = Path(__file__).resolve().parents[2] / "pipelines" / "product_totals.py"
 
@@ -42,12 +43,12 @@ def test_totals_table_compares_each_last_update_with_the_sum_of_its_orders(
     pipeline = load_pipeline(str(PRODUCT_TOTALS))
     outputs = run_pipeline(pipeline, {"orders": [order(i) for i in range(40)]}, partitions=2)
     updates = outputs["product-totals"]
-    demo_cmd._show_totals(updates, "product", 40)
+    demo_show.show_totals(updates, "product", 40)
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].split() == ["p0", "4", str(1 + 14 + 27 + 40), "equal"]
     assert len(lines) == 1 + 13 and all(line.endswith("equal") for line in lines[1:])
     last_p0 = max((u for u in updates if u["product"] == "p0"), key=lambda u: u["orders"])
-    demo_cmd._show_totals([u for u in updates if u is not last_p0], "product", 40)
+    demo_show.show_totals([u for u in updates if u is not last_p0], "product", 40)
     assert "DIFFERS: (4, 82)" in capsys.readouterr().out.splitlines()[1]
 
 
@@ -70,3 +71,26 @@ def test_routine_commits_are_throttled_but_a_new_generation_shows_its_first(
         "  [runtime] generation 2: 4 tasks running (started in 2.0s, 4.0s after the failure)",
         "  [runtime] checkpoint 3 committed in 30 ms",
     ]
+
+
+def test_windows_table_compares_each_result_with_the_batch_computation(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pipeline = load_pipeline(str(PRODUCT_TOTALS.parent / "revenue_per_minute.py"))
+    workload = order_workload(pipeline, 400, demo_cmd.PARTITIONS)
+    assert isinstance(workload, WindowWorkload)
+    orders = list(workload.input.orders)
+    tester = PipelineTester(pipeline, partitions=demo_cmd.PARTITIONS)
+    tester.send("orders", orders, keys=[o["customer"] for o in orders])
+    tester.checkpoint()
+    results, late = tester.output("revenue-per-minute"), tester.output("orders-late")
+    demo_show.show_windows(workload, results, late)
+    lines = capsys.readouterr().out.splitlines()
+    rows = lines[1:-1]
+    assert len(rows) == len({w.end for w in workload.expected.windows}) >= 20
+    assert all(row.endswith("equal") for row in rows)
+    assert lines[-1] == "late orders in the late topic: 8 of 8 planned, each once"
+    demo_show.show_windows(workload, results[1:], late[1:])
+    lines = capsys.readouterr().out.splitlines()
+    assert sum(line.endswith("1 DIFFER") for line in lines) == 1
+    assert lines[-1].endswith("7 of 8 planned, DIFFERS")

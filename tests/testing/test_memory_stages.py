@@ -270,3 +270,18 @@ def test_retarget_renames_internal_topics_with_the_pipeline() -> None:
     assert copy.topology().keys() == product_totals().topology().keys()
     out = run_pipeline(copy, {"o-7": ORDERS}, partitions=3)
     assert out == {"t-7": run_pipeline(product_totals(), {"orders": ORDERS}, 3)["product-totals"]}
+
+
+def test_retarget_moves_the_late_topic_of_a_window() -> None:
+    p = Pipeline("late-orders")
+    (
+        p.source("orders", timestamp="ts_ms", partitioned_by="customer")
+        .key_by("customer")
+        .tumbling_window(60, late_to="orders-late")
+        .count()
+        .sink("counts")
+    )
+    copy = retarget(p, "round-8", {"orders": "o-8", "counts": "c-8", "orders-late": "l-8"})
+    assert copy.late_topics == ("l-8",)
+    assert copy.sink_topics == ("c-8", "l-8")
+    assert copy.topology() == p.topology()
