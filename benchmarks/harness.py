@@ -92,21 +92,24 @@ def run_baseline_cli(
         make_topic = new_topic_maker(bootstrap)
         topics: list[str] = []
         try:
-            input_topic = preload(
-                bootstrap,
-                args.records,
-                args.partitions,
-                make_topic=make_topic,
-                num_keys=args.num_keys,
-                progress=not args.quiet,
-            )
-            topics.append(input_topic)
+            inputs: dict[bool, str] = {}  # by `events`: the windowed workload's input
+            for events in sorted({workload == "windowed" for workload in workloads}):
+                inputs[events] = preload(
+                    bootstrap,
+                    args.records,
+                    args.partitions,
+                    make_topic=make_topic,
+                    num_keys=args.num_keys,
+                    progress=not args.quiet,
+                    events=events,
+                )
+                topics.append(inputs[events])
             for workload in workloads:
                 output_topic = make_topic(f"bench-out-{workload}", args.partitions)
                 topics.append(output_topic)
                 job = BaselineJob(
                     bootstrap=bootstrap,
-                    input_topic=input_topic,
+                    input_topic=inputs[workload == "windowed"],
                     output_topic=output_topic,
                     partitions=args.partitions,
                     records=args.records,
