@@ -2,8 +2,9 @@
 
 Every baseline module exposes a `Baseline` (a function from `BaselineJob` to
 `RunResult`) and a `main` that hands it to `run_baseline_cli`. The CLI loads
-one input topic, gives each workload a fresh output topic with as many
-partitions as the input, prints the aligned table, and ends with one line
+one input topic (and one with event times for the windowed workload), gives
+each workload a fresh output topic with as many partitions as the input,
+prints the aligned table, and ends with one line
 `<system>_<workload>_rps=<n> ...` for scripts to parse.
 """
 
