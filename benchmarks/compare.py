@@ -2,22 +2,26 @@
 
     python -m benchmarks.compare [--records 2000000] [--partitions 8] [--bootstrap HOST:PORT]
                                  [--systems laminar,limit,ceiling,quix,spark]
-                                 [--workloads stateless,keyed,rekey] [--skip-latency]
+                                 [--workloads stateless,keyed,rekey,windowed]
+                                 [--skip-latency]
                                  [--parallelism 2] [--repeat 1]
 
-One pre-produced input topic; the workloads of `benchmarks.workloads` on each
+One pre-produced input topic (and one with event times for the windowed
+workload); the workloads of `benchmarks.workloads` on each
 system that implements them (the others get an "n/a" row), each system in a
 worker process of its own (`benchmarks.workers`). The
 baselines run before laminar-kafka: its coordinator writes barriers into the
 input topic, which they would not know to skip. Then, per system, a latency
-phase (`benchmarks.latency`) and, for laminar-kafka, a kill -9 run. The table
-(`benchmarks.report`; benchmarks/README.md "Comparison") goes to stdout, ending
+phase (`benchmarks.latency`) per workload that has one and, for laminar-kafka,
+a kill -9 run. The table (`benchmarks.report`; benchmarks/README.md
+"Comparison") goes to stdout, ending
 
     P=N laminar/quix=Q laminar/ceiling=C laminar/spark=S laminar/limit=L checkpoint_p99_ms=P
     rekey_laminar/quix=R rekey_checkpoint_p99_ms=E rekey_stage_p99_ms=S0/S1
+    windowed_laminar/quix=W windowed_laminar/spark=X window_close_p50_ms=A window_close_p99_ms=B
 
-(one line) for workload (a) and the rekey workload with 1 s checkpoints;
-progress goes to stderr.
+(one line) for workload (a), the rekey and the windowed workloads with 1 s
+checkpoints; progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -94,6 +98,7 @@ def _run_system(
                 records=task.job.records,
                 rate=settings.latency_rate,
                 num_keys=settings.num_keys,
+                workload=task.job.workload,
                 progress=settings.progress,
                 on_failure=lambda: [kill() for kill in kill_switch],
             )
@@ -131,23 +136,27 @@ def run_comparison(
     """
     make = make_topic or new_topic_maker(bootstrap)
     load = os.getloadavg()[0]
-    _say(
-        f"== input: {settings.records:,} records over {settings.partitions} partitions"
-        f" on {bootstrap} =="
-    )
-    input_topic = preload(
-        bootstrap,
-        settings.records,
-        settings.partitions,
-        make_topic=make,
-        num_keys=settings.num_keys,
-        progress=settings.progress,
-    )
+    topics: dict[bool, str] = {}  # by `events`: the windowed workload's input
+    for events in sorted({workload == "windowed" for workload in settings.workloads}):
+        _say(
+            f"== input{' with event times' if events else ''}: {settings.records:,} records"
+            f" over {settings.partitions} partitions on {bootstrap} =="
+        )
+        topics[events] = preload(
+            bootstrap,
+            settings.records,
+            settings.partitions,
+            make_topic=make,
+            num_keys=settings.num_keys,
+            progress=settings.progress,
+            events=events,
+        )
+    inputs = {workload: topics[workload == "windowed"] for workload in settings.workloads}
     rows: list[Row] = []
     failures: list[str] = []
     for system in (s for s in _RUN_ORDER if s in settings.systems):
         rows += not_applicable_rows(system, settings)
-        tasks = plan_tasks(system, settings, input_topic, make)
+        tasks = plan_tasks(system, settings, inputs, make)
         if not tasks:
             continue
         results = _run_system(system, tasks, settings, bootstrap, spark_context)
@@ -205,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--workloads",
         type=_choices("workload", WORKLOADS),
         default=WORKLOADS,
-        help="comma-separated, default: all (latency and kill -9 runs need stateless)",
+        help="comma-separated, default: all (latency: stateless, windowed; kill -9: stateless)",
     )
     parser.add_argument(
         "--intervals", type=_intervals, default=(1.0, 5.0), help="laminar checkpoint seconds"

@@ -2,8 +2,9 @@
 
 Every baseline module exposes a `Baseline` (a function from `BaselineJob` to
 `RunResult`) and a `main` that hands it to `run_baseline_cli`. The CLI loads
-one input topic, gives each workload a fresh output topic with as many
-partitions as the input, prints the aligned table, and ends with one line
+one input topic (and one with event times for the windowed workload), gives
+each workload a fresh output topic with as many partitions as the input,
+prints the aligned table, and ends with one line
 `<system>_<workload>_rps=<n> ...` for scripts to parse.
 """
 
@@ -92,21 +93,24 @@ def run_baseline_cli(
         make_topic = new_topic_maker(bootstrap)
         topics: list[str] = []
         try:
-            input_topic = preload(
-                bootstrap,
-                args.records,
-                args.partitions,
-                make_topic=make_topic,
-                num_keys=args.num_keys,
-                progress=not args.quiet,
-            )
-            topics.append(input_topic)
+            inputs: dict[bool, str] = {}  # by `events`: the windowed workload's input
+            for events in sorted({workload == "windowed" for workload in workloads}):
+                inputs[events] = preload(
+                    bootstrap,
+                    args.records,
+                    args.partitions,
+                    make_topic=make_topic,
+                    num_keys=args.num_keys,
+                    progress=not args.quiet,
+                    events=events,
+                )
+                topics.append(inputs[events])
             for workload in workloads:
                 output_topic = make_topic(f"bench-out-{workload}", args.partitions)
                 topics.append(output_topic)
                 job = BaselineJob(
                     bootstrap=bootstrap,
-                    input_topic=input_topic,
+                    input_topic=inputs[workload == "windowed"],
                     output_topic=output_topic,
                     partitions=args.partitions,
                     records=args.records,

@@ -80,7 +80,7 @@ class Session:
     ) -> None:
         self.job = job
         self.name = name
-        self.expected = expected_output_count(job.workload, job.records)
+        self.expected = expected_output_count(job.workload, job.records, job.num_keys)
         self.config = RuntimeConfig(
             bootstrap=job.bootstrap,
             checkpoint_dir=checkpoint_dir,

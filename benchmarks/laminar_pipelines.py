@@ -9,6 +9,9 @@ so their output is byte for byte what the other systems write:
                -> aggregate(running count, last id) -> sink({id, key, count}, key=key)
     rekey      source(Avro) -> key_by(new_key)   [repartition: internal topic, stage 1]
                -> aggregate(running count, last id) -> sink({id, product, count}, key=key)
+    windowed   source(Avro, partitioned_by="key", timestamp="ts", max_out_of_order)
+               -> key_by("key") -> tumbling_window(60 s, allowed_lateness)
+               -> aggregate((count, sum of amount)) -> sink({key, start, end, count, sum})
 
 The input is partitioned by `key` with Kafka's murmur2 partitioner
 (`benchmarks.preload`), which the keyed source declares: its `key_by("key")`
@@ -26,9 +29,17 @@ from __future__ import annotations
 import json
 import uuid
 
+from benchmarks.event_input import (
+    ALLOWED_LATENESS_MS,
+    EVENT_RECORD_SCHEMA_JSON,
+    MAX_OUT_OF_ORDER_MS,
+    WINDOW_MS,
+    WINDOW_SCHEMA_JSON,
+)
 from benchmarks.records import COUNT_SCHEMA_JSON, RECORD_SCHEMA_JSON, Record
 from benchmarks.workloads import Workload, keep, map_record, new_key
 from laminar_kafka import AvroFormat, Pipeline
+from laminar_kafka.operators.windows import Window
 from laminar_kafka.plan.stages import plan_stages
 
 __all__ = ["build_pipeline", "pipeline_name", "stage_count"]
@@ -47,6 +58,40 @@ def _emit(key: str, state: tuple[int, int]) -> Record:
     return {"id": state[1], "key": key, "count": state[0]}
 
 
+def _no_total() -> tuple[int, int]:
+    """Window state: (records, sum of their amounts)."""
+    return 0, 0
+
+
+def _add_amount(total: tuple[int, int], record: Record) -> tuple[int, int]:
+    return total[0] + 1, total[1] + record["amount"]
+
+
+def _window_total(key: str, window: Window, total: tuple[int, int]) -> Record:
+    return {
+        "key": key,
+        "start": window.start,
+        "end": window.end,
+        "count": total[0],
+        "sum": total[1],
+    }
+
+
+def _windowed(pipeline: Pipeline, input_topic: str, output_topic: str) -> None:
+    source = pipeline.source(
+        input_topic,
+        value_format=_avro(EVENT_RECORD_SCHEMA_JSON),
+        partitioned_by="key",
+        timestamp="ts",
+        max_out_of_order=MAX_OUT_OF_ORDER_MS / 1000,
+    )
+    windows = source.key_by("key").tumbling_window(
+        WINDOW_MS / 1000, allowed_lateness=ALLOWED_LATENESS_MS / 1000
+    )
+    totals = windows.aggregate(_no_total, _add_amount, _window_total)
+    totals.sink(output_topic, value_format=_avro(WINDOW_SCHEMA_JSON), key="key")
+
+
 def _avro(schema_json: str) -> AvroFormat:
     # No per-record validation on encode: no other system validates, and every
     # output record is checked against the workload afterwards.
@@ -60,6 +105,9 @@ def build_pipeline(name: str, workload: Workload, input_topic: str, output_topic
     if workload == "stateless":
         mapped = pipeline.source(input_topic, value_format=records).filter(keep).map(map_record)
         mapped.sink(output_topic, value_format=_avro(RECORD_SCHEMA_JSON), key="key")
+        return pipeline
+    if workload == "windowed":
+        _windowed(pipeline, input_topic, output_topic)
         return pipeline
     if workload == "keyed":
         source = pipeline.source(input_topic, value_format=records, partitioned_by="key")

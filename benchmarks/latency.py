@@ -1,8 +1,9 @@
-"""End-to-end latency: produce at a fixed rate, note when each record shows downstream.
+"""End-to-end latency: produce at a fixed rate, note when each output shows downstream.
 
 Throughput runs read a pre-produced backlog, which says nothing about how long
 one record takes from `produce()` to being visible to a read_committed
-consumer; this probe measures that, next to the system under test.
+consumer; this probe measures that, next to the system under test. Which
+input an output record is timed from is the workload's (`latency_matches`).
 """
 
 from __future__ import annotations
@@ -10,18 +11,19 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import replace
 from typing import Any, Final
 
-from confluent_kafka import OFFSET_BEGINNING, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, Message, Producer, TopicPartition
 
+from benchmarks.latency_matches import output_match
 from benchmarks.preload import PRODUCER_CONFIG
-from benchmarks.records import DEFAULT_NUM_KEYS, decode_record, encode_record, make_record
+from benchmarks.records import DEFAULT_NUM_KEYS
 from benchmarks.results import quantile
 from benchmarks.verify import read_committed_consumer
 from benchmarks.workers import TaskResult, one_line
-from benchmarks.workloads import expected_output_count
+from benchmarks.workloads import Workload
 from laminar_kafka.errors import BrokerError, PipelineError
 
 __all__ = ["PROBE_TIMEOUT_S", "LatencyProbe", "with_latency"]
@@ -31,14 +33,14 @@ PROBE_TIMEOUT_S: Final = 600.0
 
 
 class LatencyProbe:
-    """Produces records at a fixed rate and notes when each becomes visible downstream.
+    """Produces records at a fixed rate and notes when each output becomes visible.
 
     First `warmup` records at once, to wait until the system under test is up
     (its start-up would otherwise count as latency); once their output is
     visible, the rest at `rate` records/s. A read_committed consumer on the
-    output notes when each id first shows. Latency = visible - produced (both
-    `time.monotonic()` in this process), for the records after the warm-up.
-    Workload (a) only: its output carries the input `id`.
+    output notes when each output record first shows. Latency = visible -
+    produced (both `time.monotonic()` in this process) of the input that made
+    it (`OutputMatch`), for the inputs after the warm-up.
     """
 
     def __init__(
@@ -51,6 +53,7 @@ class LatencyProbe:
         records: int,
         rate: int,
         num_keys: int = DEFAULT_NUM_KEYS,
+        workload: Workload = "stateless",
         timeout_s: float = PROBE_TIMEOUT_S,
         progress: bool = True,
         on_failure: Callable[[], Any] = lambda: None,
@@ -61,12 +64,13 @@ class LatencyProbe:
         self._warmup = warmup
         self._records = records
         self._rate = rate
-        self._num_keys = num_keys
+        self._match = output_match(workload, records, warmup, num_keys)
         self._timeout_s = timeout_s
         self._progress = progress
         self._on_failure = on_failure
         self._produced = [math.nan] * records
-        self._visible = [math.nan] * records
+        self._visible: dict[Hashable, float] = {}
+        self._partitions: dict[bytes, int] = {}
         self._warm = threading.Event()
         self._stop = threading.Event()
         self._threads = [
@@ -87,9 +91,8 @@ class LatencyProbe:
             thread.join()
 
     def latencies_s(self) -> list[float]:
-        """Produce-to-visible seconds of each record after the warm-up seen in the output."""
-        pairs = zip(self._produced[self._warmup :], self._visible[self._warmup :], strict=True)
-        return [seen - sent for sent, seen in pairs if not math.isnan(seen - sent)]
+        """Produce-to-visible seconds of each output after the warm-up."""
+        return self._match.latencies_s(self._produced, self._visible, self._partitions)
 
     def _guard(self, body: Callable[[], None]) -> None:
         try:
@@ -103,10 +106,7 @@ class LatencyProbe:
         producer = Producer(
             {"bootstrap.servers": self._bootstrap, **PRODUCER_CONFIG, "linger.ms": 5}
         )
-        values = [
-            (record["key"].encode(), encode_record(record))
-            for record in (make_record(i, self._num_keys) for i in range(self._records))
-        ]
+        values = self._match.inputs()
         for record_id in range(self._warmup):
             self._send(producer, record_id, *values[record_id])
         producer.flush(30.0)
@@ -131,15 +131,19 @@ class LatencyProbe:
         while True:
             try:
                 self._produced[record_id] = time.monotonic()
-                producer.produce(self._input, value, key)
+                producer.produce(self._input, value, key, on_delivery=self._delivered)
                 producer.poll(0)
                 return
             except BufferError:
                 producer.poll(0.01)
 
+    def _delivered(self, err: KafkaError | None, msg: Message) -> None:
+        key, partition = msg.key(), msg.partition()
+        if err is None and key is not None and partition is not None:
+            self._partitions[key] = partition
+
     def _consume(self) -> None:
-        warm_target = expected_output_count("stateless", self._warmup)
-        target = expected_output_count("stateless", self._records)
+        warm_target, target = self._match.warm_target, self._match.target
         consumer = read_committed_consumer(self._bootstrap)
         try:
             meta = consumer.list_topics(self._output, timeout=30.0).topics[self._output]
@@ -154,9 +158,9 @@ class LatencyProbe:
                     value = msg.value()
                     if msg.error() is not None or value is None:
                         raise BrokerError(f"latency: reading {self._output}: {msg.error()}")
-                    record_id = decode_record(value)["id"]
-                    if math.isnan(self._visible[record_id]):
-                        self._visible[record_id] = now
+                    name = self._match.identify(value)
+                    if name not in self._visible:
+                        self._visible[name] = now
                         seen += 1
                 if seen >= warm_target:
                     self._warm.set()

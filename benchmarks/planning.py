@@ -2,16 +2,18 @@
 
 Per system: one timed task per chosen workload it implements and commit
 interval (laminar-kafka: every `--intervals` value; the others: their commit
-interval), `repeat` times, each with an output topic of its own; with the
-stateless workload chosen, a latency phase on a fresh input topic (not for the
-limit) and, for laminar-kafka, a kill -9 run. A chosen workload the system does
-not implement (`tasks.UNSUPPORTED`) gets an "n/a" row instead.
+interval), `repeat` times, each with an output topic of its own; for each of
+the stateless and windowed workloads chosen, a latency phase on a fresh input
+topic (not for the limit); with stateless, for laminar-kafka, a kill -9 run. A
+chosen workload the system does not implement (`tasks.UNSUPPORTED`) gets an
+"n/a" row instead.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 from benchmarks.comparison import CompareSettings, Row
 from benchmarks.harness import BaselineJob
@@ -19,20 +21,30 @@ from benchmarks.tasks import SYSTEM_WORKLOADS, UNSUPPORTED, System, Task, TaskRe
 from benchmarks.topics import TopicMaker
 from benchmarks.workloads import Workload
 
-__all__ = ["not_applicable_rows", "plan_tasks"]
+__all__ = ["LATENCY_WORKLOADS", "not_applicable_rows", "plan_tasks"]
+
+
+LATENCY_WORKLOADS: Final[tuple[Workload, ...]] = ("stateless", "windowed")
+"""The workloads with a latency phase (`benchmarks.latency_matches`)."""
 
 
 def plan_tasks(
-    system: System, settings: CompareSettings, input_topic: str, make_topic: TopicMaker
+    system: System,
+    settings: CompareSettings,
+    inputs: Mapping[Workload, str],
+    make_topic: TopicMaker,
 ) -> list[Task]:
-    """The tasks of `system`, their output (and latency input) topics created."""
+    """The tasks of `system`, their output (and latency input) topics created.
+
+    `inputs` holds the input topic of each chosen workload.
+    """
 
     def job(
         workload: Workload, interval_s: float, prefix: str = "out", **changes: Any
     ) -> BaselineJob:
         base = BaselineJob(
             bootstrap="",
-            input_topic=input_topic,
+            input_topic=inputs.get(workload, ""),
             output_topic=make_topic(f"bench-{prefix}-{system}-{workload}", settings.partitions),
             partitions=settings.partitions,
             records=settings.records,
@@ -53,15 +65,15 @@ def plan_tasks(
         for interval in intervals
         for _ in range(settings.repeat)
     ]
-    if "stateless" not in settings.workloads:
-        return tasks
-    if settings.latency and system != "limit":
-        lat_in = make_topic(f"bench-lat-in-{system}", settings.partitions)
+    for workload in LATENCY_WORKLOADS if settings.latency and system != "limit" else ():
+        if workload not in settings.workloads or workload not in SYSTEM_WORKLOADS[system]:
+            continue
+        lat_in = make_topic(f"bench-lat-in-{system}-{workload}", settings.partitions)
         latency = job(
-            "stateless", reference, "lat-out", input_topic=lat_in, records=settings.latency_records
+            workload, reference, "lat-out", input_topic=lat_in, records=settings.latency_records
         )
-        tasks.append(Task("latency", latency, _pipeline(laminar, "stateless", reference, "lat-")))
-    if laminar and settings.recovery:
+        tasks.append(Task("latency", latency, _pipeline(laminar, workload, reference, "lat-")))
+    if laminar and settings.recovery and "stateless" in settings.workloads:
         kill = job("stateless", reference)
         tasks.append(Task("recovery", kill, _pipeline(laminar, "stateless", reference, "kill-")))
     return tasks

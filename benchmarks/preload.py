@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from confluent_kafka import KafkaError, Message, Producer
 
+from benchmarks.event_input import EventInput
 from benchmarks.progress import Progress
 from benchmarks.records import DEFAULT_NUM_KEYS, encode_record, make_record
 from benchmarks.topics import TopicMaker, new_topic_maker, topic_size
@@ -120,15 +121,19 @@ def preload(
     make_topic: TopicMaker | None = None,
     num_keys: int = DEFAULT_NUM_KEYS,
     progress: bool = True,
+    events: bool = False,
 ) -> str:
     """Produce input records 0..records-1 over `partitions` partitions; return the topic.
 
     Uses `topic` when given (it must exist and be empty), else a new topic from
-    `make_topic` (default: created on `bootstrap`).
+    `make_topic` (default: created on `bootstrap`). With `events`, the records of
+    the windowed workload (`event_input.EventInput`, stamped with event times).
     """
     if topic is None:
-        topic = (make_topic or new_topic_maker(bootstrap))("bench-in", partitions)
-    produce_values(bootstrap, topic, encoded_inputs(records, num_keys), records, progress=progress)
+        prefix = "bench-in-events" if events else "bench-in"
+        topic = (make_topic or new_topic_maker(bootstrap))(prefix, partitions)
+    items = EventInput(records, num_keys).encoded() if events else encoded_inputs(records, num_keys)
+    produce_values(bootstrap, topic, items, records, progress=progress)
     return topic
 
 

@@ -26,12 +26,17 @@ __all__ = [
     "RECORD_SCHEMA_JSON",
     "VALUE_SIZE",
     "Record",
+    "amount_of",
+    "decode_avro",
     "decode_count",
     "decode_record",
+    "encode_avro",
     "encode_count",
     "encode_record",
     "key_of",
+    "long_size",
     "make_record",
+    "padding",
     "product_of",
 ]
 
@@ -81,7 +86,7 @@ _PAD: Final = "abcdefghijklmnopqrstuvwxyz0123456789" * 4
 _KEY_SPREAD: Final = 2654435761
 
 
-def _long_size(value: int) -> int:
+def long_size(value: int) -> int:
     """Bytes of Avro's zig-zag varint encoding of `value`."""
     zigzag = (value << 1) ^ (value >> 63)
     size = 1
@@ -104,36 +109,53 @@ def product_of(record_id: int) -> str:
 def make_record(record_id: int, num_keys: int = DEFAULT_NUM_KEYS) -> Record:
     """Input record `record_id`, padded so that its encoding is `VALUE_SIZE` bytes."""
     key = key_of(record_id, num_keys)
-    amount = (record_id * 37) % 100_000
-    fixed = _long_size(record_id) + 1 + len(key) + _long_size(amount)
+    amount = amount_of(record_id)
+    fixed = long_size(record_id) + 1 + len(key) + long_size(amount)
+    return {"id": record_id, "key": key, "amount": amount, "payload": padding(fixed)}
+
+
+def amount_of(record_id: int) -> int:
+    """The `amount` of input record `record_id`."""
+    return (record_id * 37) % 100_000
+
+
+def padding(fixed: int) -> str:
+    """The payload that makes a record whose other fields encode to `fixed` bytes
+    `VALUE_SIZE` bytes long (the key's length prefix counted in `fixed`)."""
     # The payload's length prefix takes 1 byte below 64 characters, 2 above.
     pad = VALUE_SIZE - fixed - 1
     if pad >= 64:
         pad -= 1
-    return {"id": record_id, "key": key, "amount": amount, "payload": _PAD[:pad]}
+    return _PAD[:pad]
 
 
-def _encode(schema: Any, record: Record) -> bytes:
+def encode_avro(schema: Any, record: Record) -> bytes:
+    """Schemaless Avro binary of `record` under the parsed `schema`."""
     buf = io.BytesIO()
     schemaless_writer(buf, schema, record)
     return buf.getvalue()
 
 
+def decode_avro(schema: Any, value: bytes) -> Record:
+    """Inverse of `encode_avro`."""
+    return cast(Record, schemaless_reader(io.BytesIO(value), schema, None))
+
+
 def encode_record(record: Record) -> bytes:
     """Schemaless Avro binary of a `RECORD_SCHEMA` record."""
-    return _encode(RECORD_SCHEMA, record)
+    return encode_avro(RECORD_SCHEMA, record)
 
 
 def decode_record(value: bytes) -> Record:
     """Inverse of `encode_record`."""
-    return cast(Record, schemaless_reader(io.BytesIO(value), RECORD_SCHEMA, None))
+    return decode_avro(RECORD_SCHEMA, value)
 
 
 def encode_count(record: Record) -> bytes:
     """Schemaless Avro binary of a `COUNT_SCHEMA` record."""
-    return _encode(COUNT_SCHEMA, record)
+    return encode_avro(COUNT_SCHEMA, record)
 
 
 def decode_count(value: bytes) -> Record:
     """Inverse of `encode_count`."""
-    return cast(Record, schemaless_reader(io.BytesIO(value), COUNT_SCHEMA, None))
+    return decode_avro(COUNT_SCHEMA, value)

@@ -20,17 +20,21 @@ __all__ = ["LABELS", "Row", "format_report", "summary_line", "table_order", "tab
 def table_rows(system: System, tasks: Sequence[Task], results: Sequence[TaskResult]) -> list[Row]:
     """One row per workload and interval of `system`'s throughput tasks, failed or not.
 
-    Repeated runs fold into one row (`benchmarks.repeats`). The latency and
-    kill -9 runs go with workload (a) at the first interval.
+    Repeated runs fold into one row (`benchmarks.repeats`). A latency run goes
+    with its workload, the kill -9 run with workload (a), at the first interval.
     """
-    by_kind = {t.kind: r for t, r in zip(tasks, results, strict=True) if t.kind != "throughput"}
+    by_kind = {
+        (t.kind, t.job.workload): r
+        for t, r in zip(tasks, results, strict=True)
+        if t.kind != "throughput"
+    }
     runs: dict[tuple[Workload, float], list[TaskResult]] = {}
     for task, result in zip(tasks, results, strict=True):
         if task.kind == "throughput":
             runs.setdefault((task.job.workload, task.job.commit_interval_s), []).append(result)
     rows = []
     for (workload, interval), group in runs.items():
-        stateless = workload == "stateless" and interval == tasks[0].job.commit_interval_s
+        first = interval == tasks[0].job.commit_interval_s
         result, spread = combine(group)
         rows.append(
             Row(
@@ -38,8 +42,8 @@ def table_rows(system: System, tasks: Sequence[Task], results: Sequence[TaskResu
                 workload,
                 interval,
                 result,
-                latency=by_kind.get("latency") if stateless else None,
-                recovery=by_kind.get("recovery") if stateless else None,
+                latency=by_kind.get(("latency", workload)) if first else None,
+                recovery=by_kind.get(("recovery", workload)) if first else None,
                 spread=spread,
                 runs=len(group),
             )
@@ -148,7 +152,8 @@ def _table(lines: list[list[str]]) -> str:
 
 
 def summary_line(comparison: Comparison) -> str:
-    """The last line: workload (a)'s and rekey's ratios and checkpoint p99s, 1st interval."""
+    """The last line: workload (a)'s, rekey's and windowed's ratios, checkpoint p99s and
+    laminar's window close latency, 1st interval."""
 
     def ratio(system: System, workload: Workload = "stateless") -> str:
         value = _ratio(comparison, system, workload)
@@ -159,6 +164,13 @@ def summary_line(comparison: Comparison) -> str:
         value = None if reference is None else reference.result.checkpoint_p99_ms
         return _num(value).replace(",", "")
 
+    def close(q: str) -> str:
+        windowed = _reference(comparison, "windowed")
+        latency = None if windowed is None else windowed.latency
+        if latency is None or latency.error is not None:
+            return "-"
+        return _num(getattr(latency, f"latency_{q}_ms")).replace(",", "")
+
     rekey = _reference(comparison, "rekey")
     stages = () if rekey is None else rekey.result.stage_checkpoint_p99_ms
     return (
@@ -168,6 +180,9 @@ def summary_line(comparison: Comparison) -> str:
         f" checkpoint_p99_ms={p99('stateless')}"
         f" rekey_laminar/quix={ratio('quix', 'rekey')} rekey_checkpoint_p99_ms={p99('rekey')}"
         f" rekey_stage_p99_ms={_stages(stages, '/')}"
+        f" windowed_laminar/quix={ratio('quix', 'windowed')}"
+        f" windowed_laminar/spark={ratio('spark', 'windowed')}"
+        f" window_close_p50_ms={close('p50')} window_close_p99_ms={close('p99')}"
     )
 
 

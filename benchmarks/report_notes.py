@@ -9,6 +9,13 @@ from __future__ import annotations
 from typing import Final
 
 from benchmarks.comparison import Comparison
+from benchmarks.event_input import (
+    ALLOWED_LATENESS_MS,
+    EVENT_SPAN_MS,
+    MAX_OUT_OF_ORDER_MS,
+    WINDOW_MS,
+    EventInput,
+)
 from benchmarks.memory import RSS_INTERVAL_S
 from benchmarks.records import NUM_PRODUCTS
 from benchmarks.tasks import System
@@ -87,6 +94,8 @@ def table_notes(comparison: Comparison) -> list[str]:
             " input), then a stateful count, in the same P processes. spark: groupBy(product)"
             " .applyInPandasWithState, a Spark shuffle, no Kafka hop."
         )
+    if "windowed" in s.workloads:
+        notes.append(_windowed_note(s.records, s.num_keys))
     notes += [
         f"n/a: {LABELS[row.system]} {row.workload}: {row.not_applicable}."
         for row in comparison.rows
@@ -100,8 +109,24 @@ def table_notes(comparison: Comparison) -> list[str]:
             f" records/s for {s.latency_seconds:g} s; time from produce() to the record being"
             " visible to a read_committed consumer, over the records after the warm-up."
         )
-    else:
-        why = "--skip-latency" if not s.latency else "no stateless workload"
+    if s.latency and "windowed" in s.workloads:
+        windows = EVENT_SPAN_MS / WINDOW_MS
+        pace_ms = s.latency_records / windows / s.latency_rate * 1000
+        notes.append(
+            f"e2e of windowed: window close latency at {ref}, a separate phase on a fresh topic"
+            f" of {s.latency_records:,} windowed records ({s.latency_warmup:,} warm-up, then"
+            f" {s.latency_rate:,} records/s; the same {windows:.0f} windows of event time, so"
+            f" one closes every {pace_ms:.0f} ms): from the produce() of the record that took"
+            " its partition's highest timestamp to the window's end +"
+            f" {MAX_OUT_OF_ORDER_MS / 1000:g} s out-of-orderness (where the watermark passes"
+            f" end + {ALLOWED_LATENESS_MS / 1000:g} s lateness) to the result visible to a"
+            " read_committed consumer, per key and window, the warm-up's left out (spark's"
+            " watermark is the query's: a record of another partition may close its window a"
+            f" few ms before). Checkpoint interval {ref}: target p99 <"
+            f" {s.intervals_s[0] * 1000 + 500:,.0f} ms."
+        )
+    if not s.latency or not set(s.workloads) & {"stateless", "windowed"}:
+        why = "--skip-latency" if not s.latency else "no stateless or windowed workload"
         notes.append(f"e2e: not measured ({why}).")
     kill = next((row.recovery for row in comparison.rows if row.recovery is not None), None)
     if kill is not None and kill.error is None:
@@ -120,6 +145,24 @@ def table_notes(comparison: Comparison) -> list[str]:
         notes.append("recovery s: the kill -9 run failed, see below.")
     notes += [f"FAILED {failure}" for failure in comparison.failures]
     return notes
+
+
+def _windowed_note(records: int, num_keys: int) -> str:
+    source = EventInput(records, num_keys)
+    return (
+        f"windowed: tumbling {WINDOW_MS / 1000:g} s windows of each key's event time (ts:"
+        f" {EVENT_SPAN_MS / 1000:,.0f} s over the input, {EVENT_SPAN_MS / WINDOW_MS:.0f}"
+        f" windows; up to {MAX_OUT_OF_ORDER_MS / 1000:g} s out of order,"
+        f" {ALLOWED_LATENESS_MS / 1000:g} s allowed lateness), count and sum of amount, one"
+        f" result per key and window as it closes; the last {source.closers:,} records are"
+        " stamped past the last window so that every window closes on every system. laminar:"
+        " source(timestamp=ts, partitioned_by key).key_by(key).tumbling_window().aggregate(),"
+        " one stage, windows closed by the partition's watermark inside the checkpoint"
+        " transaction. quix: tumbling_window(grace = out-of-orderness + lateness).agg(Count,"
+        " Sum).final(closing_strategy=partition). spark: withWatermark(the same delay)"
+        " .groupBy(window, key).agg(count, sum), append mode (a window's row comes out in the"
+        " micro-batch after the one that passed it)."
+    )
 
 
 def _alignment_timeout_s() -> float:

@@ -42,6 +42,8 @@ SYSTEM_WORKLOADS: Final[dict[System, tuple[Workload, ...]]] = {
 UNSUPPORTED: Final[dict[tuple[System, Workload], str]] = {
     ("ceiling", "rekey"): "the ceiling loop is one consume-transform-produce hop in one"
     " transaction; it has no two-hop (repartitioning) variant",
+    ("ceiling", "windowed"): "the ceiling loop has no event-time windows (watermarks,"
+    " closing); the limit row bounds the windowed workload instead",
 }
 """Why a system does not run a workload, for the table's notes."""
 

@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
+from benchmarks.event_input import decode_window, window_totals
 from benchmarks.progress import Progress
 from benchmarks.records import (
     DEFAULT_NUM_KEYS,
@@ -158,15 +159,31 @@ def _check_counts(
             raise _fail(workload, f"key {name} counts are not 1..{per_key[name]}")
 
 
+def _check_windows(pairs: list[KeyValue], records: int, num_keys: int) -> None:
+    """Window totals: each (key, window) once, keyed by its key, its count and sum exact."""
+    expected = window_totals(records, num_keys)
+    seen: set[tuple[str, int]] = set()
+    for key, value in pairs:
+        out = decode_window(value)
+        window = out["key"], out["start"]
+        if window in seen:
+            raise _fail("windowed", f"window {window} appears twice")
+        seen.add(window)
+        if out != expected.get(window) or key != out["key"].encode():
+            raise _fail("windowed", f"{out} (Kafka key {key!r}), expected {expected.get(window)}")
+
+
 def check_output(
     workload: Workload, pairs: list[KeyValue], records: int, num_keys: int = DEFAULT_NUM_KEYS
 ) -> None:
     """Raise `PipelineError` unless `pairs` is exactly the output of `records` inputs."""
-    expected = expected_output_count(workload, records)
+    expected = expected_output_count(workload, records, num_keys)
     if len(pairs) != expected:
         raise _fail(workload, f"{len(pairs)} records, expected {expected}")
     if workload == "stateless":
         _check_stateless(pairs, records, num_keys)
+    elif workload == "windowed":
+        _check_windows(pairs, records, num_keys)
     elif workload == "keyed":
         _check_counts(workload, pairs, records, lambda i: key_of(i, num_keys))
     else:

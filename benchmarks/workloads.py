@@ -1,6 +1,7 @@
-"""The three benchmark workloads, defined once so that every system does the same work.
+"""The benchmark workloads, defined once so that every system does the same work.
 
-Input: `RECORD_SCHEMA` records made by `records.make_record(i)` for i in 0..N-1,
+Input: `RECORD_SCHEMA` records made by `records.make_record(i)` for i in 0..N-1
+(windowed: `event_input.EventInput`, the same records with an event time),
 keyed by their `key` field (UTF-8), spread over the input topic's partitions.
 
 stateless
@@ -21,6 +22,14 @@ rekey
            -> emit one `COUNT_SCHEMA` record {id, key: product, count} per input
               record; the output's Kafka key is the product.
     Output count: N. Per product, the counts are exactly 1..(records of it).
+windowed
+    input: `event_input.EventInput` records (the same, with an event time `ts`)
+    decode -> tumbling one-minute windows of `ts` per `key`, allowed
+              `MAX_OUT_OF_ORDER_MS` out of order and `ALLOWED_LATENESS_MS` late
+           -> count and sum of `amount` per key and window, emitted once when
+              the window closes: one `WINDOW_SCHEMA` record {key, start, end,
+              count, sum}; the output's Kafka key is `key`.
+    Output: exactly `event_input.window_totals(N)`, one record per key and window.
 
 Systems that express the work in their own language (Spark's DataFrame
 functions, Quix's StreamingDataFrame) implement these same rules; the checks in
@@ -31,7 +40,9 @@ from __future__ import annotations
 
 from typing import Final, Literal, get_args
 
+from benchmarks.event_input import window_totals
 from benchmarks.records import (
+    DEFAULT_NUM_KEYS,
     Record,
     decode_record,
     encode_count,
@@ -51,7 +62,7 @@ __all__ = [
     "transform_stateless",
 ]
 
-Workload = Literal["stateless", "keyed", "rekey"]
+Workload = Literal["stateless", "keyed", "rekey", "windowed"]
 WORKLOADS: Final[tuple[Workload, ...]] = get_args(Workload)
 
 FILTER_MODULUS: Final = 10
@@ -109,8 +120,12 @@ class KeyedCounter:
         return key.encode(), encode_count({"id": record["id"], "key": key, "count": count})
 
 
-def expected_output_count(workload: Workload, records: int) -> int:
+def expected_output_count(
+    workload: Workload, records: int, num_keys: int = DEFAULT_NUM_KEYS
+) -> int:
     """Output records that `records` inputs (ids 0..records-1) must yield."""
+    if workload == "windowed":
+        return len(window_totals(records, num_keys))
     if workload != "stateless":
         return records
     dropped = (records + FILTER_MODULUS - 1) // FILTER_MODULUS

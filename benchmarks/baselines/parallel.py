@@ -137,7 +137,9 @@ def run_loops(job: BaselineJob, parallelism: int, *, copy: bool = False) -> RunR
     out = _gather(procs, results, label)
     ended_at = max(item[1] for item in out)
     produced = sum(item[0] for item in out)
-    expected = job.records if copy else expected_output_count(job.workload, job.records)
+    expected = (
+        job.records if copy else expected_output_count(job.workload, job.records, job.num_keys)
+    )
     if produced != expected:
         raise PipelineError(f"{label}: produced {produced} records, expected {expected}")
     if copy:
@@ -192,7 +194,7 @@ def run_quix_apps(job: BaselineJob, parallelism: int, group: str) -> tuple[float
     ]
     for proc in procs:
         proc.start()
-    expected = expected_output_count(job.workload, job.records)
+    expected = expected_output_count(job.workload, job.records, job.num_keys)
     watcher = OutputWatcher(
         job.bootstrap,
         job.output_topic,

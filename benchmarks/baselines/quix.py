@@ -10,9 +10,16 @@ benchmarks/README.md). The app is what a Quix user would write:
     keyed      topic(Avro) -> apply(count, stateful=True)       -> to_topic (same key)
     rekey      topic(Avro) -> group_by(new_key, name="product")
                -> apply(count, stateful=True, metadata=True) -> to_topic (the product)
+    windowed   topic(Avro, timestamp_extractor=ts)
+               -> tumbling_window(60 s, grace = out-of-orderness + lateness)
+               .agg(count=Count(), sum=Sum("amount")).final(closing_strategy="partition")
+               -> apply(window total, metadata=True) -> to_topic (same key)
 
 with `processing_guarantee="exactly-once"` (Kafka transactions; the keyed
 state is RocksDB backed by a changelog topic, Quix's own recovery mechanism).
+A window closes when its partition's newest timestamp passes its end plus the
+grace, as laminar-kafka's close on the partition's watermark (Quix's default
+closing strategy, "key", would wait for a record of the same key).
 `group_by` writes every record to the repartition topic
 `repartition__<group>--...--product` (JSON, Quix's default; as many partitions
 as the input), which the same app (same consumer, same transactional producer)
@@ -38,6 +45,13 @@ from typing import Any, Final
 
 from confluent_kafka.admin import AdminClient
 
+from benchmarks.event_input import (
+    ALLOWED_LATENESS_MS,
+    EVENT_RECORD_SCHEMA_JSON,
+    MAX_OUT_OF_ORDER_MS,
+    WINDOW_MS,
+    WINDOW_SCHEMA_JSON,
+)
 from benchmarks.harness import BaselineJob, run_baseline_cli
 from benchmarks.records import COUNT_SCHEMA_JSON, RECORD_SCHEMA_JSON, Record
 from benchmarks.results import RunResult
@@ -49,6 +63,8 @@ from laminar_kafka.errors import ConfigError, PipelineError
 __all__ = ["QUIX_VERSION", "run_quix"]
 
 QUIX_VERSION: Final = "3.28.1"
+_OUTPUT_SCHEMAS: Final = {"stateless": RECORD_SCHEMA_JSON, "windowed": WINDOW_SCHEMA_JSON}
+"""Output schema per workload; the others write count records."""
 _RUN_TIMEOUT_S: Final = 1800.0
 
 
@@ -74,6 +90,17 @@ def _count_with_key(value: Record, key: str, _timestamp: int, _headers: Any, sta
     count = int(state.get("count", 0)) + 1
     state.set("count", count)
     return {"id": value["id"], "key": key, "count": count}
+
+
+def _event_time(value: Record, _headers: Any, _timestamp: int, _type: Any) -> int:
+    """Windowed workload: a record's event time is its `ts` field."""
+    ts: int = value["ts"]
+    return ts
+
+
+def _window_total(value: Record, key: str, _timestamp: int, _headers: Any) -> Record:
+    """Windowed workload: a closed window as a `WINDOW_SCHEMA` record."""
+    return {"key": key, **value}
 
 
 def _new_key(value: Record) -> str:
@@ -102,12 +129,15 @@ def build_app(job: BaselineJob, group: str, state_dir: str) -> Any:
         state_dir=state_dir,
         loglevel="WARNING",
     )
+    windowed = job.workload == "windowed"
+    in_schema = EVENT_RECORD_SCHEMA_JSON if windowed else RECORD_SCHEMA_JSON
     source = app.topic(
         job.input_topic,
         key_deserializer="str",
-        value_deserializer=avro.AvroDeserializer(schema=json.loads(RECORD_SCHEMA_JSON)),
+        value_deserializer=avro.AvroDeserializer(schema=json.loads(in_schema)),
+        timestamp_extractor=_event_time if windowed else None,
     )
-    out_schema = RECORD_SCHEMA_JSON if job.workload == "stateless" else COUNT_SCHEMA_JSON
+    out_schema = _OUTPUT_SCHEMAS.get(job.workload, COUNT_SCHEMA_JSON)
     sink = app.topic(
         job.output_topic,
         key_serializer="str",
@@ -116,6 +146,12 @@ def build_app(job: BaselineJob, group: str, state_dir: str) -> Any:
     sdf = app.dataframe(source)
     if job.workload == "keyed":
         sdf = sdf.apply(_count, stateful=True)
+        sdf.to_topic(sink)
+    elif windowed:
+        aggregations = _import("quixstreams.dataframe.windows.aggregations")
+        windows = sdf.tumbling_window(WINDOW_MS, grace_ms=MAX_OUT_OF_ORDER_MS + ALLOWED_LATENESS_MS)
+        totals = windows.agg(count=aggregations.Count(), sum=aggregations.Sum("amount"))
+        sdf = totals.final(closing_strategy="partition").apply(_window_total, metadata=True)
         sdf.to_topic(sink)
     elif job.workload == "rekey":
         sdf = sdf.group_by(new_key, name="product")
@@ -134,7 +170,7 @@ def _run_here(job: BaselineJob, group: str) -> tuple[float, OutputWatcher]:
         watcher = OutputWatcher(
             job.bootstrap,
             job.output_topic,
-            expected_output_count(job.workload, job.records),
+            expected_output_count(job.workload, job.records, job.num_keys),
             app.stop,
             timeout_s=_RUN_TIMEOUT_S,
             progress=job.progress,
@@ -159,7 +195,7 @@ def run_quix(job: BaselineJob, parallelism: int = 1) -> RunResult:
 
     _import("quixstreams")
     label = f"quix {job.workload}"
-    expected = expected_output_count(job.workload, job.records)
+    expected = expected_output_count(job.workload, job.records, job.num_keys)
     group = f"bench-quix-{uuid.uuid4().hex[:10]}"
     try:
         if parallelism > 1:

@@ -11,6 +11,9 @@ The query is what a Spark user would write, in DataFrame code:
                offset order) -> to_avro -> kafka sink
     rekey      the same, grouped by the product ("product-" + lpad(id % 97, 2, "0"),
                `records.product_of`) instead of `key`: Spark shuffles, no Kafka hop
+    windowed   kafka source -> from_avro -> withWatermark(ts) -> groupBy(window(ts,
+               60 s), key).agg(count, sum(amount)) -> to_avro -> kafka sink
+               (`spark_windows`)
 
 with a 1 s processing-time trigger and a checkpoint in a temporary directory.
 The Kafka and Avro connectors come from Maven Central through
@@ -45,6 +48,8 @@ from pyspark.sql.avro.functions import from_avro, to_avro
 from pyspark.sql.functions import col, concat, lit, lpad, struct, upper
 from pyspark.sql.streaming.state import GroupStateTimeout
 
+from benchmarks.baselines.spark_windows import window_totals
+from benchmarks.event_input import EVENT_RECORD_SCHEMA_JSON
 from benchmarks.harness import BaselineJob, run_baseline_cli
 from benchmarks.records import COUNT_SCHEMA_JSON, NUM_PRODUCTS, RECORD_SCHEMA_JSON
 from benchmarks.results import RunResult
@@ -175,7 +180,7 @@ def _keyed(records: DataFrame) -> DataFrame:
 def run_spark(job: BaselineJob, spark: SparkSession) -> RunResult:
     """Run one workload as a streaming query until its whole output is in the topic."""
     label = f"spark sss {job.workload}"
-    expected = expected_output_count(job.workload, job.records)
+    expected = expected_output_count(job.workload, job.records, job.num_keys)
     spark.conf.set("spark.sql.shuffle.partitions", str(job.partitions))
     source = (
         spark.readStream.format("kafka")
@@ -185,11 +190,14 @@ def run_spark(job: BaselineJob, spark: SparkSession) -> RunResult:
         .option("kafka.isolation.level", "read_committed")
         .load()
     )
+    schema = EVENT_RECORD_SCHEMA_JSON if job.workload == "windowed" else RECORD_SCHEMA_JSON
     records = source.select(
-        from_avro(col("value"), RECORD_SCHEMA_JSON).alias("r"), "partition", "offset"
+        from_avro(col("value"), schema).alias("r"), "partition", "offset"
     ).select("r.*", "partition", "offset")
     if job.workload == "stateless":
         output = _stateless(records)
+    elif job.workload == "windowed":
+        output = window_totals(records)
     else:
         output = _keyed(_products(records) if job.workload == "rekey" else records)
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as checkpoint:

@@ -221,7 +221,7 @@ def run_transactional_loop(
         raise PipelineError(f"{label}: committed offsets add up to {committed_total}, not {total}")
     if assigned is not None:
         return _result(label, total, seconds, produced, commits, warmup_s, latencies, start)
-    expected = total if copy else expected_output_count(workload, total)
+    expected = total if copy else expected_output_count(workload, total, num_keys)
     if produced != expected:
         raise PipelineError(f"{label}: produced {produced} records, expected {expected}")
     if check_content and not copy:

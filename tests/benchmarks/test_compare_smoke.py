@@ -21,6 +21,8 @@ LAST_LINE = re.compile(
     rf" laminar/limit={_NUMBER} checkpoint_p99_ms=(\d+|-)"
     rf" rekey_laminar/quix={_NUMBER} rekey_checkpoint_p99_ms=(\d+|-)"
     r" rekey_stage_p99_ms=(\d+(?:/\d+)*|-)"
+    r" windowed_laminar/quix=- windowed_laminar/spark=- window_close_p50_ms=-"
+    r" window_close_p99_ms=-"
 )
 
 
