@@ -95,3 +95,15 @@ def spark_context(pid_dir: Path, local_s3: LocalS3) -> Iterator[Any]:
         yield sc
     finally:
         sc.stop()
+
+
+# Tests that start a JVM (Spark, the schema registry) take seconds each: they belong with
+# the broker's tests, out of the fast tier (`-m "not integration"`).
+_JVM_FIXTURES = {"schema_registry_url", "registry", "spark_context"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if item.get_closest_marker("spark") or fixtures & _JVM_FIXTURES:
+            item.add_marker(pytest.mark.integration)

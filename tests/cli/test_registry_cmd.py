@@ -12,6 +12,7 @@ from laminar_kafka.cli.daemons import EXIT_NOT_RUNNING
 from laminar_kafka.cli.main import EXIT_ERROR, main
 
 
+@pytest.mark.integration
 def test_start_status_stop(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     home = ["--home", str(tmp_path / "home")]
     assert main(["registry", "status", *home]) == EXIT_NOT_RUNNING

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from laminar_kafka.runtime.spark_daemon import bundled_pyspark_zips, drop_bundled_pyspark
 
 
@@ -52,6 +54,7 @@ def test_a_zip_whose_package_is_not_on_the_path_stays(tmp_path: Path) -> None:
     assert bundled_pyspark_zips([str(spark_home_zip), str(package.parent)]) == []
 
 
+@pytest.mark.spark
 def test_task_workers_are_forked_from_the_daemon_with_the_runtime_imported(
     spark_context: Any,
 ) -> None:
