@@ -185,12 +185,11 @@ class Timeline:
 
 @dataclass(frozen=True)
 class WindowInput:
-    """A round's orders in production order, which of them are late, and the closers."""
+    """A round's orders in production order (the last one per partition: the closers),
+    and which of them are late."""
 
     orders: tuple[dict[str, Any], ...]
     late_ids: frozenset[int]
-    closers: int
-    """The last `closers` orders close the windows (one per source partition)."""
     final_watermark: int
     """The watermark once every order was read: what closes the on-time windows."""
 
@@ -256,9 +255,7 @@ def plan_input(
     for p in range(partitions):
         name = next(c for c in names if partition_of(c.encode(), partitions) == p)
         orders.append(_order(records - partitions + p, name, closer_ts))
-    return WindowInput(
-        tuple(orders), frozenset(late_at), partitions, closer_ts - et.max_out_of_order_ms
-    )
+    return WindowInput(tuple(orders), frozenset(late_at), closer_ts - et.max_out_of_order_ms)
 
 
 def _order(n: int, customer: str, ts: int) -> dict[str, Any]:
