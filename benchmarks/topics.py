@@ -20,6 +20,7 @@ from confluent_kafka.cimpl import NewTopic
 from laminar_kafka.errors import BrokerError
 
 __all__ = [
+    "KEEP_RECORDS",
     "TopicMaker",
     "create_topic",
     "delete_topics",
@@ -31,15 +32,22 @@ __all__ = [
 TopicMaker = Callable[[str, int], str]
 """`make(prefix, partitions) -> topic name` of a new, empty topic."""
 
+KEEP_RECORDS: Final = {"retention.ms": "-1"}
+"""Topic config of every benchmark topic: no record falls to time-based retention. The
+windowed workload's event times are in 2024, and Quix stamps each window's result
+with its start: at the default retention (7 days) the broker deletes such records
+as soon as it checks."""
+
 _TIMEOUT_S: Final = 30.0
 
 
 def create_topic(bootstrap: str, prefix: str, partitions: int) -> str:
-    """Create a new topic `<prefix>-<random>` with `partitions` partitions; return its name."""
+    """Create a new topic `<prefix>-<random>` with `partitions` partitions (and
+    `KEEP_RECORDS`); return its name."""
     name = f"{prefix}-{uuid.uuid4().hex[:10]}"
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
     futures = admin.create_topics(
-        [NewTopic(name, num_partitions=partitions, replication_factor=1)],
+        [NewTopic(name, num_partitions=partitions, replication_factor=1, config=KEEP_RECORDS)],
         request_timeout=_TIMEOUT_S,
     )
     try:

@@ -113,22 +113,26 @@ def apply_windowed(
     kept: list[int] = []
     size, lateness = spec.size_ms, spec.lateness_ms
     updates = spec.emit == "updates"
+    tumbling = spec.every_ms == size  # one window per record: skip the general formula
     times, marks = ctx.times, ctx.marks
     due = min(ends, default=NEVER) + lateness  # the watermark that closes the next window
     for (k, v), o in zip(values, offsets, strict=True):
         ts, watermark = times[o], marks[o]
-        starts = spec.starts(ts)
+        starts = (ts - ts % size,) if tumbling else spec.starts(ts)
         open_starts = [s for s in starts if s + size + lateness > watermark]
         if not open_starts:  # a late record moves no watermark: nothing closes here
             ctx.late_record(o, spec.late_to, [(s, s + size) for s in starts])
             continue
         try:  # every window's new value first: a failing record changes no table entry
             updated = [add(table[(k, s)] if (k, s) in table else initial(), v) for s in open_starts]
-            emitted = [
-                emit(k, Window(s, s + size, False), u)
-                for s, u in zip(open_starts, updated, strict=True)
+            emitted = (
+                [
+                    emit(k, Window(s, s + size, False), u)
+                    for s, u in zip(open_starts, updated, strict=True)
+                ]
                 if updates
-            ]
+                else ()
+            )
         except Exception as exc:
             ctx.reject(o, describe_error("window aggregate", exc))
             continue

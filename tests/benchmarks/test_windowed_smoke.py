@@ -24,6 +24,7 @@ from benchmarks.latency_matches import WindowMatch
 from benchmarks.planning import plan_tasks
 from benchmarks.records import VALUE_SIZE, key_of
 from benchmarks.tasks import TaskResult
+from benchmarks.topics import KEEP_RECORDS, TopicMaker
 from benchmarks.verify import KeyValue, check_output
 from laminar_kafka.errors import PipelineError
 from laminar_kafka.testing import TopicFactory
@@ -140,6 +141,11 @@ def test_the_last_line_gives_the_windowed_ratios_and_the_close_latency() -> None
     assert any(line.startswith("[") and "window close latency" in line for line in report)
 
 
+def _keeping(topic_factory: TopicFactory) -> TopicMaker:
+    """Topics as the benchmark makes them: results stamped in 2024 must not expire."""
+    return lambda prefix, partitions: topic_factory.create(prefix, partitions, KEEP_RECORDS)
+
+
 def _settings(systems: tuple[Any, ...], latency: bool) -> CompareSettings:
     return CompareSettings(
         records=RECORDS,
@@ -164,7 +170,7 @@ def test_laminar_windows_check_out_and_close_within_a_checkpoint_or_so(
     comparison = run_comparison(
         kafka_bootstrap,
         _settings(("laminar",), latency=True),
-        make_topic=topic_factory.create,
+        make_topic=_keeping(topic_factory),
         spark_context=spark_context,
     )
 
@@ -188,7 +194,7 @@ def test_quix_windows_close_by_partition_exactly_once(
     kafka_bootstrap: str, topic_factory: TopicFactory
 ) -> None:
     comparison = run_comparison(
-        kafka_bootstrap, _settings(("quix",), latency=False), make_topic=topic_factory.create
+        kafka_bootstrap, _settings(("quix",), latency=False), make_topic=_keeping(topic_factory)
     )
 
     assert comparison.ok, comparison.failures
