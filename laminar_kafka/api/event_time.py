@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from laminar_kafka.api.checks import check_duration, check_key
 from laminar_kafka.api.specs import SourceSpec
 from laminar_kafka.errors import ConfigError
-from laminar_kafka.operators import AggregateOp, ProcessOp
+from laminar_kafka.operators import ProcessOp, window_of
 from laminar_kafka.operators.event_time import EventTime, TimestampSpec
 
 if TYPE_CHECKING:
@@ -84,6 +84,6 @@ def event_time_step(branches: tuple[Branch, ...]) -> str | None:
         for op in branch.operators:
             if isinstance(op, ProcessOp):
                 return "a process step"
-            if isinstance(op, AggregateOp) and op.window is not None:
+            if window_of(op) is not None:
                 return "a window"
     return None

@@ -24,7 +24,7 @@ from laminar_kafka.api.specs import Flow, KeySpec, SinkSpec, SourceSpec, StartFr
 from laminar_kafka.api.streams import Branch, Stream
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.formats import BytesFormat, Format, JsonFormat
-from laminar_kafka.operators import AggregateOp, is_stateful_step, named_step
+from laminar_kafka.operators import is_stateful_step, named_step, window_of
 from laminar_kafka.operators.event_time import TimestampSpec
 from laminar_kafka.operators.partitioning import PARTITIONERS, Partitioner
 from laminar_kafka.operators.steps import describe_steps, step_signatures
@@ -190,12 +190,8 @@ class Pipeline:
     @property
     def late_topics(self) -> tuple[str, ...]:
         """Topics that windowed steps send late records to (`late_to`)."""
-        found = [
-            op.window.late_to
-            for f in self._flows
-            for op in f.operators
-            if isinstance(op, AggregateOp) and op.window is not None and op.window.late_to
-        ]
+        windows = [window_of(op) for f in self._flows for op in f.operators]
+        found = [w.late_to for w in windows if w is not None and w.late_to]
         return tuple(dict.fromkeys(found))
 
     @property

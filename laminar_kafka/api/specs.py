@@ -15,7 +15,7 @@ from operator import itemgetter
 from typing import Any, Literal
 
 from laminar_kafka.formats import BytesFormat, Format, JsonFormat, StringFormat
-from laminar_kafka.operators import AggregateOp, Operator, is_stateful_step, runs_on_watermark
+from laminar_kafka.operators import Operator, is_stateful_step, runs_on_watermark, window_of
 from laminar_kafka.operators.event_time import EventTime
 from laminar_kafka.operators.partitioning import Partitioner
 from laminar_kafka.sinks.file_output import FileOutput
@@ -127,11 +127,7 @@ class Flow:
         """The largest allowed lateness of the flow's windows (0 without): how long after
         the watermark passed a window's end its result may still come."""
         return max(
-            (
-                op.window.lateness_ms
-                for op in self.operators
-                if isinstance(op, AggregateOp) and op.window is not None
-            ),
+            (w.lateness_ms for op in self.operators if (w := window_of(op)) is not None),
             default=0,
         )
 

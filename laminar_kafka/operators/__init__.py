@@ -14,6 +14,7 @@ from laminar_kafka.operators.steps import (
     runs_on_watermark,
     step_signature,
     step_signatures,
+    window_of,
 )
 
 __all__ = [
@@ -36,4 +37,5 @@ __all__ = [
     "runs_on_watermark",
     "step_signature",
     "step_signatures",
+    "window_of",
 ]

@@ -15,6 +15,7 @@ from typing import TypeGuard
 from laminar_kafka.operators.base import Operator
 from laminar_kafka.operators.keyed import AggregateOp, KeyByOp, StepKind
 from laminar_kafka.operators.process import ProcessOp
+from laminar_kafka.operators.windows import WindowSpec
 
 StatefulStep = AggregateOp | ProcessOp
 
@@ -24,10 +25,15 @@ def is_stateful_step(op: object) -> TypeGuard[StatefulStep]:
     return isinstance(op, AggregateOp | ProcessOp)
 
 
+def window_of(op: object) -> WindowSpec | None:
+    """The window of a windowed aggregate; None for any other operator."""
+    return op.window if isinstance(op, AggregateOp) else None
+
+
 def runs_on_watermark(op: object) -> bool:
     """Whether `op` may emit on the watermark alone (a window closes, a timer fires), so
     it runs on an empty batch too."""
-    return isinstance(op, ProcessOp) or (isinstance(op, AggregateOp) and op.window is not None)
+    return isinstance(op, ProcessOp) or window_of(op) is not None
 
 
 def named_step(op: StatefulStep, label: str, rank: int) -> StatefulStep:
@@ -68,8 +74,8 @@ def step_signatures(operators: Iterable[Operator]) -> dict[str, str]:
             key_by = op
         elif is_stateful_step(op):
             found[op.step] = step_signature(op.kind, key_by)
-            if isinstance(op, AggregateOp) and op.window is not None:
-                found[op.step] += " over " + op.window.describe()
+            if (window := window_of(op)) is not None:
+                found[op.step] += " over " + window.describe()
     return found
 
 

@@ -21,6 +21,7 @@ from laminar_kafka.api.specs import Flow
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators.base import BatchContext, ResultOffset
 from laminar_kafka.operators.event_time import (
+    KAFKA_TIME,
     NO_WATERMARK,
     EventTime,
     Progress,
@@ -97,7 +98,9 @@ class EventClock:
         """
         now = self.clock()
         self._arrivals[key] = now
-        stamped = stamp(spec, values, offsets, kafka_times(ctx.messages), start, now)
+        # Kafka timestamps are read only for a source stamped by them (the hot path).
+        by_kafka = kafka_times(ctx.messages) if spec.timestamp == KAFKA_TIME else {}
+        stamped = stamp(spec, values, offsets, by_kafka, start, now)
         for offset, reason in stamped.refused:
             ctx.reject(offset, reason)
         if stamped.refused:

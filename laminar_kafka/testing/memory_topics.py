@@ -21,7 +21,7 @@ from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.formats import Format
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.operators import AggregateOp
+from laminar_kafka.operators import window_of
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.testing.memory_log import MemoryMessage
 
@@ -108,8 +108,8 @@ class MemoryTopics:
 def late_formats(pipeline: Pipeline) -> dict[str, Format]:
     """Each `late_to` topic → the format of the records its windowed step reads."""
     return {
-        op.window.late_to: flow.source.value_format
+        w.late_to: flow.source.value_format
         for flow in pipeline.flows
         for op in flow.operators
-        if isinstance(op, AggregateOp) and op.window is not None and op.window.late_to
+        if (w := window_of(op)) and w.late_to
     }

@@ -45,7 +45,7 @@ from typing import Any
 
 from laminar_kafka.api.pipeline import Flow, Pipeline
 from laminar_kafka.errors import ConfigError
-from laminar_kafka.operators import AggregateOp
+from laminar_kafka.operators import AggregateOp, window_of
 from laminar_kafka.operators.event_time import EventTime
 from laminar_kafka.operators.keyed import KeyByOp
 from laminar_kafka.operators.partitioning import PARTITIONERS
@@ -107,9 +107,7 @@ def window_shape(pipeline: Pipeline) -> WindowShape | None:
     Raises ConfigError when one does but the round cannot plan its input.
     """
     outer = [f for f in pipeline.flows if not f.sink.internal and f.sink.files is None]
-    if len(outer) != 1 or not any(
-        isinstance(op, AggregateOp) and op.window is not None for op in outer[0].operators
-    ):
+    if len(outer) != 1 or not any(window_of(op) for op in outer[0].operators):
         return None
     sink = outer[0]
     sources = [f for f in pipeline.flows if not f.source.internal]
