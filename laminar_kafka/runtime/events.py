@@ -65,6 +65,10 @@ class StageProgress:
     """From the stage's opening (PREPARE, or the previous stage's Commit) to its Commit."""
     late_records: int = 0
     """Records later than every window they belong to (written to late_to, or dropped)."""
+    watermarks: int = 0
+    """Tasks that reported a watermark (every partition of theirs had one): when it is
+    `tasks`, every task of the stage had one at the checkpoint, and a stateful stage's
+    snapshot keeps it for a restore."""
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,7 @@ def stage_progress(result: PendingCheckpoint) -> tuple[StageProgress, ...]:
                 sum(a.dead_letters for a in acks),
                 seconds,
                 sum(a.late_records for a in acks),
+                sum(1 for a in acks if a.local_watermark_ms is not None),
             )
         )
     return tuple(out)

@@ -204,6 +204,18 @@ def first_commit_after(events: Sequence[Event], generation: int) -> Event | None
     )
 
 
+def every_watermark_held(events: Sequence[Event]) -> bool:
+    """Whether a checkpoint committed with a watermark of every task of every stage
+    (`watermarks` of `StageProgress`): a restore from it, or from any later one,
+    starts every task with a watermark."""
+    return any(
+        e.get("event") == "checkpoint_committed"
+        and e.get("stages")
+        and all(s.get("watermarks") == s.get("tasks") for s in e["stages"])
+        for e in events
+    )
+
+
 def generation_at(events: Sequence[Event], at: float) -> int:
     """The newest generation started before wall-clock time `at` (0 if none)."""
     started = [

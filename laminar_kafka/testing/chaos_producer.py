@@ -5,6 +5,9 @@ pipeline with input in flight. A fault that comes late (a crash point armed
 for checkpoint 4 on a slow machine) would find the input all in and
 committed; so the last part of the input can be held back (`TailHold`): it
 trickles in, one record at a time, until the round says the fault has hit.
+A record the pipeline must not see before some state of the run (a late order,
+before a checkpoint holds every task's watermark) waits for it with all that
+follows (`WaitAt`).
 
 Each delivery is recorded with its offset and wall-clock time: what was
 produced before a kill, and which of it a checkpoint covered, are then facts,
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +64,19 @@ class TailHold:
     gate: Path | None = None
 
 
+@dataclass(frozen=True)
+class WaitAt:
+    """Record `index` and all after it wait until `ready()` holds (polled every `poll_s`:
+    a round learns it from an events file, which gives no notification); `what` names
+    it in the error when it does not hold within `timeout_s`."""
+
+    index: int
+    ready: Callable[[], bool]
+    what: str
+    timeout_s: float
+    poll_s: float = 0.05
+
+
 class PacedProducer:
     """Produces `records` in `chunks` chunks, `pause_s` apart, on a daemon thread."""
 
@@ -72,9 +88,11 @@ class PacedProducer:
         pause_s: float = 0.15,
         config: dict[str, Any] | None = None,
         hold: TailHold | None = None,
+        wait: WaitAt | None = None,
     ) -> None:
         self._records = records
         self._hold = hold
+        self._wait = wait
         self._chunk = max(1, -(-len(records) // max(1, chunks)))
         self._pause_s = pause_s
         self._config = {
@@ -131,11 +149,18 @@ class PacedProducer:
                 raise LaminarError(f"{left} input records still undelivered after 60s")
 
         records, at = self._records, 0
-        hold = self._hold
+        hold, wait = self._hold, self._wait
         held = int(len(records) * hold.share) if hold is not None else 0
         while at < len(records):
+            if wait is not None and at == wait.index:
+                self._await(wait)
+                wait = None
+                if self._stop.is_set():
+                    return
             trickling = hold is not None and not hold.released.is_set()
             limit = len(records) - held if trickling else len(records)
+            if wait is not None:
+                limit = min(limit, wait.index)
             if at < limit:
                 end = min(at + self._chunk, limit)
                 send(records[at:end])
@@ -150,6 +175,17 @@ class PacedProducer:
                 hold.released.wait(hold.pause_s)
             if self._stop.is_set():  # cleanup() cuts the round short
                 return
+
+    def _await(self, wait: WaitAt) -> None:
+        deadline = time.monotonic() + wait.timeout_s
+        while not wait.ready():
+            if self._stop.wait(wait.poll_s):
+                return
+            if time.monotonic() > deadline:
+                raise LaminarError(
+                    f"record {wait.index} of the input waited for {wait.what}, "
+                    f"which did not come within {wait.timeout_s:.0f}s"
+                )
 
     def delivered(self) -> list[Delivered]:
         with self._progress:

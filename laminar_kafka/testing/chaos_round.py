@@ -29,10 +29,11 @@ from laminar_kafka.testing.chaos_evidence import (
     Kill,
     RecoveryPath,
     detected_and_running,
+    every_watermark_held,
     hit_work_in_flight,
     measure_in_flight,
 )
-from laminar_kafka.testing.chaos_producer import PacedProducer
+from laminar_kafka.testing.chaos_producer import PacedProducer, WaitAt
 from laminar_kafka.testing.chaos_settings import ChaosSettings
 from laminar_kafka.testing.chaos_workloads import Workload
 from laminar_kafka.testing.sink_output import count_outputs
@@ -175,14 +176,23 @@ class ChaosRound:
         ]
         self.planned = workload.plan(self.sources, parts)
         self.hold = settings.tail_hold(round_dir)
+        wait = None
+        if workload.watermarked_from is not None:
+            what = "a checkpoint holding a watermark of every task"
+            # An application killed meanwhile is replaced: its successor's start too.
+            wait = WaitAt(workload.watermarked_from, self._watermarked, what, 2 * START_TIMEOUT_S)
         self.producer = PacedProducer(
             settings.bootstrap,
             self.planned,
             settings.chunks,
             settings.chunk_pause_s,
             hold=self.hold,
+            wait=wait,
         )
         self.apps: list[ChaosApp] = []
+
+    def _watermarked(self) -> bool:
+        return any(every_watermark_held(app.events()) for app in list(self.apps))
 
     def start_app(self, env: dict[str, str]) -> ChaosApp:
         """Start the next application of the round; return once its first generation runs."""

@@ -52,6 +52,12 @@ class Workload(Protocol):
 
     records: int
 
+    @property
+    def watermarked_from(self) -> int | None:
+        """The first planned record that must wait, with all after it, for a checkpoint
+        holding a watermark of every task (None: none waits)."""
+        ...
+
     def plan(self, topics: Mapping[str, str], partitions: int) -> list[InputRecord]:
         """The records to produce, on the round's topics (`topics`: pipeline's → round's)."""
         ...
@@ -112,6 +118,8 @@ def _keyed_by_product(pipeline: Pipeline) -> bool:
 class OrderWorkload:
     """Orders 0..records-1, keyed by customer (murmur2), for pipelines over `order`."""
 
+    watermarked_from: int | None = None
+
     def __init__(self, pipeline: Pipeline, records: int) -> None:
         self.source_flow, self.sink_flow = _outer_flows(pipeline)
         self.records = records
@@ -159,6 +167,8 @@ def order_workload(
 
 class GeneratorWorkload:
     """The user's input function's records; `run_pipeline` of the same input is the oracle."""
+
+    watermarked_from: int | None = None
 
     def __init__(
         self, pipeline: Pipeline, records: int, make_input: InputFunction, partitions: int

@@ -23,10 +23,16 @@ The plan fixes every record's fate anyway:
   (`log.message.timestamp.after.max.ms`, 1 h by default) accept;
 - late: a few orders, from 40% to 70% of the input, are stamped so far back
   that every window they fall in closed below the lowest watermark there can be
-  (of any on-time order, or of the wall clock at planning time). No record is
-  late before a watermark exists; when the late orders come, every task has
-  written its first one (and checkpoints keep it), many checkpoint intervals
-  after the input began;
+  (of any on-time order, or of the wall clock at planning time). But a task
+  without a watermark counts no record late, and a restore brings back the
+  watermarks of its checkpoint: from one taken before they existed, a replay
+  forwards records downstream ahead of any Watermark record. So the round
+  produces the first late order, and all after it, only once a committed
+  checkpoint holds a watermark of every task of every stage
+  (`WindowWorkload.watermarked_from`, the `watermarks` of a
+  `checkpoint_committed` event's stages): every restore is then from it or a
+  later one, a window's task restores its watermark with its state (and a
+  watermark never falls), and a late order finds one wherever it goes;
 - closers: one order per source partition comes last, stamped past every
   on-time window's end + allowed_lateness + max_out_of_order. Once all are
   read, the watermark closes every on-time window; the closers' own windows

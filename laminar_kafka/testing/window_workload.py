@@ -76,6 +76,12 @@ class WindowWorkload:
             results, op.emit, op.initial, lambda v: fmt.decode_one(fmt.encode_one(v))
         )
 
+    @property
+    def watermarked_from(self) -> int | None:
+        """The first late order: late under every interleaving only once a committed
+        checkpoint holds every task's watermark (see `window_input`), it waits for one."""
+        return min(self.input.late_ids)
+
     def plan(self, topics: Mapping[str, str], partitions: int) -> list[InputRecord]:
         """A fresh plan (stamps ahead of the wall clock now), on the round's topics."""
         if partitions != self.partitions:

@@ -10,7 +10,6 @@ late order once in the late topic.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -20,18 +19,7 @@ from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings, KillKind, Recov
 from laminar_kafka.testing.chaos_evidence import hit_work_in_flight
 from laminar_kafka.testing.window_workload import WindowWorkload
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.chaos,
-    # The plan's late orders are late under every interleaving only once a checkpoint
-    # holds a watermark of every stage: a kill at the first checkpoint with input
-    # restores none, and the replay counts them on time (issue 24, open). Run it
-    # with the other full chaos rounds until the plan waits for that checkpoint.
-    pytest.mark.skipif(
-        os.environ.get("LAMINAR_CHAOS_FULL") != "1",
-        reason="windowed chaos round: LAMINAR_CHAOS_FULL=1 runs it",
-    ),
-]
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
 REVENUE = Path(__file__).resolve().parents[2] / "pipelines" / "revenue_per_minute.py"
 RECORDS = 1500

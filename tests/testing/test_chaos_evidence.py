@@ -7,7 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from laminar_kafka.checkpoint.pending import PendingCheckpoint
+from laminar_kafka.control.records import Ack, BarrierFlags
 from laminar_kafka.faults import FaultPoint
+from laminar_kafka.runtime.events import parse_event_line
+from laminar_kafka.runtime.stats import committed_event
 from laminar_kafka.testing.chaos_app import first, read_events
 from laminar_kafka.testing.chaos_checks import ExactlyOnceReport
 from laminar_kafka.testing.chaos_evidence import (
@@ -17,6 +21,7 @@ from laminar_kafka.testing.chaos_evidence import (
     RecoveryPath,
     count_in_flight,
     detected_and_running,
+    every_watermark_held,
     first_commit_after,
     generation_at,
     hit_work_in_flight,
@@ -55,6 +60,31 @@ def test_first_commit_after_the_recovery() -> None:
     assert first_commit_after(events, 1) is after
     assert first_commit_after(events, 0) is events[0]
     assert first_commit_after(events, 2) is None
+
+
+def committed(*watermarks: int | None) -> dict[str, Any]:
+    """The events-file line of a checkpoint committed with Acks of tasks 0..3 (two per stage)
+    reporting these watermarks."""
+    pending = PendingCheckpoint(3, 1, BarrierFlags.NONE, 0.0, stages=2)
+    pending.stage_durations_s = {0: 0.1, 1: 0.1}
+    for task, mark in enumerate(watermarks):
+        pending.acks[task] = Ack("p", 3, 1, task, True, local_watermark_ms=mark, stage=task // 2)
+    return parse_event_line(committed_event(pending).to_json())
+
+
+def test_a_checkpoint_holds_every_watermark_once_every_task_of_every_stage_reports_one() -> None:
+    every = committed(5, 7, 4, 6)
+    assert [(s["tasks"], s["watermarks"]) for s in every["stages"]] == [(2, 2), (2, 2)]
+    assert every_watermark_held([every])
+    # Stage 1's second task has none (its writers' Watermarks had not reached it): the
+    # checkpoint's minimum watermark, 4, hides that; the stage's count does not.
+    missing = committed(5, 7, 4, None)
+    assert [s["watermarks"] for s in missing["stages"]] == [2, 1]
+    assert not every_watermark_held([missing])
+    assert every_watermark_held([missing, every])
+    # Events written before the count existed, and other events, hold nothing.
+    assert not every_watermark_held([ev("checkpoint_committed", generation=1, checkpoint_id=1)])
+    assert not every_watermark_held([ev("generation_started", generation=1)])
 
 
 def test_in_flight_counts_what_no_committed_offset_covers_before_the_kill() -> None:

@@ -12,7 +12,7 @@ from confluent_kafka import Producer
 from laminar_kafka.control.headers import CONTROL_HEADER
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.testing import TopicFactory
-from laminar_kafka.testing.chaos_producer import InputRecord, PacedProducer, TailHold
+from laminar_kafka.testing.chaos_producer import InputRecord, PacedProducer, TailHold, WaitAt
 from laminar_kafka.testing.orders import read_committed, read_committed_records
 
 pytestmark = pytest.mark.integration
@@ -81,3 +81,42 @@ def test_a_held_tail_trickles_until_released_then_comes_at_once(
     hold.released.set()
     # ...and once released, the rest at once: trickled, it would take 8 s more.
     assert producer.join(5) == 20
+
+
+def test_records_from_a_wait_come_only_once_it_is_over(
+    kafka_bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory.create("paced", partitions=1)
+    records = [InputRecord(topic, 0, None, b"%d" % i) for i in range(20)]
+    seen: list[int] = []
+    polled, over = threading.Event(), threading.Event()
+
+    def ready() -> bool:
+        seen.append(len(producer.delivered()))
+        if len(seen) >= 3:
+            polled.set()
+        return over.is_set()
+
+    wait = WaitAt(8, ready, "the test", timeout_s=60, poll_s=0.01)
+    producer = PacedProducer(kafka_bootstrap, records, chunks=4, pause_s=0.0, wait=wait)
+    producer.start()
+    assert polled.wait(30)
+    over.set()
+    assert producer.join(30) == 20
+    # Every record before the wait was in (the chunk of 5 to 10 stopped at 8), none after.
+    assert seen[:3] == [8, 8, 8]
+    values = [r.value for r in read_committed_records(kafka_bootstrap, topic)]
+    assert values == [r.value for r in records]
+
+
+def test_a_wait_that_never_ends_fails_the_round(
+    kafka_bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory.create("paced", partitions=1)
+    records = [InputRecord(topic, 0, None, b"%d" % i) for i in range(4)]
+    wait = WaitAt(2, lambda: False, "a watermark", timeout_s=0.3, poll_s=0.01)
+    producer = PacedProducer(kafka_bootstrap, records, chunks=1, pause_s=0.0, wait=wait)
+    producer.start()
+    with pytest.raises(LaminarError, match=r"record 2 of the input waited for a watermark"):
+        producer.join(30)
+    assert len(producer.delivered()) == 2
