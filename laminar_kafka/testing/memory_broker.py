@@ -185,7 +185,9 @@ class MemoryBroker:
 
     def committed(self, group: str, keys: Iterable[PartitionKey]) -> list[TopicPartition]:
         """`group`'s committed offsets and metadata (OFFSET_INVALID where none), as
-        confluent-kafka's `Consumer.committed` returns them."""
+        confluent-kafka's `Consumer.committed` returns them. Those of an open
+        transaction are not among them (a read_committed Kafka reader would wait for
+        its end; a task asks only after fencing, so none of its own is open)."""
         with self.changed:
             out = []
             for topic, partition in keys:

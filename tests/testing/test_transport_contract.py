@@ -239,3 +239,37 @@ def test_a_control_link_reads_its_pipelines_announcements_in_order(
     while not arrived and time.monotonic() < deadline:
         arrived = reader.receive(0.5)
     assert [(a.checkpoint_id, a.phase) for a in arrived] == [(2, Phase.PREPARE)]
+
+
+def test_a_reader_pauses_continues_at_an_offset_and_repositions(transport: Transport) -> None:
+    topic = transport.topic(2)
+    producer = transport.producer(f"contract-{uuid.uuid4().hex[:8]}")
+    producer.init(timeout_s=30)
+
+    def commit(*values: bytes) -> None:  # each value into both partitions
+        producer.begin()
+        for value in values:
+            for partition in (0, 1):
+                producer.produce(topic, value, None, None, partition)
+        producer.prepare([], None, timeout_s=30)
+        producer.commit(timeout_s=30)
+
+    def read(count: int) -> list[tuple[int, int, Any]]:
+        found: list[tuple[int, int, Any]] = []
+        deadline = time.monotonic() + 20
+        while len(found) < count and time.monotonic() < deadline:
+            found.extend((m.partition(), m.offset(), m.value()) for m in reader.poll(0.2))
+        return sorted(found)
+
+    commit(b"a", b"b", b"c")  # offsets 0-2 in each partition, the marker 3
+    reader = transport.reader("p-" + topic)
+    reader.assign({(topic, 0): 0, (topic, 1): 0})
+    assert len(read(6)) == 6
+    reader.pause((topic, 0))
+    commit(b"d", b"e")  # 4-5
+    assert read(2) == [(1, 4, b"d"), (1, 5, b"e")]
+    assert _quiet(reader, transport.settle_s) == []  # nothing of the paused partition
+    reader.continue_at({(topic, 0): 1})
+    assert read(4) == [(0, 1, b"b"), (0, 2, b"c"), (0, 4, b"d"), (0, 5, b"e")]
+    reader.reposition({(topic, 0): 4, (topic, 1): 5})
+    assert read(3) == [(0, 4, b"d"), (0, 5, b"e"), (1, 5, b"e")]
