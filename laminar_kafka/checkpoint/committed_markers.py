@@ -94,3 +94,14 @@ class CommittedMarkers:
 
     def close(self) -> None:
         self._consumer.close()
+
+
+def read_markers(
+    kafka: KafkaConnection, pipeline: str, partitions: Sequence[PartitionKey], timeout_s: float = 30
+) -> dict[PartitionKey, OffsetMarker | None]:
+    """The markers committed now for `partitions`, read once by a reader of its own."""
+    markers = CommittedMarkers(kafka, pipeline, partitions)
+    try:
+        return markers.read(timeout_s)
+    finally:
+        markers.close()

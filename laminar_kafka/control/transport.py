@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -30,6 +31,37 @@ from laminar_kafka.kafka.names import control_group
 log = logging.getLogger(__name__)
 
 
+class WantedRecords:
+    """Picks a pipeline's records of some kinds out of what a control log reader returned."""
+
+    def __init__(self, pipeline: str, reads: tuple[type[ControlRecord], ...]) -> None:
+        self.pipeline = pipeline
+        self._kinds = frozenset(kind.kind.encode() for kind in reads)
+        self._reads = reads
+
+    def select(self, messages: Iterable[Any]) -> list[Any]:
+        """The decoded records wanted, in order; a fatal reader error raises."""
+        out: list[Any] = []
+        for msg in messages:
+            error = msg.error()
+            if error is not None:
+                if error.fatal():
+                    raise LaminarError(f"control topic consumer failed: {error.str()}")
+                continue
+            headers: Any = msg.headers() or ()
+            kind = next((v for k, v in headers if k == CONTROL_HEADER), None)
+            if kind not in self._kinds:
+                continue
+            try:
+                record = decode(msg.value())
+            except ControlRecordError as exc:
+                log.warning("skipping control record at offset %d: %s", msg.offset(), exc)
+                continue
+            if isinstance(record, self._reads) and record.pipeline == self.pipeline:
+                out.append(record)
+        return out
+
+
 class ControlChannel:
     """Writes control records and reads those of the kinds in `reads`."""
 
@@ -43,8 +75,7 @@ class ControlChannel:
     ) -> None:
         self.topic = topic
         self.pipeline = pipeline
-        self._wanted = frozenset(kind.kind.encode() for kind in reads)
-        self._reads = reads
+        self.wanted = WantedRecords(pipeline, reads)
         self._producer = idempotent_producer(kafka)
         self._consumer = control_reader(kafka, control_group(pipeline))
         self._start_offset = start_offset
@@ -73,25 +104,7 @@ class ControlChannel:
 
     def receive(self, timeout_s: float) -> list[Any]:
         """Records of the wanted kind for this pipeline that arrived within `timeout_s`."""
-        out: list[Any] = []
-        for msg in self._arrived(timeout_s):
-            error = msg.error()
-            if error is not None:
-                if error.fatal():
-                    raise LaminarError(f"control topic consumer failed: {error.str()}")
-                continue
-            headers: Any = msg.headers() or ()
-            kind = next((v for k, v in headers if k == CONTROL_HEADER), None)
-            if kind not in self._wanted:
-                continue
-            try:
-                record = decode(msg.value())
-            except ControlRecordError as exc:
-                log.warning("skipping control record at offset %d: %s", msg.offset(), exc)
-                continue
-            if isinstance(record, self._reads) and record.pipeline == self.pipeline:
-                out.append(record)
-        return out
+        return self.wanted.select(self._arrived(timeout_s))
 
     def reachable(self, timeout_s: float) -> bool:
         """Whether the control topic's leader answers an offset request within `timeout_s`."""

@@ -4,10 +4,12 @@ of the files that tasks of earlier generations left staged."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 
 from laminar_kafka.api.pipeline import Pipeline
-from laminar_kafka.checkpoint.committed_markers import CommittedMarkers
+from laminar_kafka.checkpoint.committed_markers import read_markers
+from laminar_kafka.checkpoint.markers import OffsetMarker
 from laminar_kafka.errors import CheckpointError
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.names import PartitionKey, transactional_id
@@ -21,6 +23,9 @@ from laminar_kafka.sinks.task_sinks import TaskSinks
 from laminar_kafka.storage.locations import store_path
 
 log = logging.getLogger(__name__)
+
+Markers = Callable[[Sequence[PartitionKey]], Mapping[PartitionKey, OffsetMarker | None]]
+"""Reads the offset markers committed now for some partitions."""
 
 
 def task_sinks(spec: TaskSpec) -> TaskSinks:
@@ -46,20 +51,22 @@ def file_transaction(
 
 
 def recover_staged_files(pipeline: Pipeline, kafka: KafkaConnection, tasks: Iterable[int]) -> None:
+    """`publish_staged` with the markers committed in Kafka (the driver's call)."""
+    publish_staged(pipeline, partial(read_markers, kafka, pipeline.name), tasks)
+
+
+def publish_staged(pipeline: Pipeline, markers: Markers, tasks: Iterable[int]) -> None:
     """Publish or delete what tasks `tasks` of earlier generations left staged.
 
-    Call after those tasks' transactional ids were fenced (see sinks/file_recovery.py).
+    Call after those tasks' transactional ids were fenced (see sinks/file_recovery.py);
+    `markers` reads the markers committed now.
     """
     tasks = list(tasks)
     if not tasks or not pipeline.file_sinks:
         return
 
-    def read_markers(partitions: Sequence[PartitionKey]) -> dict[PartitionKey, Committed | None]:
-        markers = CommittedMarkers(kafka, pipeline.name, partitions)
-        try:
-            found = markers.read(timeout_s=30)
-        finally:
-            markers.close()
+    def committed(partitions: Sequence[PartitionKey]) -> dict[PartitionKey, Committed | None]:
+        found = markers(partitions)
         return {
             k: (m.checkpoint_id, m.generation) if m is not None else None for k, m in found.items()
         }
@@ -68,7 +75,7 @@ def recover_staged_files(pipeline: Pipeline, kafka: KafkaConnection, tasks: Iter
         assert sink.files is not None
         root = store_path(sink.url, "file sink directory", CheckpointError)
         layout = FileSinkLayout(root, pipeline.name, sink.files.extension)
-        published, deleted = resolve_staged(layout, tasks, read_markers)
+        published, deleted = resolve_staged(layout, tasks, committed)
         if published or deleted:
             log.info(
                 "file sink %s: published %d staged epochs of dead tasks, deleted %d undecided",

@@ -112,12 +112,10 @@ class TaskLiveness:
         self._thread: threading.Thread | None = None
 
     @classmethod
-    def for_task(cls, spec: TaskSpec) -> TaskLiveness:
-        """Beats of the task `spec` describes, on its pipeline's control topic."""
-        cfg, name = spec.config, spec.pipeline.name
-        # A beat older than the timeout tells the driver nothing: it is dropped.
-        sender = ControlTopicBeats(cfg.kafka, cfg.control_topic(name), cfg.heartbeat_timeout_s)
-        return cls(name, spec.generation, spec.task, cfg.heartbeat_interval_s, sender)
+    def for_task(cls, spec: TaskSpec, sender: BeatSender, clock: Clock) -> TaskLiveness:
+        """Beats of the task `spec` describes, at its configured interval."""
+        interval_s = spec.config.heartbeat_interval_s
+        return cls(spec.pipeline.name, spec.generation, spec.task, interval_s, sender, clock)
 
     def check(self) -> None:
         """The main loop went round: note it, and raise FencedError if the Spark worker

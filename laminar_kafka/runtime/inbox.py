@@ -12,14 +12,14 @@ import time
 from collections import deque
 
 from laminar_kafka.control.records import Announcement, Barrier, Phase
-from laminar_kafka.control.transport import ControlChannel
 from laminar_kafka.errors import FencedError
+from laminar_kafka.runtime.ports import ControlLink
 
 
 class AnnouncementInbox:
     """Announcements of one pipeline for one task of generation `generation`."""
 
-    def __init__(self, control: ControlChannel, generation: int, task: int, stage: int = 0) -> None:
+    def __init__(self, control: ControlLink, generation: int, task: int, stage: int = 0) -> None:
         self._control = control
         self._generation = generation
         self._task = task

@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.sources.kafka_reader import KafkaMessage, PartitionReader
+from laminar_kafka.runtime.ports import SourceReader
+from laminar_kafka.sources.kafka_reader import KafkaMessage
 
 
 class TaskInputs:
     """The positions of a task's partitions and the partitions held at a barrier."""
 
-    def __init__(self, reader: PartitionReader) -> None:
+    def __init__(self, reader: SourceReader) -> None:
         self.reader = reader
         self.positions: dict[PartitionKey, int] = {}
         """Partition → the offset of the next record to process."""

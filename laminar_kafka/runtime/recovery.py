@@ -41,10 +41,8 @@ from laminar_kafka.checkpoint.run_start import RunStart, read_run_start
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import partition_key
 from laminar_kafka.errors import CheckpointError
-from laminar_kafka.kafka.admin import watermark_offsets
-from laminar_kafka.kafka.clients import KafkaConnection, probe_consumer
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
-from laminar_kafka.sources.kafka_reader import PartitionReader
+from laminar_kafka.runtime.ports import SourceLogs, SourceReader
 from laminar_kafka.state.snapshot import PartitionTables, decode_partition_snapshot
 
 
@@ -58,11 +56,11 @@ class PartitionStart:
 
 
 def plan_starts(
-    reader: PartitionReader,
+    reader: SourceReader,
     store: CheckpointStore,
     partitions: tuple[PartitionKey, ...],
     start_from: Mapping[str, str],
-    kafka: KafkaConnection,
+    logs: SourceLogs,
     timeout_s: float = 30.0,
 ) -> dict[PartitionKey, PartitionStart]:
     """Steps 2-5 of recovery for the given partitions."""
@@ -89,7 +87,7 @@ def plan_starts(
         if base is not None:
             fresh.remove(key)
             starts[key] = _restore(store, base, key, base.positions[partition_key(*key)])
-    for key, offset in _start_offsets(fresh, start_from, kafka, timeout_s).items():
+    for key, offset in _start_offsets(fresh, start_from, logs, timeout_s).items():
         starts[key] = PartitionStart(offset, None)
     return starts
 
@@ -221,17 +219,13 @@ def check_markers_kept(
 def _start_offsets(
     keys: list[PartitionKey],
     start_from: Mapping[str, str],
-    kafka: KafkaConnection,
+    logs: SourceLogs,
     timeout_s: float,
 ) -> dict[PartitionKey, int]:
     if not keys:
         return {}
-    probe = probe_consumer(kafka)
-    try:
-        out = {}
-        for topic, partition in keys:
-            low, high = watermark_offsets(probe, topic, partition, timeout_s)
-            out[(topic, partition)] = int(high if start_from.get(topic) == "latest" else low)
-        return out
-    finally:
-        probe.close()
+    bounds = logs.bounds(keys, timeout_s)
+    return {
+        key: high if start_from.get(key[0]) == "latest" else low
+        for key, (low, high) in bounds.items()
+    }

@@ -20,6 +20,7 @@ from laminar_kafka.checkpoint.participant import TaskIdentity, report_incurable
 from laminar_kafka.control.records import Announcement
 from laminar_kafka.control.transport import ControlChannel
 from laminar_kafka.errors import FencedError, IncurableError, LaminarError
+from laminar_kafka.runtime.kafka_ports import kafka_ports
 from laminar_kafka.runtime.task import WorkerTask
 from laminar_kafka.runtime.task_spec import TaskSpec, TaskSummary
 
@@ -36,7 +37,7 @@ def worker_entry(specs: tuple[TaskSpec, ...]) -> Callable[[Iterable[Any]], Itera
 
         configure_worker_logging()
         index = BarrierTaskContext.get().partitionId()
-        task = WorkerTask(specs[index])
+        task = WorkerTask(specs[index], kafka_ports(specs[index]))
         profile_dir = os.environ.get("LAMINAR_PROFILE_DIR")
         if not profile_dir:
             generation = specs[index].generation

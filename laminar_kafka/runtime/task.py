@@ -1,8 +1,10 @@
 """The long-running worker task: read, align, process; checkpoint through its participant.
 
 One instance runs in one Spark barrier task for the life of a worker generation,
-owns its partitions (assigned, never rebalanced) and one transactional producer,
-and wires `TaskInputs`, `BarrierAligner`, `FlowRunner` and `CheckpointParticipant`.
+owns its partitions (assigned, never rebalanced), and wires `TaskInputs`,
+`BarrierAligner`, `FlowRunner` and `CheckpointParticipant` to the ports it is
+given (runtime/ports.py: a reader, a control link, one transactional producer
+and its file sinks, the checkpoint store; `kafka_ports` builds them on Kafka).
 It stops when a DRAIN checkpoint commits, and exits early when it learns it is
 stale: a newer generation announced, its producer fenced, or its Spark worker gone.
 """
@@ -11,34 +13,26 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 
 from laminar_kafka import faults
 from laminar_kafka.barriers.aligner import AlignmentPhase, BarrierAligner
 from laminar_kafka.barriers.forwarding import forward_barrier
 from laminar_kafka.barriers.reading import control_of
-from laminar_kafka.checkpoint.participant import (
-    AlignmentReport,
-    CheckpointParticipant,
-    CommittedCut,
-    TaskIdentity,
-)
-from laminar_kafka.checkpoint.store import CheckpointStore
+from laminar_kafka.checkpoint.participant import AlignmentReport, CheckpointParticipant
 from laminar_kafka.control.headers import is_control
 from laminar_kafka.control.records import Announcement, Watermark
-from laminar_kafka.control.transport import ControlChannel
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.runtime.file_sinks import recover_staged_files, task_sinks
 from laminar_kafka.runtime.heartbeat import TaskLiveness
 from laminar_kafka.runtime.inbox import AnnouncementInbox
 from laminar_kafka.runtime.inputs import TaskInputs
+from laminar_kafka.runtime.ports import TaskPorts
 from laminar_kafka.runtime.processing import FlowRunner
-from laminar_kafka.runtime.recovery import plan_starts
 from laminar_kafka.runtime.task_event_time import TaskEventTime
 from laminar_kafka.runtime.task_spec import TaskSpec, TaskSummary
-from laminar_kafka.sources.kafka_reader import KafkaMessage, PartitionReader
+from laminar_kafka.runtime.task_start import recover_task
+from laminar_kafka.sources.kafka_reader import KafkaMessage
 from laminar_kafka.state.task_state import TaskState
 
 log = logging.getLogger(__name__)
@@ -49,30 +43,27 @@ _STAGE_LIMIT = 100_000  # records staged while awaiting a decision, before readi
 class WorkerTask:
     """The read-process loop of one task of one worker generation."""
 
-    def __init__(self, spec: TaskSpec) -> None:
-        self.spec = spec
-        cfg, name = spec.config, spec.pipeline.name
-        self._stage = stage = spec.stage
-        self._identity = TaskIdentity(name, spec.task, spec.generation, spec.stage_index)
-        self._store = CheckpointStore(cfg.checkpoint_dir, name)
-        self._sinks = task_sinks(spec)
-        self._txn = self._sinks.kafka
-        self._inputs = TaskInputs(PartitionReader(cfg.kafka, name, cfg.batch_size))
-        self._control = ControlChannel(
-            cfg.kafka, cfg.control_topic(name), name, spec.control_start_offset, Announcement
-        )
-        self._inbox = AnnouncementInbox(self._control, spec.generation, spec.task, stage.index)
+    def __init__(self, spec: TaskSpec, ports: TaskPorts) -> None:
+        self.spec, self._ports = spec, ports
+        cfg, stage = spec.config, spec.stage
+        self._sinks = ports.sinks
+        self._txn = ports.sinks.kafka
+        self._inputs = TaskInputs(ports.reader)
+        self._inbox = AnnouncementInbox(ports.control, spec.generation, spec.task, stage.index)
         barriers = {*stage.barrier_inputs, *stage.internal_inputs}
         aligned = [k for k in spec.partitions if k[0] in barriers]
         self._sources = frozenset(k for k in aligned if k[0] in stage.barrier_inputs)
-        self._aligner = BarrierAligner(aligned, cfg.alignment_timeout_s, writers=spec.writers)
-        dlq = cfg.dead_letters_to(name)
+        self._aligner = BarrierAligner(
+            aligned, cfg.alignment_timeout_s, writers=spec.writers, clock=ports.clock
+        )
+        dlq = cfg.dead_letters_to(spec.pipeline.name)
         self._flows = FlowRunner(stage.flows, spec.partition_counts, dlq, spec.max_record_bytes)
         self._state = TaskState(stage.is_stateful)
         self._time = TaskEventTime(spec, self._flows, self._state, self._sinks)
         self._since_commit = 0
         self._participant: CheckpointParticipant | None = None
-        self._live = TaskLiveness.for_task(spec)  # heartbeats; checks its Spark worker lives
+        # Heartbeats; checks that its Spark worker lives.
+        self._live = TaskLiveness.for_task(spec, ports.beats, ports.clock)
 
     def run(self) -> TaskSummary:
         faults.write_pid_file(self.spec.pipeline.name, self.spec.generation, self.spec.task)
@@ -89,33 +80,14 @@ class WorkerTask:
         return TaskSummary(self.spec.task, self.spec.generation, *c.as_tuple(), done)
 
     def _recover(self) -> CheckpointParticipant:
-        """Recovery steps 1-5 (see runtime/recovery.py), 6: staged files (runtime/file_sinks.py)."""
-        # A task of a failed attempt may still be starting when the next generation
-        # runs: its init_transactions would fence the new task's producer. Check first.
-        self._inbox.catch_up()
-        self._txn.init(timeout_s=60)  # 1. fence older producers, abort their transaction
-        cfg = self.spec.config
-        starts = plan_starts(  # 2-5.
-            self._inputs.reader,
-            self._store,
-            self.spec.partitions,
-            self._stage.start_from,
-            cfg.kafka,
-        )
-        recover_staged_files(self.spec.pipeline, cfg.kafka, [self.spec.task])  # 6.
-        self._state.load({key: start.states for key, start in starts.items()})
-        self._inputs.start({key: start.offset for key, start in starts.items()})
-        log.info("task %d resumes %s", self.spec.task, {k: s.offset for k, s in starts.items()})
+        self._inbox.catch_up()  # stale? then it must not fence (see recover_task)
+        participant = recover_task(self.spec, self._ports, self._inputs, self._state)
         self._time.restart()  # idleness counts from here, not from before recovery
-        cut = CommittedCut(0, dict(self._inputs.positions), self._state.snapshot() or b"")
-        sinks, metadata = self._sinks, self._inputs.group_metadata
-        self._participant = CheckpointParticipant(
-            self._identity, sinks, self._store, self._control, metadata, cut
-        )
-        return self._participant
+        self._participant = participant
+        return participant
 
     def _close(self) -> None:
-        live, txn, reader, control = self._live, self._txn, self._inputs.reader, self._control
+        live, txn, reader, control = self._live, self._txn, self._ports.reader, self._ports.control
         for close in (live.close, txn.close, reader.close, control.close):
             with contextlib.suppress(Exception):  # must not hide the error that got us here
                 close()
@@ -256,8 +228,9 @@ class WorkerTask:
         `_STAGE_LIMIT` records it waits); an Abort drops it with the state.
         """
         timeout_s = self.spec.config.checkpoint_timeout_s * 2
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        clock = self._ports.clock
+        deadline = clock() + timeout_s
+        while clock() < deadline:
             self._live.check()
             reading = keep_reading and self._txn.staged < _STAGE_LIMIT
             self._inbox.fetch(0 if reading else 0.05)

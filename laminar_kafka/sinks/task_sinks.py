@@ -23,14 +23,16 @@ from laminar_kafka.faults import FaultPoint
 from laminar_kafka.sinks.file_output import FileOutput
 from laminar_kafka.sinks.file_rows import Rejected
 from laminar_kafka.sinks.file_transaction import FileTransaction
-from laminar_kafka.sinks.kafka_transaction import KafkaTransaction
 from laminar_kafka.sinks.output import OutputHeader
+from laminar_kafka.sinks.producer import TransactionalProducer
 
 
 class TaskSinks:
     """One task's Kafka transaction and file sinks, committed and aborted together."""
 
-    def __init__(self, kafka: KafkaTransaction, files: FileTransaction | None, task: int) -> None:
+    def __init__(
+        self, kafka: TransactionalProducer, files: FileTransaction | None, task: int
+    ) -> None:
         self.kafka = kafka
         self.files = files
         self.txn_id = kafka.txn_id

@@ -70,7 +70,11 @@ class MemoryMessage:
         return TIMESTAMP_CREATE_TIME, self.timestamp_ms
 
     def headers(self) -> list[OutputHeader] | None:
-        return list(self.record_headers) or None  # data only: the tester writes no barriers
+        return list(self.record_headers) or None
+
+    def error(self) -> None:
+        """A record read is never an error (a reader raises instead)."""
+        return None
 
 
 @dataclass(frozen=True)

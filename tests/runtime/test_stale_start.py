@@ -13,6 +13,7 @@ from laminar_kafka.errors import FencedError
 from laminar_kafka.kafka.admin import ensure_topics
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.names import control_topic, transactional_id
+from laminar_kafka.runtime.kafka_ports import kafka_ports
 from laminar_kafka.runtime.task import WorkerTask
 from laminar_kafka.runtime.task_spec import TaskSpec
 from laminar_kafka.sinks.kafka_transaction import KafkaTransaction
@@ -42,7 +43,8 @@ def test_a_zombie_task_starting_after_a_newer_generation_exits_without_fencing(
     current.produce(sink, b"from generation 2")
 
     # A task of generation 1 starts now, reading the control topic from before that.
-    zombie = WorkerTask(TaskSpec(pipeline, cfg, 1, 0, ((source, 0),), {source: 1}, 0))
+    spec = TaskSpec(pipeline, cfg, 1, 0, ((source, 0),), {source: 1}, 0)
+    zombie = WorkerTask(spec, kafka_ports(spec))
     with pytest.raises(FencedError, match="generation 2 started"):
         zombie.run()
 
