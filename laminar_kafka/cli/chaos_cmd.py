@@ -9,6 +9,8 @@ from typing import Any
 from laminar_kafka.cli.options import resolve_bootstrap
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.faults import FaultPoint
+from laminar_kafka.kafka.clients import KafkaConnection
+from laminar_kafka.runtime.preflight import check_brokers_answer
 from laminar_kafka.storage.locations import is_local, store_path
 from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings, FaultKind, KillKind, parse_faults
 from laminar_kafka.testing.chaos_workloads import load_input_function
@@ -156,6 +158,7 @@ def chaos(args: argparse.Namespace) -> int:
         if points and FaultKind.KILL not in faults:
             raise ConfigError("--points are kill rounds: add kill to --faults")
         plan = _plan(run, faults, points, args.rounds, args.kill)
+        check_brokers_answer(KafkaConnection(settings.bootstrap))  # the options first
         print(
             f"chaos: {len(plan)} rounds on {args.pipeline} (seed {run.seed}, "
             f"logs in {settings.work_dir})",

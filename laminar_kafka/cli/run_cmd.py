@@ -22,6 +22,7 @@ from laminar_kafka.cli.progress import ProgressPrinter
 from laminar_kafka.metrics import LagPoller, MetricsServer, PipelineMetrics
 from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.events import Listener, RuntimeEvent, Stopped
+from laminar_kafka.runtime.preflight import check_brokers_answer
 from laminar_kafka.runtime.runner import PipelineRunner
 
 __all__ = ["register"]
@@ -90,6 +91,7 @@ def observed(
             server = MetricsServer(metrics.registry, port=address[1], host=address[0])
             stack.callback(server.close)
             print(f"serving metrics at {server.url}", file=sys.stderr, flush=True)
+        check_brokers_answer(config.kafka)  # local settings first, then before the lag poller
         poller = None
         if args.lag_interval > 0:
             poller = LagPoller.for_pipeline(

@@ -6,25 +6,47 @@ for more fails only once the tasks start, with a broker error that names
 neither the checkpoint settings nor the broker setting. So the timeout a run
 needs is compared first with the lowest cap of all brokers (any of them may
 coordinate a task's transactions), and refused with both ways out.
+
+Before that, the brokers must answer at all: without a broker, or with a wrong
+address, a run would otherwise end in a client's metadata error deep in its
+start, after a stream of connection warnings.
 """
 
 from __future__ import annotations
 
 import logging
 
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported, not in __all__
     AdminClient,
     ConfigResource,
     ResourceType,
 )
 
-from laminar_kafka.errors import ConfigError
-from laminar_kafka.kafka.clients import admin_client
+from laminar_kafka.errors import BrokerError, ConfigError
+from laminar_kafka.kafka.clients import KafkaConnection, admin_client
 from laminar_kafka.runtime.config import TRANSACTION_RESTART_MARGIN_S, RuntimeConfig
 
 log = logging.getLogger(__name__)
 
 MAX_TIMEOUT_SETTING = "transaction.max.timeout.ms"
+BROKER_ANSWER_TIMEOUT_S = 15.0
+
+
+def check_brokers_answer(kafka: KafkaConnection, timeout_s: float | None = None) -> None:
+    """Raise BrokerError, naming the address and the ways out, if no broker answers."""
+    timeout_s = BROKER_ANSWER_TIMEOUT_S if timeout_s is None else timeout_s
+    quiet = AdminClient(kafka.settings({}, {"log_level": 0}))  # no per-attempt warnings
+    try:
+        quiet.list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else None
+        reason = error.str() if isinstance(error, KafkaError) else exc
+        raise BrokerError(
+            f"no Kafka broker answered at {kafka.bootstrap} within {timeout_s:g} s ({reason}): "
+            "start one (`laminar-kafka broker start`), or give the cluster's address with "
+            "--bootstrap or $LAMINAR_KAFKA_BOOTSTRAP"
+        ) from None
 
 
 def broker_max_transaction_timeout_ms(admin: AdminClient, timeout_s: float = 30.0) -> int | None:

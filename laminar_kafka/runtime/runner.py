@@ -57,7 +57,7 @@ from laminar_kafka.runtime.fencing import fence_removed_tasks
 from laminar_kafka.runtime.file_sinks import recover_staged_files
 from laminar_kafka.runtime.generation_watch import GenerationWatch
 from laminar_kafka.runtime.internal_purge import InternalPurge, check_internal_topics
-from laminar_kafka.runtime.preflight import check_transaction_timeout
+from laminar_kafka.runtime.preflight import check_brokers_answer, check_transaction_timeout
 from laminar_kafka.runtime.restarts import RestartBudget
 from laminar_kafka.runtime.spark_job import WorkerJob
 from laminar_kafka.runtime.start_checks import check_where_to_start
@@ -118,7 +118,8 @@ class PipelineRunner:
 
     def run(self) -> RunStats:
         ship_pipeline_code(self.pipeline)
-        check_transaction_timeout(self.config)  # before anything is touched
+        check_brokers_answer(self.config.kafka)  # before anything is touched
+        check_transaction_timeout(self.config)
         self._store.lock()
         try:
             self._lease = hold_driver_lease(self.config, self.pipeline.name)

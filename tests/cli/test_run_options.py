@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
 
 from laminar_kafka.cli.main import main
+from laminar_kafka.runtime import preflight
 from laminar_kafka.runtime.config import RuntimeConfig, redact
 
 
@@ -117,7 +119,6 @@ def test_a_metrics_host_needs_a_port(capsys: pytest.CaptureFixture[str]) -> None
 def test_a_taken_metrics_port_fails_the_run_before_it_starts(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import socket
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -143,3 +144,22 @@ def test_metrics_options_default_to_off_and_loopback() -> None:
         ["run", PIPELINE, "--metrics-port", "0", "--metrics-host", "0.0.0.0"]
     )
     assert metrics_address(args) == ("0.0.0.0", 0)
+
+
+@pytest.mark.parametrize("command", ["run", "chaos"])
+def test_no_broker_at_the_address_is_one_line_with_the_ways_out(
+    command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(preflight, "BROKER_ANSWER_TIMEOUT_S", 1.0)
+    with socket.socket() as s:  # a port nothing listens on once closed
+        s.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{s.getsockname()[1]}"
+    pipeline = Path(__file__).resolve().parents[2] / "pipelines" / "customer_totals.py"
+
+    code = main([command, str(pipeline), "--bootstrap", address])
+
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"error: no Kafka broker answered at {address} within 1 s" in err
+    assert "laminar-kafka broker start" in err and "--bootstrap" in err
+    assert "Traceback" not in err
