@@ -14,6 +14,10 @@ created with O_EXCL marks it spent), so the restarted pipeline runs through.
 instead of kill: the failure paths of the protocol run for real.
 `LAMINAR_PAUSE=driver_acked` makes the driver stop itself (SIGSTOP) at the end
 of its ack wait, for a chaos round to continue it (SIGCONT) later.
+
+In one process (tasks on threads, `kill_threads_at`), a crash point raises
+`Killed` in the thread that reaches it instead: that thread stands for the
+process, and nothing of it runs on past the point.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ import enum
 import os
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from laminar_kafka.errors import ConfigError
@@ -182,8 +189,57 @@ def should_fire(point: AnyPoint, checkpoint_id: int, task: int | None = None) ->
     return _claim(point)
 
 
+class Killed(BaseException):
+    """A thread's stand-in for SIGKILL at a crash point armed by `kill_threads_at`.
+
+    A BaseException, so that no `except Exception` of the task loop turns the
+    kill into a failed Ack: the thread ends there, as a killed process would.
+    """
+
+
+@dataclass
+class _ThreadFault:
+    point: FaultPoint
+    min_checkpoint: int
+    task: int | None
+    fired: bool = False
+
+
+_THREAD_FAULT: list[_ThreadFault] = []
+_THREAD_FAULT_LOCK = threading.Lock()
+
+
+@contextmanager
+def kill_threads_at(
+    point: FaultPoint, min_checkpoint: int = 2, task: int | None = None
+) -> Iterator[None]:
+    """Arm `point` once for this process's threads: the first to reach it at checkpoint
+    >= `min_checkpoint` (in `task`, if given) raises `Killed` there."""
+    with _THREAD_FAULT_LOCK:
+        _THREAD_FAULT[:] = [_ThreadFault(point, min_checkpoint, task)]
+    try:
+        yield
+    finally:
+        with _THREAD_FAULT_LOCK:
+            _THREAD_FAULT.clear()
+
+
+def _kill_thread(point: FaultPoint, checkpoint_id: int, task: int | None) -> None:
+    with _THREAD_FAULT_LOCK:
+        armed = _THREAD_FAULT[0] if _THREAD_FAULT else None
+        if armed is None or armed.fired or armed.point is not point:
+            return
+        if checkpoint_id < armed.min_checkpoint:
+            return
+        if armed.task is not None and task is not None and armed.task != task:
+            return
+        armed.fired = True
+    raise Killed(f"killed at {point.value} in checkpoint {checkpoint_id}")
+
+
 def crash_here(point: FaultPoint, checkpoint_id: int, task: int | None = None) -> None:
     """SIGKILL this process if `point` is armed for this checkpoint (and task)."""
+    _kill_thread(point, checkpoint_id, task)
     if should_fire(point, checkpoint_id, task):
         os.kill(os.getpid(), signal.SIGKILL)
 
