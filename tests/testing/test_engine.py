@@ -91,4 +91,4 @@ def test_a_task_killed_after_its_snapshot_recovers_to_exactly_once_output(
     assert aborted == [2] and run.stats.generations == 2
     assert next(fed, None) is None  # every record was fed, the last after recovery
     assert _committed_output(broker) == [i * 10 for i in range(60)]
-    assert took < 1.0, f"took {took:.2f}s"
+    assert took < 10.0, f"took {took:.2f}s"  # about 0.3 s on a quiet machine
