@@ -1,4 +1,4 @@
-"""Runs a pipeline: worker generations on Spark, checkpoints from the driver, restarts.
+"""Runs a pipeline: worker generations, checkpoints from the driver, restarts.
 
 The runner only wires parts that live elsewhere. A run, in order:
 
@@ -8,7 +8,7 @@ The runner only wires parts that live elsewhere. A run, in order:
    topology and the offset markers;
 2. start a worker generation: a new generation number (durable), an announcement
    that makes older tasks stale, fencing of the transactional ids of tasks that
-   a smaller parallelism removed, then the Spark barrier job (each write of the
+   a smaller parallelism removed, then the executor's job (Spark, or threads) (each write of the
    driver only after the check of its lease);
 3. wait until every task recovered, then run a checkpoint every interval;
 4. on stop: one last checkpoint with the DRAIN flag, after which tasks exit; on a
