@@ -8,8 +8,8 @@ The runner only wires parts that live elsewhere. A run, in order:
    topology and the offset markers;
 2. start a worker generation: a new generation number (durable), an announcement
    that makes older tasks stale, fencing of the transactional ids of tasks that
-   a smaller parallelism removed, then the executor's job (Spark, or threads) (each write of the
-   driver only after the check of its lease);
+   a smaller parallelism removed, then the executor's job: a Spark barrier job,
+   or threads (each write of the driver only after the check of its lease);
 3. wait until every task recovered, then run a checkpoint every interval;
 4. on stop: one last checkpoint with the DRAIN flag, after which tasks exit; on a
    lost worker job, a silent task or one that did not ack in time: restart from 2.
