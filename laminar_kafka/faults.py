@@ -14,6 +14,7 @@ created with O_EXCL marks it spent), so the restarted pipeline runs through.
 instead of kill: the failure paths of the protocol run for real.
 `LAMINAR_PAUSE=driver_acked` makes the driver stop itself (SIGSTOP) at the end
 of its ack wait, for a chaos round to continue it (SIGCONT) later.
+In one process (`kill_threads_at`), a crash point raises `Killed` in the thread instead.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ import enum
 import os
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from laminar_kafka.errors import ConfigError
@@ -182,8 +186,51 @@ def should_fire(point: AnyPoint, checkpoint_id: int, task: int | None = None) ->
     return _claim(point)
 
 
+class Killed(BaseException):
+    """A thread's SIGKILL at a crash point armed by `kill_threads_at`: a BaseException,
+    so that no `except Exception` of the task loop turns the kill into a failed Ack."""
+
+
+@dataclass
+class _ThreadFault:
+    point: FaultPoint
+    min_checkpoint: int
+    task: int | None
+    fired: bool = False
+    due: int | None = None  # the thread a `crash_soon` fired in: it dies at `passed`
+
+
+_THREAD_FAULT: list[_ThreadFault] = []
+_THREAD_FAULT_LOCK = threading.Lock()
+
+
+@contextmanager
+def kill_threads_at(
+    point: FaultPoint, min_checkpoint: int = 2, task: int | None = None
+) -> Iterator[None]:
+    """Arm `point` once for this process's threads: the first to reach it at checkpoint
+    >= `min_checkpoint` (in `task`, if given) raises `Killed` there."""
+    _THREAD_FAULT[:] = [_ThreadFault(point, min_checkpoint, task)]  # one store: atomic
+    try:
+        yield
+    finally:
+        _THREAD_FAULT.clear()
+
+
+def _thread_fires(point: FaultPoint, checkpoint_id: int, task: int | None) -> _ThreadFault | None:
+    with _THREAD_FAULT_LOCK:
+        armed = _THREAD_FAULT[0] if _THREAD_FAULT else None
+        if armed is None or armed.fired or armed.point is not point:
+            return None
+        other_task = None not in (armed.task, task) and armed.task != task
+        armed.fired = checkpoint_id >= armed.min_checkpoint and not other_task
+        return armed if armed.fired else None
+
+
 def crash_here(point: FaultPoint, checkpoint_id: int, task: int | None = None) -> None:
     """SIGKILL this process if `point` is armed for this checkpoint (and task)."""
+    if _thread_fires(point, checkpoint_id, task):
+        raise Killed(f"killed at {point.value} in checkpoint {checkpoint_id}")
     if should_fire(point, checkpoint_id, task):
         os.kill(os.getpid(), signal.SIGKILL)
 
@@ -202,8 +249,13 @@ def crash_soon(point: FaultPoint, checkpoint_id: int, task: int | None = None) -
     (for DURING_COMMIT, the producer's commit RPC) and hands over there: the
     kill lands while that call runs, with no delay added, so `passed` is not
     reached unless the thread is starved for the whole call.
-    """
-    if not should_fire(point, checkpoint_id, task):
+
+    Armed in one process, the step runs and its thread dies at `passed` (the kill landed
+    once the broker had the request)."""
+    armed = _thread_fires(point, checkpoint_id, task)
+    if armed:
+        armed.due = threading.get_ident()
+    if armed or not should_fire(point, checkpoint_id, task):
         return
     pid = os.getpid()
     release = threading.Event()
@@ -222,6 +274,10 @@ def passed(point: FaultPoint, checkpoint_id: int, task: int | None = None) -> No
     Writes `passed-<point>` in the fault dir when this process fired `point`:
     a chaos round that finds it knows its kill missed the step and fails.
     """
+    due = _THREAD_FAULT[0] if _THREAD_FAULT else None
+    if due is not None and due.point is point and due.due == threading.get_ident():
+        due.due = None
+        raise Killed(f"killed during {point.value} in checkpoint {checkpoint_id}")
     if _ARMED is None or _ARMED[0] is not point:
         return
     fired = _ARMED[3] / f"fired-{point.value}"

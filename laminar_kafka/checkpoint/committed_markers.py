@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from typing import Protocol
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
@@ -28,8 +29,21 @@ _COORDINATOR_MOVING = (
 )
 
 
+class OffsetsReader(Protocol):
+    """Reads a group's committed offsets (a confluent-kafka `Consumer` of that group)."""
+
+    def committed(
+        self, partitions: list[TopicPartition], timeout: float = ...
+    ) -> list[TopicPartition]: ...
+
+    def close(self) -> None: ...
+
+
 class CommittedMarkers:
-    """Reads the pipeline group's committed markers for a fixed set of partitions."""
+    """Reads the pipeline group's committed markers for a fixed set of partitions.
+
+    `reader` replaces the Kafka client that reads them (the in-memory transport's).
+    """
 
     def __init__(
         self,
@@ -37,10 +51,13 @@ class CommittedMarkers:
         pipeline: str,
         partitions: Sequence[PartitionKey],
         store: CheckpointStore | None = None,
+        reader: OffsetsReader | None = None,
     ) -> None:
         self._store = store
         self._partitions = [TopicPartition(t, p) for t, p in partitions]
-        self._consumer = committed_offsets_reader(kafka, consumer_group(pipeline))
+        self._consumer: OffsetsReader = reader or committed_offsets_reader(
+            kafka, consumer_group(pipeline)
+        )
 
     def read(self, timeout_s: float = 10.0) -> dict[PartitionKey, OffsetMarker | None]:
         """Partition → the marker its committed offset carries, if any."""

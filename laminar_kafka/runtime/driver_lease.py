@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Protocol
 
 from laminar_kafka.checkpoint.store import CheckpointStore, GenerationInfo
 from laminar_kafka.errors import CheckpointError, FencedError
@@ -26,6 +27,21 @@ from laminar_kafka.runtime.config import RuntimeConfig
 log = logging.getLogger(__name__)
 
 CONTROL_RETENTION = {"retention.ms": str(24 * 3600 * 1000)}
+
+
+class Lease(Protocol):
+    """The driver's lease as the runner uses it (`GroupLease`)."""
+
+    regained: int
+    """How often the lease was lost and taken back."""
+    stalls: int
+    """How often this process stood still longer than the lease lasts."""
+
+    def check(self) -> None:
+        """Raise FencedError if the lease is lost."""
+        ...
+
+    def release(self) -> None: ...
 
 
 def hold_driver_lease(config: RuntimeConfig, pipeline: str) -> GroupLease:
@@ -48,7 +64,7 @@ def hold_driver_lease(config: RuntimeConfig, pipeline: str) -> GroupLease:
     return lease
 
 
-def start_generation(lease: GroupLease, store: CheckpointStore, parallelism: int) -> GenerationInfo:
+def start_generation(lease: Lease, store: CheckpointStore, parallelism: int) -> GenerationInfo:
     """A new generation, durably, by a driver that holds its lease; its fence set on `store`."""
     lease.check()
     info = store.next_generation(parallelism)
@@ -56,9 +72,7 @@ def start_generation(lease: GroupLease, store: CheckpointStore, parallelism: int
     return info
 
 
-def manifest_fence(
-    lease: GroupLease, store: CheckpointStore, generation: int
-) -> Callable[[], None]:
+def manifest_fence(lease: Lease, store: CheckpointStore, generation: int) -> Callable[[], None]:
     """The check before each write of the driver running `generation`.
 
     It raises FencedError if this driver lost its lease, or, after the lease was

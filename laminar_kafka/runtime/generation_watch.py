@@ -13,24 +13,32 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from laminar_kafka.control.records import Ack, ControlRecord, Heartbeat
-from laminar_kafka.control.transport import ControlChannel
-from laminar_kafka.kafka.admin import end_offset
 from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.liveness import LivenessTracker
+from laminar_kafka.runtime.ports import ControlLink
 
-__all__ = ["GenerationWatch"]
+__all__ = ["GenerationWatch", "WatchedControl"]
 
 POLL_S = 0.1
 """Longest read between two looks at the wake event and the tracker, between checkpoints."""
 
 
+class WatchedControl(ControlLink, Protocol):
+    """The control log read for Acks and Heartbeats from where the generation starts
+    (`ControlChannel`)."""
+
+    def reachable(self, timeout_s: float) -> bool:
+        """Whether the log answers at all (a silent task or a broker away?)."""
+        ...
+
+
 class GenerationWatch:
     """Reads the control topic for a generation's coordinator; says when the generation is lost."""
 
-    def __init__(self, channel: ControlChannel, tracker: LivenessTracker) -> None:
+    def __init__(self, channel: WatchedControl, tracker: LivenessTracker) -> None:
         self._channel = channel
         self.tracker = tracker
         self._held: list[Ack] = []
@@ -38,12 +46,10 @@ class GenerationWatch:
 
     @classmethod
     def open(
-        cls, config: RuntimeConfig, pipeline: str, generation: int, tasks: int
+        cls, config: RuntimeConfig, channel: WatchedControl, generation: int, tasks: int
     ) -> GenerationWatch:
-        """A watch reading the control topic from its end (what this generation writes)."""
-        topic = config.control_topic(pipeline)
-        start = end_offset(config.kafka, topic)
-        channel = ControlChannel(config.kafka, topic, pipeline, start, Ack, Heartbeat)
+        """A watch on `channel`, which reads the control log from its end (what this
+        generation writes) for Acks and Heartbeats."""
         interval = config.heartbeat_interval_s
         probe = lambda: channel.reachable(min(1.0, interval))  # noqa: E731
         tracker = LivenessTracker(generation, tasks, config.heartbeat_timeout_s, interval, probe)

@@ -1,4 +1,4 @@
-"""Runs a pipeline: worker generations on Spark, checkpoints from the driver, restarts.
+"""Runs a pipeline: worker generations, checkpoints from the driver, restarts.
 
 The runner only wires parts that live elsewhere. A run, in order:
 
@@ -8,8 +8,8 @@ The runner only wires parts that live elsewhere. A run, in order:
    topology and the offset markers;
 2. start a worker generation: a new generation number (durable), an announcement
    that makes older tasks stale, fencing of the transactional ids of tasks that
-   a smaller parallelism removed, then the Spark barrier job (each write of the
-   driver only after the check of its lease);
+   a smaller parallelism removed, then the executor's job: a Spark barrier job,
+   or threads (each write of the driver only after the check of its lease);
 3. wait until every task recovered, then run a checkpoint every interval;
 4. on stop: one last checkpoint with the DRAIN flag, after which tasks exit; on a
    lost worker job, a silent task or one that did not ack in time: restart from 2.
@@ -25,8 +25,6 @@ from typing import Any
 
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.api.shipping import ship_pipeline_code
-from laminar_kafka.barriers.injector import BarrierInjector
-from laminar_kafka.checkpoint.committed_markers import CommittedMarkers
 from laminar_kafka.checkpoint.coordinator import CheckpointCoordinator, PendingCheckpoint
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import BarrierFlags
@@ -37,13 +35,12 @@ from laminar_kafka.errors import (
     LaminarError,
     WorkerStartError,
 )
-from laminar_kafka.kafka.admin import end_offset
-from laminar_kafka.kafka.group_lease import GroupLease
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.plan.tasks import lay_out_tasks, stage_parallelism, tasks_by_stage
 from laminar_kafka.runtime.config import RuntimeConfig
-from laminar_kafka.runtime.driver_lease import hold_driver_lease, start_generation
+from laminar_kafka.runtime.driver_lease import Lease, start_generation
+from laminar_kafka.runtime.driver_ports import DriverPorts, Purge
 from laminar_kafka.runtime.events import (
     CheckpointAborted,
     Drained,
@@ -53,17 +50,14 @@ from laminar_kafka.runtime.events import (
     RuntimeEvent,
     WorkerLost,
 )
-from laminar_kafka.runtime.fencing import fence_removed_tasks
-from laminar_kafka.runtime.file_sinks import recover_staged_files
+from laminar_kafka.runtime.executor import Executor, WorkerRun
 from laminar_kafka.runtime.generation_watch import GenerationWatch
-from laminar_kafka.runtime.internal_purge import InternalPurge, check_internal_topics
-from laminar_kafka.runtime.preflight import check_brokers_answer, check_transaction_timeout
+from laminar_kafka.runtime.kafka_driver_ports import KafkaDriverPorts
 from laminar_kafka.runtime.restarts import RestartBudget
-from laminar_kafka.runtime.spark_job import WorkerJob
+from laminar_kafka.runtime.spark_job import SparkExecutor
 from laminar_kafka.runtime.start_checks import check_where_to_start
 from laminar_kafka.runtime.stats import RunStats, committed_event
 from laminar_kafka.runtime.task_spec import TaskSpec
-from laminar_kafka.runtime.topics import prepare_topics
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +71,11 @@ class _Lost:
 
 
 class PipelineRunner:
-    """Runs `pipeline` until `stop()` is called (or the restart policy gives up)."""
+    """Runs `pipeline` until `stop()` is called (or the restart policy gives up).
+
+    By default on Kafka, its tasks in Spark; `ports` and `executor` replace those
+    (the in-memory transport and threads: `testing/engine.py`).
+    """
 
     def __init__(
         self,
@@ -85,12 +83,15 @@ class PipelineRunner:
         config: RuntimeConfig,
         spark_context: Any = None,
         listener: Listener | None = None,
+        ports: DriverPorts | None = None,
+        executor: Executor | None = None,
     ) -> None:
         pipeline.validate()
         self.pipeline = pipeline
         self.config = config
         self.stats = RunStats()
-        self._sc = spark_context
+        self._ports = ports or KafkaDriverPorts(config)
+        self._executor = executor or SparkExecutor(config, pipeline.name, spark_context)
         self._listener = listener
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -98,10 +99,9 @@ class PipelineRunner:
         (and the next generation's first checkpoint follows its start without a wait)."""
         self._store = CheckpointStore(config.checkpoint_dir, pipeline.name)
         self._plan = plan_stages(pipeline)
-        self._control_topic = config.control_topic(pipeline.name)
         self._failed_at: float | None = None
         self._limits: dict[str, int] = {}  # sink topic → largest record it accepts
-        self._lease: GroupLease | None = None
+        self._lease: Lease | None = None
         self._restarts = RestartBudget(config.restart)
         self._generation = 0  # the running one's number (a second application's starts above 1)
 
@@ -118,16 +118,16 @@ class PipelineRunner:
 
     def run(self) -> RunStats:
         ship_pipeline_code(self.pipeline)
-        check_brokers_answer(self.config.kafka)  # before anything is touched
-        check_transaction_timeout(self.config)
+        ports, name = self._ports, self.pipeline.name
+        ports.preflight()  # before anything is touched
         self._store.lock()
         try:
-            self._lease = hold_driver_lease(self.config, self.pipeline.name)
-            topics = prepare_topics(self.config, self.pipeline, self._plan)
+            self._lease = ports.hold_lease(name)
+            topics = ports.prepare_topics(self.pipeline, self._plan)
             counts, self._limits = topics.counts, topics.limits
             partitions = [(t, p) for t in sorted(counts) for p in range(counts[t])]
-            check_where_to_start(self._store, self.pipeline, self.config, partitions)
-            check_internal_topics(self.config, self.pipeline.name, self._plan, counts)
+            check_where_to_start(self._store, self.pipeline, self.config, partitions, ports)
+            ports.check_internal_topics(name, self._plan, counts)
             wanted = self.config.parallelism
             widths = stage_parallelism(self._plan, counts, wanted)
             if min(widths) < wanted:
@@ -145,13 +145,7 @@ class PipelineRunner:
 
     # -- steps 2-4 --------------------------------------------------------
     def _run_generations(self, counts: dict[str, int], tasks: int) -> None:
-        from laminar_kafka.runtime.spark_session import check_local_slots, spark_context
-
-        if self._sc is None:
-            self._sc = spark_context(
-                self.config.master or f"local[{tasks}]", f"laminar-{self.pipeline.name}", tasks
-            )
-        check_local_slots(self._sc, tasks)
+        self._executor.prepare(tasks)
         partitions = [(t, p) for t in sorted(counts) for p in range(counts[t])]
         repeated: list[str] = []
         while True:
@@ -174,19 +168,18 @@ class PipelineRunner:
         self, counts: dict[str, int], partitions: list[PartitionKey]
     ) -> _Lost | None:
         """One worker generation; None when it drained, else why it was lost."""
-        cfg, name = self.config, self.pipeline.name
+        cfg, name, ports = self.config, self.pipeline.name, self._ports
         layouts = lay_out_tasks(self._plan, counts, cfg.parallelism)
         parallelism = len(layouts)
         assert self._lease is not None
         info = start_generation(self._lease, self._store, parallelism)
         generation = self._generation = info.generation
         self.stats.generations += 1
-        watch = GenerationWatch.open(cfg, name, generation, parallelism)
+        watch = GenerationWatch.open(cfg, ports.watch_control(name), generation, parallelism)
         barriers = {t for stage in self._plan.stages for t in stage.barrier_inputs}
-        sources = [k for k in partitions if k[0] in barriers]
-        injector = BarrierInjector(cfg.kafka, sources, max_barriers=cfg.max_barrier_partitions)
-        markers = CommittedMarkers(cfg.kafka, name, partitions, self._store)
-        purge = InternalPurge(cfg.kafka, markers, self._plan.internal, counts)
+        injector = ports.injector([k for k in partitions if k[0] in barriers])
+        markers = ports.markers(name, partitions, self._store)
+        purge = ports.purge(markers, self._plan.internal, counts)
         purge.check()
         coordinator = CheckpointCoordinator(
             name,
@@ -205,15 +198,15 @@ class PipelineRunner:
         )
         coordinator.announce_generation()  # each step after the lease check (the store's fence)
         self._store.check_fence()
-        fence_removed_tasks(cfg, name, parallelism, info.max_parallelism)
+        ports.fence_removed(name, parallelism, info.max_parallelism)
         self._store.check_fence()
-        recover_staged_files(self.pipeline, cfg.kafka, range(parallelism, info.max_parallelism))
-        start = end_offset(cfg.kafka, self._control_topic)
+        ports.recover_staged_files(self.pipeline, range(parallelism, info.max_parallelism))
+        start = ports.control_end(name)
         specs = [
             TaskSpec.of(self.pipeline, cfg, generation, layout, counts, start, self._limits)
             for layout in layouts
         ]
-        job = WorkerJob(self._sc, specs, f"{name}-g{generation}", on_end=self._wake.set)
+        job = self._executor.launch(specs, f"{name}-g{generation}", self._wake.set)
         watch.follow(job.lost)
         began = time.monotonic()
         job.start()
@@ -248,9 +241,9 @@ class PipelineRunner:
     def _checkpoint_loop(
         self,
         coordinator: CheckpointCoordinator,
-        job: WorkerJob,
+        job: WorkerRun,
         watch: GenerationWatch,
-        purge: InternalPurge,
+        purge: Purge,
     ) -> _Lost | None:
         cfg = self.config
         complete = 0

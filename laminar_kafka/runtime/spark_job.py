@@ -13,13 +13,14 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from laminar_kafka.checkpoint.participant import TaskIdentity, report_incurable
 from laminar_kafka.control.records import Announcement
 from laminar_kafka.control.transport import ControlChannel
 from laminar_kafka.errors import FencedError, IncurableError, LaminarError
+from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.kafka_ports import kafka_ports
 from laminar_kafka.runtime.task import WorkerTask
 from laminar_kafka.runtime.task_spec import TaskSpec, TaskSummary
@@ -85,6 +86,28 @@ def _report_incurable(spec: TaskSpec, error: str) -> None:
         log.warning("task %d could not report its failure: %s", spec.task, exc)
     finally:
         control.close()
+
+
+class SparkExecutor:
+    """Runs each generation as a Spark barrier job (the `Executor` of a real run)."""
+
+    def __init__(self, config: RuntimeConfig, pipeline: str, spark_context: Any = None) -> None:
+        self._config = config
+        self._pipeline = pipeline
+        self._sc = spark_context
+
+    def prepare(self, tasks: int) -> None:
+        from laminar_kafka.runtime.spark_session import check_local_slots, spark_context
+
+        if self._sc is None:
+            master = self._config.master or f"local[{tasks}]"
+            self._sc = spark_context(master, f"laminar-{self._pipeline}", tasks)
+        check_local_slots(self._sc, tasks)
+
+    def launch(
+        self, specs: Sequence[TaskSpec], group: str, on_end: Callable[[], None]
+    ) -> WorkerJob:
+        return WorkerJob(self._sc, list(specs), group, on_end)
 
 
 class WorkerJob:

@@ -6,14 +6,13 @@ import logging
 
 from laminar_kafka import faults
 from laminar_kafka.api.pipeline import Pipeline
-from laminar_kafka.checkpoint.committed_markers import CommittedMarkers
 from laminar_kafka.checkpoint.run_start import read_run_start, write_run_start
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.checkpoint.topology import check_topology
 from laminar_kafka.faults import FaultPoint
-from laminar_kafka.kafka.admin import delete_committed_offsets
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.runtime.config import RuntimeConfig
+from laminar_kafka.runtime.driver_ports import DriverPorts
 from laminar_kafka.runtime.recovery import check_markers_kept, choose_run_start
 
 log = logging.getLogger(__name__)
@@ -24,6 +23,7 @@ def check_where_to_start(
     pipeline: Pipeline,
     config: RuntimeConfig,
     partitions: list[PartitionKey],
+    ports: DriverPorts,
 ) -> None:
     """Refuse a start that would restore the wrong state or replay or skip input.
 
@@ -37,12 +37,12 @@ def check_where_to_start(
     """
     if config.reset:  # 1.
         store.clear()
-        delete_committed_offsets(config.kafka, pipeline.name, partitions)
+        ports.forget_offsets(pipeline.name, partitions)
         return
     latest = store.latest_complete()
     if latest is not None:  # 2.
         check_topology(latest.topology, pipeline.topology(), latest.checkpoint_id)
-    reader = CommittedMarkers(config.kafka, pipeline.name, partitions)
+    reader = ports.markers(pipeline.name, partitions)
     try:
         markers = reader.read(timeout_s=30)
     finally:

@@ -183,6 +183,12 @@ class MemoryBroker:
         with self.changed:
             return 0, len(self._log(key))
 
+    def forget(self, group: str, keys: Iterable[PartitionKey]) -> None:
+        """Delete `group`'s committed offsets of `keys` (a reset)."""
+        with self.changed:
+            for key in keys:
+                self._committed.pop((group, key), None)
+
     def committed(self, group: str, keys: Iterable[PartitionKey]) -> list[TopicPartition]:
         """`group`'s committed offsets and metadata (OFFSET_INVALID where none), as
         confluent-kafka's `Consumer.committed` returns them. Those of an open

@@ -1,0 +1,108 @@
+"""The real engine in one process: runner, coordinator and tasks on a `MemoryBroker`.
+
+`run_in_process` runs a pipeline the way a deployment runs it (the same
+`PipelineRunner`, `CheckpointCoordinator`, `WorkerTask`s and recovery) with its
+records in memory and its tasks on threads, so a protocol test takes
+milliseconds. A crash point armed with `faults.kill_threads_at` ends the thread
+that reaches it; a killed driver is started again, as a supervisor would.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from laminar_kafka import faults
+from laminar_kafka.api.pipeline import Pipeline
+from laminar_kafka.errors import LaminarError
+from laminar_kafka.runtime.config import RestartPolicy, RuntimeConfig
+from laminar_kafka.runtime.events import CheckpointCommitted, Listener, RuntimeEvent
+from laminar_kafka.runtime.runner import PipelineRunner
+from laminar_kafka.runtime.stats import RunStats
+from laminar_kafka.runtime.thread_executor import ThreadExecutor
+from laminar_kafka.testing.memory_broker import MemoryBroker
+from laminar_kafka.testing.memory_driver import MemoryDriverPorts
+from laminar_kafka.testing.memory_ports import memory_ports
+
+
+def in_process_config(checkpoint_dir: str | Path, parallelism: int = 1) -> RuntimeConfig:
+    """Settings for a run in memory: checkpoints back to back, short timeouts, no backoff."""
+    return RuntimeConfig(
+        bootstrap="in-memory:0",
+        checkpoint_dir=str(checkpoint_dir),
+        parallelism=parallelism,
+        checkpoint_interval_s=0.001,
+        checkpoint_timeout_s=5.0,
+        ready_timeout_s=10.0,
+        heartbeat_interval_s=0.05,
+        heartbeat_timeout_s=2.0,
+        restart=RestartPolicy(initial_backoff_s=0.0),
+    )
+
+
+@dataclass(frozen=True)
+class InProcessRun:
+    """What a run in one process did."""
+
+    stats: RunStats
+    """The last driver's (a killed driver's do not survive it)."""
+    events: tuple[RuntimeEvent, ...]
+    drivers: int
+    """How many drivers ran: one more for each driver killed at a crash point."""
+
+
+def run_in_process(
+    pipeline: Pipeline,
+    broker: MemoryBroker,
+    config: RuntimeConfig,
+    checkpoints: int = 1,
+    timeout_s: float = 30.0,
+    listener: Listener | None = None,
+) -> InProcessRun:
+    """Run `pipeline` on `broker` until `checkpoints` checkpoints committed, the last one
+    a drain; then every task has exited. The source topics must exist in `broker`.
+
+    `listener` hears each event in the driver's thread as it happens: records it
+    appends to a source land before the next checkpoint's barrier.
+    """
+    executor = ThreadExecutor(lambda spec: memory_ports(spec, broker))
+    events: list[RuntimeEvent] = []
+    outcome: list[RunStats | BaseException] = []
+
+    runners: list[PipelineRunner] = []  # the driver now, then any that replaced it
+
+    def heard(event: RuntimeEvent) -> None:
+        events.append(event)
+        if listener is not None:
+            listener(event)
+        committed = sum(isinstance(e, CheckpointCommitted) for e in events)
+        if committed >= checkpoints - 1:
+            runners[-1].stop()  # the next checkpoint drains
+
+    def drive() -> None:
+        while True:
+            ports = MemoryDriverPorts(broker, config)
+            runners.append(PipelineRunner(pipeline, config, None, heard, ports, executor))
+            if sum(isinstance(e, CheckpointCommitted) for e in events) >= checkpoints - 1:
+                runners[-1].stop()
+            try:
+                outcome.append(runners[-1].run())
+                return
+            except faults.Killed:
+                continue  # the driver died at a crash point: a new one takes over
+            except BaseException as exc:
+                outcome.append(exc)
+                return
+
+    driver = threading.Thread(target=drive, name=f"{pipeline.name}-driver", daemon=True)
+    driver.start()
+    driver.join(timeout_s)
+    if not outcome:
+        raise LaminarError(f"pipeline {pipeline.name!r} did not drain within {timeout_s:g}s")
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    left = executor.join_all(timeout_s=5.0)
+    if left:
+        raise LaminarError(f"tasks still running after the drain: {left}")
+    return InProcessRun(outcome[0], tuple(events), len(runners))
