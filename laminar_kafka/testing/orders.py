@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
 from laminar_kafka.control.headers import is_control
 from laminar_kafka.errors import LaminarError
@@ -117,6 +117,11 @@ def expected_totals(ids: Iterable[int], customers: int = 10) -> dict[str, Custom
 
 def committed_end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     """partition → last stable offset for read_committed readers (end of committed data)."""
+    return {p: end for p, (_, end) in _committed_ranges(bootstrap, topic).items()}
+
+
+def _committed_ranges(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]:
+    """partition → (log start, last stable offset): where committed data begins and ends."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -128,7 +133,7 @@ def committed_end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
         meta = consumer.list_topics(topic, timeout=30).topics[topic]
         # watermark_offsets retries what a topic created a moment ago answers at
         # first (unknown partition, not leader yet).
-        return {p: watermark_offsets(consumer, topic, p)[1] for p in meta.partitions}
+        return {p: watermark_offsets(consumer, topic, p) for p in meta.partitions}
     finally:
         consumer.close()
 
@@ -163,25 +168,30 @@ def _header_pairs(
 def read_committed_records(
     bootstrap: str, topic: str, timeout_s: float = 60.0, skip_control: bool = False
 ) -> list[CommittedRecord]:
-    """Every committed record of `topic` now, in partition order.
+    """Every committed record of `topic` now, from its log start, in partition order.
 
     Raises LaminarError on a control record (a barrier, an ack...): no sink or
     dead-letter topic may ever hold one, so finding one is a bug to report. An
     internal topic holds barriers by design: read it with `skip_control`.
     """
-    ends = committed_end_offsets(bootstrap, topic)
+    ranges = _committed_ranges(bootstrap, topic)
+    ends = {p: end for p, (_, end) in ranges.items()}
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": "laminar-verify",
             "isolation.level": "read_committed",
             "enable.auto.commit": False,
+            # Records deleted meanwhile (an internal topic's purge) move the log start
+            # past the first fetch: continue from the new start.
             "auto.offset.reset": "earliest",
         }
     )
-    consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+    # From the log start, not offset 0: below it (a purged internal topic) the fetch is
+    # out of range, which librdkafka reports with a warning before it resets.
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
     out: list[CommittedRecord] = []
-    positions = dict.fromkeys(ends, 0)
+    positions = {p: start for p, (start, _) in ranges.items()}
     deadline = time.monotonic() + timeout_s
     try:
         while any(positions[p] < ends[p] for p in ends):

@@ -20,6 +20,7 @@ from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.operators import ProcessContext
 from laminar_kafka.operators.partitioning import LIBRDKAFKA_PARTITIONER, murmur2_partition
 from laminar_kafka.runtime.events import CheckpointCommitted, GenerationStarted
+from laminar_kafka.runtime.internal_topics import NO_RETENTION
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import order, produce_orders, read_committed_records
 from laminar_kafka.testing.run import BackgroundRun
@@ -62,6 +63,16 @@ def _expected(ids: range) -> Counter[tuple[str, int]]:
 CUSTOMERS = tuple(f"c{c}" for c in range(10))
 
 
+def _stamped_sink(topic_factory: TopicFactory, name: str, partitions: int) -> str:
+    """A topic for outputs stamped with the orders' event time (November 2023).
+
+    It deletes nothing by time: a broker's time retention (7 days by default) counts
+    from a record's timestamp, so at its next check (every 5 minutes) it would delete
+    those outputs, and the test's read would miss them.
+    """
+    return topic_factory.create(name, partitions, NO_RETENTION)
+
+
 def _close_every_window(bootstrap: str, topic: str, customers: Sequence[str] = CUSTOMERS) -> None:
     """One order per customer stamped far ahead: each partition's watermark passes
     every window of the orders before it (they open windows of their own, never closed).
@@ -84,7 +95,7 @@ def test_window_results_are_exactly_once_across_a_killed_worker(
     pid_dir: Path,
 ) -> None:
     source = topic_factory.create("orders", partitions=4)
-    sink = source + "-out"
+    sink = _stamped_sink(topic_factory, source + "-out", 4)
     name = "win-" + source[-8:]
     config = RuntimeConfig(
         bootstrap=kafka_bootstrap,
@@ -133,7 +144,8 @@ def test_idle_partitions_release_their_windows_and_late_orders_go_aside(
     tmp_path: Path,
 ) -> None:
     source = topic_factory.create("orders", partitions=2)
-    sink, late = source + "-out", source + "-late"
+    sink = _stamped_sink(topic_factory, source + "-out", 2)
+    late = _stamped_sink(topic_factory, source + "-late", 2)
     name = "idle-" + source[-8:]
     p = Pipeline(name)
     keyed = p.source(
@@ -204,7 +216,7 @@ def test_windows_behind_a_repartition_are_exactly_once_across_a_killed_downstrea
     """Stage 0 reads orders keyed by customer, stage 1 sums them per product and window;
     its windows close on the lowest watermark stage 0's tasks wrote."""
     source = topic_factory.create("orders", partitions=4)
-    sink = source + "-out"
+    sink = _stamped_sink(topic_factory, source + "-out", 4)
     name = "win2-" + source[-8:]
     p = Pipeline(name)
     (
@@ -276,7 +288,7 @@ def test_a_pending_timer_survives_a_killed_worker_and_fires_exactly_once(
     pid_dir: Path,
 ) -> None:
     source = topic_factory.create("orders", partitions=4)
-    sink = source + "-out"
+    sink = _stamped_sink(topic_factory, source + "-out", 4)
     name = "timer-" + source[-8:]
     p = Pipeline(name)
     (
