@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from laminar_kafka.checkpoint.committed_markers import CommittedMarkers
 from laminar_kafka.checkpoint.inspection_report import PartitionMarker
 from laminar_kafka.checkpoint.manifest import Manifest
+from laminar_kafka.checkpoint.marker_verdict import marker_problem
 from laminar_kafka.checkpoint.markers import OffsetMarker
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import CheckpointError, LaminarError
@@ -105,9 +106,9 @@ def check_markers(
             continue
         present, manifest = _named(store, marker.checkpoint_id, manifests, complete)
         out.append(PartitionMarker(key, marker.checkpoint_id, marker.generation, present))
-        problem = _marker_problem(key, marker, manifest, present, store)
+        problem = marker_problem(store, marker, manifest, present)
         if problem:
-            problems.append(problem)
+            problems.append(f"{key}: {problem}: the next start fails")
     if all(m.checkpoint_id is None for m in out) and store.markers_seen():
         problems.append(
             "Kafka holds no committed marker for any partition, but it did before (the "
@@ -132,29 +133,3 @@ def _named(
     except CheckpointError:
         return True, None
     return manifest is not None or n in complete, manifest
-
-
-def _marker_problem(
-    key: str,
-    marker: OffsetMarker,
-    manifest: Manifest | None,
-    complete: bool,
-    store: CheckpointStore,
-) -> str | None:
-    """Why a start would refuse this partition's marker, as recovery would; None if it would not."""
-    n = marker.checkpoint_id
-    names = f"{key}: its committed marker names checkpoint {n}"
-    if not complete:
-        where = "has no manifest" if store.checkpoint_dir(n).exists() else "is not in the store"
-        return (
-            f"{names}, which {where} (deleted, or the store belongs to another cluster): "
-            "the next start fails"
-        )
-    if manifest is None:
-        return f"{names}, whose manifest is unreadable: the next start fails"
-    if manifest.generation != marker.generation:
-        return (
-            f"{names} of generation {marker.generation}, but the manifest is of generation "
-            f"{manifest.generation} (the store comes from another run): the next start fails"
-        )
-    return None

@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from laminar_kafka.checkpoint.manifest import Manifest
+from laminar_kafka.checkpoint.marker_verdict import marker_problem
 from laminar_kafka.checkpoint.markers import OffsetMarker, parse_marker
 from laminar_kafka.checkpoint.run_start import RunStart, read_run_start
 from laminar_kafka.checkpoint.store import CheckpointStore
@@ -100,28 +101,18 @@ class _ManifestCache:
         self._read: dict[int, Manifest] = {}
 
     def named_by(self, found: OffsetMarker, key: PartitionKey) -> Manifest:
+        """The manifest of the checkpoint `found` names, if a start may trust it."""
         n = found.checkpoint_id
         if n not in self._read:
             manifest = self._store.read_manifest(n)
-            if manifest is None:
-                raise CheckpointError(
-                    f"{key[0]}[{key[1]}] was committed at checkpoint {n} but its "
-                    f"manifest is missing from {self._store.home}: the checkpoint directory "
-                    "does not belong to this Kafka cluster, or it was cleaned by hand"
-                )
-            self._read[n] = manifest
-        manifest = self._read[n]
-        if (manifest.pipeline, manifest.checkpoint_id, manifest.generation) != (
-            self._store.pipeline,
-            n,
-            found.generation,
-        ):
+            if manifest is not None:
+                self._read[n] = manifest
+        manifest = self._read.get(n)
+        problem = marker_problem(self._store, found, manifest, manifest is not None)
+        if problem is not None or manifest is None:
             raise CheckpointError(
-                f"{key[0]}[{key[1]}] was committed by checkpoint {n} of generation "
-                f"{found.generation} of pipeline {self._store.pipeline!r}, but manifest {n} in "
-                f"{self._store.home} is checkpoint {manifest.checkpoint_id} of generation "
-                f"{manifest.generation} of pipeline {manifest.pipeline!r}: the checkpoint "
-                "directory comes from another run; point --checkpoint-dir at this run's"
+                f"{key[0]}[{key[1]}]: {problem}, in {self._store.home}: point "
+                "--checkpoint-dir at this run's checkpoint directory"
             )
         return manifest
 

@@ -299,7 +299,10 @@ def test_a_marker_naming_an_incomplete_or_foreign_checkpoint_is_a_problem(
     ]
     assert len(report.problems) == 2
     assert "checkpoint 6, which has no manifest" in report.problems[0]
-    assert "of generation 7, but the manifest is of generation 2" in report.problems[1]
+    assert (
+        "generation 7 of pipeline 'totals', but the manifest is checkpoint 5 of generation 2"
+        in (report.problems[1])
+    )
 
 
 def test_a_checkpoint_committed_while_inspecting_is_found(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ def test_a_manifest_of_another_pipeline_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_missing_manifest_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(CheckpointError, match="manifest is missing"):
+    with pytest.raises(CheckpointError, match="checkpoint 5, which is not in the store"):
         _ManifestCache(_store(tmp_path, 2)).named_by(OffsetMarker(5, 2), KEY)
 
 
