@@ -11,21 +11,14 @@ derived name depends only on the stream's own shape: `<label>/aggregate-<k>`
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from laminar_kafka.api.specs import EVENT_TIME, Flow, SinkSpec, SourceSpec
 from laminar_kafka.api.streams import Branch, Repartition
 from laminar_kafka.formats import JsonFormat
+from laminar_kafka.kafka.names import internal_topic
 from laminar_kafka.operators import Operator, is_stateful_step, named_step
 from laminar_kafka.operators.event_time import KAFKA_TIME, EventTime
-
-_NOT_IN_TOPIC = re.compile(r"[^A-Za-z0-9._-]")
-
-
-def internal_topic(pipeline: str, step: str) -> str:
-    """`<pipeline>.<step>.repartition`, with what Kafka refuses in a name made '_'."""
-    return f"{pipeline}.{_NOT_IN_TOPIC.sub('_', step)}.repartition"
 
 
 def source_topics(branches: tuple[Branch, ...]) -> list[str]:

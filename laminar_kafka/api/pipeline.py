@@ -24,6 +24,7 @@ from laminar_kafka.api.specs import Flow, KeySpec, SinkSpec, SourceSpec, StartFr
 from laminar_kafka.api.streams import Branch, Stream
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.formats import BytesFormat, Format, JsonFormat
+from laminar_kafka.kafka.names import DEAD_LETTER_SUFFIX
 from laminar_kafka.operators import is_stateful_step, named_step, window_of
 from laminar_kafka.operators.event_time import TimestampSpec
 from laminar_kafka.operators.partitioning import PARTITIONERS, Partitioner
@@ -218,7 +219,7 @@ class Pipeline:
             raise ConfigError(f"topics both read and written by the pipeline: {sorted(clash)}")
         sinks = [f.sink.topic for f in self._flows if not f.sink.internal]
         for late in self.late_topics:
-            if late in sinks or late in self.source_topics or late.endswith(".dlq"):
+            if late in sinks or late in self.source_topics or late.endswith(DEAD_LETTER_SUFFIX):
                 raise ConfigError(
                     f"late_to topic {late!r} is a source, sink or dead-letter topic: late "
                     "records are raw input, give them a topic of their own"

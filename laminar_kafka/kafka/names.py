@@ -6,6 +6,8 @@ never share a transactional id, a consumer group or a control topic.
 
 from __future__ import annotations
 
+import re
+
 PartitionKey = tuple[str, int]
 """A source partition: (topic, partition)."""
 
@@ -33,9 +35,20 @@ def control_topic(pipeline: str) -> str:
     return f"_laminar.{pipeline}.control"
 
 
+DEAD_LETTER_SUFFIX = ".dlq"
+"""Ends the name of a pipeline's default dead-letter topic."""
+
+_NOT_IN_TOPIC = re.compile(r"[^A-Za-z0-9._-]")
+
+
 def dead_letter_topic(pipeline: str, override: str | None = None) -> str:
     """Where records the pipeline cannot process go, with the reason."""
-    return override or f"{pipeline}.dlq"
+    return override or f"{pipeline}{DEAD_LETTER_SUFFIX}"
+
+
+def internal_topic(pipeline: str, step: str) -> str:
+    """`<pipeline>.<step>.repartition`, with what Kafka refuses in a name made '_'."""
+    return f"{pipeline}.{_NOT_IN_TOPIC.sub('_', step)}.repartition"
 
 
 def driver_group(pipeline: str) -> str:

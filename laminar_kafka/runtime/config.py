@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from laminar_kafka.errors import ConfigError
+from laminar_kafka.kafka import names
 from laminar_kafka.kafka.clients import KafkaConnection
 
 # Time a transaction may still need after its checkpoint timed out: the worker job's
@@ -159,10 +160,10 @@ class RuntimeConfig:
         return self.master or f"local[{self.parallelism}]"
 
     def dead_letters_to(self, pipeline: str) -> str:
-        return self.dead_letter_topic or f"{pipeline}.dlq"
+        return names.dead_letter_topic(pipeline, self.dead_letter_topic)
 
     def control_topic(self, pipeline: str) -> str:
-        return f"_laminar.{pipeline}.control"
+        return names.control_topic(pipeline)
 
     def with_parallelism(self, parallelism: int) -> RuntimeConfig:
         return replace(self, parallelism=parallelism)

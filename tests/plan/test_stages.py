@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from laminar_kafka import Pipeline
-from laminar_kafka.api.graph import internal_topic
 from laminar_kafka.errors import ConfigError
+from laminar_kafka.kafka.names import internal_topic
 from laminar_kafka.operators import AggregateOp, KeyByOp
 from laminar_kafka.plan import lay_out_tasks, plan_stages
 
