@@ -16,6 +16,7 @@ from laminar_kafka.checkpoint.manifest import Manifest
 from laminar_kafka.checkpoint.marker_verdict import marker_problem
 from laminar_kafka.checkpoint.markers import OffsetMarker
 from laminar_kafka.checkpoint.store import CheckpointStore
+from laminar_kafka.control.partition_keys import partition_key
 from laminar_kafka.errors import CheckpointError, LaminarError
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.names import PartitionKey
@@ -86,12 +87,14 @@ def check_markers(
 
     A broker that does not answer is a problem if `required`, else a note.
     """
-    keys = sorted({k for m in manifests.values() for k in m.positions})
-    if not keys:
+    # The report lists partitions in the order of their keys.
+    partitions = sorted(
+        {k for m in manifests.values() for k in m.partitions}, key=lambda k: partition_key(*k)
+    )
+    if not partitions:
         return MarkerFindings(
             None, notes=("committed markers not read: no readable checkpoint names a partition",)
         )
-    partitions = [(key.rpartition(":")[0], int(key.rpartition(":")[2])) for key in keys]
     try:
         found = read_markers(store.pipeline, partitions)
     except LaminarError as exc:
@@ -99,7 +102,8 @@ def check_markers(
         return MarkerFindings(None, line if required else (), () if required else line)
     out: list[PartitionMarker] = []
     problems: list[str] = []
-    for key, tp in zip(keys, partitions, strict=True):
+    for tp in partitions:
+        key = partition_key(*tp)  # as the report says it
         marker = found.get(tp)
         if marker is None:
             out.append(PartitionMarker(key, None, None, None))

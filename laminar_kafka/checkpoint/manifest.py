@@ -16,7 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from laminar_kafka.control.partition_keys import parse_partition_key, partition_key
 from laminar_kafka.errors import CheckpointError
+from laminar_kafka.kafka.names import PartitionKey
 
 MANIFEST_VERSION = 1
 
@@ -51,6 +53,22 @@ class Manifest:
     def complete(self) -> bool:
         """Whether every stage is decided: the checkpoint as a whole committed."""
         return set(self.decided_stages) == set(range(self.stages))
+
+    # The maps keep the "topic:partition" keys of the file (and of the Acks they come
+    # from); code outside asks by PartitionKey.
+
+    @property
+    def partitions(self) -> tuple[PartitionKey, ...]:
+        """The source partitions whose position this checkpoint holds, in key order."""
+        return tuple(parse_partition_key(k) for k in sorted(self.positions))
+
+    def position_of(self, key: PartitionKey) -> int | None:
+        """The next offset to read in `key` after this checkpoint; None if it has none."""
+        return self.positions.get(partition_key(*key))
+
+    def snapshot_of(self, key: PartitionKey) -> str | None:
+        """The state snapshot file holding `key`'s tables; None if it has none."""
+        return self.snapshots.get(partition_key(*key))
 
     def to_json(self) -> bytes:
         # Not asdict(): it deep-copies, and read-only map views (as Ack holds) cannot be copied.

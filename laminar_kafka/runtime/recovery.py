@@ -40,7 +40,6 @@ from laminar_kafka.checkpoint.marker_verdict import marker_problem
 from laminar_kafka.checkpoint.markers import OffsetMarker, parse_marker
 from laminar_kafka.checkpoint.run_start import RunStart, read_run_start
 from laminar_kafka.checkpoint.store import CheckpointStore
-from laminar_kafka.control.records import partition_key
 from laminar_kafka.errors import CheckpointError
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
 from laminar_kafka.runtime.ports import SourceLogs, SourceReader
@@ -85,9 +84,10 @@ def plan_starts(
     recorded = manifests.recorded(run_start) if run_start is not None else []
     for key in list(fresh):  # 4.
         base = start_manifest(key, recorded)
-        if base is not None:
+        offset = None if base is None else base.position_of(key)
+        if base is not None and offset is not None:
             fresh.remove(key)
-            starts[key] = _restore(store, base, key, base.positions[partition_key(*key)])
+            starts[key] = _restore(store, base, key, offset)
     for key, offset in _start_offsets(fresh, start_from, logs, timeout_s).items():
         starts[key] = PartitionStart(offset, None)
     return starts
@@ -135,14 +135,14 @@ def start_manifest(key: PartitionKey, recorded: Sequence[Manifest]) -> Manifest 
     """Step 4: of the run's recorded start (newest first), the manifest a partition without
     a marker resumes from: the newest that holds its position (a partial one holds only
     the stages it decided); None when none does (a partition new since)."""
-    return next((m for m in recorded if partition_key(*key) in m.positions), None)
+    return next((m for m in recorded if m.position_of(key) is not None), None)
 
 
 def _restore(
     store: CheckpointStore, manifest: Manifest, key: PartitionKey, offset: int
 ) -> PartitionStart:
     states: PartitionTables = {}
-    handle = manifest.snapshots.get(partition_key(*key))
+    handle = manifest.snapshot_of(key)
     if handle is not None:
         states = decode_partition_snapshot(store.read_snapshot(handle), key, handle)
     return PartitionStart(offset, manifest.checkpoint_id, states)

@@ -41,6 +41,14 @@ def test_round_trip() -> None:
     assert Manifest.from_json(manifest.to_json(), WHERE) == manifest
 
 
+def test_partitions_are_asked_for_by_partition_key() -> None:
+    manifest = _manifest()
+    assert manifest.partitions == (("orders", 0), ("orders", 1))
+    assert (manifest.position_of(("orders", 1)), manifest.position_of(("orders", 2))) == (98, None)
+    assert manifest.snapshot_of(("orders", 0)) == "/chk/chk-000000000005/task-0-g2.state"
+    assert manifest.snapshot_of(("orders", 1)) is None
+
+
 def test_defaults_round_trip() -> None:
     bare = Manifest("p", 1, 1, 0, positions={}, barrier_offsets={})
     back = Manifest.from_json(bare.to_json(), WHERE)
