@@ -150,8 +150,9 @@ def _tumbling(
         if s + open_for <= watermark:  # a late record moves no watermark: nothing closes here
             ctx.late_record(o, spec.late_to, [(s, s + size)])
             continue
+        slot = (k, s)
         try:  # the new value first: a failing record changes no table entry
-            found = table.get((k, s), _ABSENT)
+            found = table.get(slot, _ABSENT)
             updated = add(initial() if found is _ABSENT else found, v)
             if updates:
                 out.append(emit(k, Window(s, s + size, False), updated))
@@ -159,7 +160,7 @@ def _tumbling(
         except Exception as exc:
             ctx.reject(o, describe_error("window aggregate", exc))
             continue
-        table[(k, s)] = updated
+        table[slot] = updated
         if found is _ABSENT:
             ends.setdefault(s + size, []).append(k)
             if s + open_for < due:
