@@ -122,11 +122,63 @@ def stamp(
     """
     now = int(time.time() * 1000) if now_ms is None else now_ms
     horizon = now + spec.max_future_ms
-    times: dict[int, int] = {}
-    marks: dict[int, int] = {}
+    found = _batch_timestamps(spec, values, offsets, kafka_times, horizon)
+    stamped: Sequence[int] = offsets
     refused: list[tuple[int, str]] = []
+    if found is None:
+        found, stamped, refused = _timestamps(spec, values, offsets, kafka_times, horizon)
     highest, lag = start.max_ts, spec.max_out_of_order_ms
     watermark = start.watermark
+    marks: list[int] = []
+    mark = marks.append
+    carried = spec.carried  # a carried watermark moves only with its writers' records
+    for ts in found:
+        if ts > highest:
+            highest = ts
+            if not carried and ts - lag > watermark:
+                watermark = ts - lag
+        mark(watermark)
+    times = dict(zip(stamped, found, strict=True))
+    return Stamped(times, dict(zip(stamped, marks, strict=True)), highest, watermark, refused)
+
+
+def _batch_timestamps(
+    spec: EventTime,
+    values: Sequence[Any],
+    offsets: Sequence[int],
+    kafka_times: dict[int, int | None],
+    horizon: int,
+) -> list[int] | None:
+    """Every record's timestamp, read at once; None unless all of them are usable (then
+    `_timestamps` reads them one by one, with reasons). A function is left to `_timestamps`,
+    so that it is called once per record."""
+    field = spec.timestamp
+    found: list[Any]
+    try:
+        if field == KAFKA_TIME:
+            found = [kafka_times[o] for o in offsets]
+        elif isinstance(field, str):
+            found = [v[field] for v in values]
+        else:
+            return None
+    except Exception:  # a value without the field
+        return None
+    if found and (set(map(type, found)) != {int} or min(found) < 0 or max(found) > horizon):
+        return None
+    return found
+
+
+def _timestamps(
+    spec: EventTime,
+    values: Sequence[Any],
+    offsets: Sequence[int],
+    kafka_times: dict[int, int | None],
+    horizon: int,
+) -> tuple[list[int], list[int], list[tuple[int, str]]]:
+    """The usable timestamps and their offsets, and the offsets refused with the reason."""
+    found: list[int] = []
+    stamped: list[int] = []
+    refused: list[tuple[int, str]] = []
     for value, offset in zip(values, offsets, strict=True):
         try:
             ts = _timestamp_of(spec.timestamp, value, kafka_times.get(offset))
@@ -143,13 +195,9 @@ def stamp(
                 (offset, f"event time {ts} is more than {spec.max_future_ms} ms ahead of the clock")
             )
             continue
-        times[offset] = ts
-        if ts > highest:
-            highest = ts
-            if not spec.carried:  # a carried watermark moves only with its writers' records
-                watermark = max(watermark, ts - lag)
-        marks[offset] = watermark
-    return Stamped(times, marks, highest, watermark, refused)
+        found.append(ts)
+        stamped.append(offset)
+    return found, stamped, refused
 
 
 def _timestamp_of(spec: TimestampSpec, value: Any, kafka_time: int | None) -> Any:

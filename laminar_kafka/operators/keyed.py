@@ -35,6 +35,35 @@ class KeyByOp:
     def apply(
         self, values: list[Any], offsets: list[int], ctx: BatchContext
     ) -> tuple[list[Any], list[int]]:
+        keys = self._field_keys(values)
+        if keys is not None and self._all_here(keys, ctx):
+            return list(zip(keys, values, strict=True)), offsets
+        return self._one_by_one(values, offsets, ctx)
+
+    def _field_keys(self, values: list[Any]) -> list[Any] | None:
+        """Every value's key field, read at once; None if some value has none (and for a
+        key function, which `_one_by_one` calls once per record)."""
+        if callable(self.key):
+            return None
+        try:
+            return list(map(operator.itemgetter(self.key), values))
+        except Exception:  # a missing field
+            return None
+
+    def _all_here(self, keys: list[Any], ctx: BatchContext) -> bool:
+        """Whether every key is set and belongs to this partition (each distinct key hashed
+        once)."""
+        try:
+            distinct = set(keys)
+        except TypeError:  # an unhashable key
+            return False
+        partition_of, n, here = PARTITIONERS[self.partitioner], ctx.num_partitions, ctx.partition
+        return None not in distinct and all(partition_of(key_bytes(k), n) == here for k in distinct)
+
+    def _one_by_one(
+        self, values: list[Any], offsets: list[int], ctx: BatchContext
+    ) -> tuple[list[Any], list[int]]:
+        """Each record with its key, or a dead letter with the reason it has none here."""
         partition_of = PARTITIONERS[self.partitioner]
         n, here = ctx.num_partitions, ctx.partition
         extract = self.key if callable(self.key) else operator.itemgetter(self.key)

@@ -29,6 +29,8 @@ WindowKind = Literal["tumbling", "hopping", "session", "sliding"]
 NEVER = 2**62
 """Beyond any timestamp: the due time of a window that does not exist."""
 EmitMode = Literal["final", "updates"]
+_ABSENT = object()
+"""What a table holds for a window not yet opened (None is an aggregate like any other)."""
 
 
 @dataclass(frozen=True)
@@ -107,20 +109,87 @@ def apply_windowed(
     ctx: BatchContext,
 ) -> tuple[list[Any], list[int]]:
     """Add each (key, value) to its windows; emit what closes as the watermark moves."""
-    table = ctx.table(step)
-    ends = ctx.table(step + "#ends")
+    table, ends = ctx.table(step), ctx.table(step + "#ends")
     out: list[Any] = []
     kept: list[int] = []
-    size, lateness = spec.size_ms, spec.lateness_ms
-    updates = spec.emit == "updates"
-    tumbling = spec.every_ms == size  # one window per record: skip the general formula
+    windows = _tumbling if spec.every_ms == spec.size_ms else _hopping
+    windows(table, ends, spec, (initial, add, emit), values, offsets, ctx, out, kept)
+    if ends and ctx.watermark >= min(ends) + spec.lateness_ms:
+        _close(table, ends, spec, emit, ctx.watermark, ctx.last_offset, ctx, out, kept)
+    return out, kept
+
+
+Functions = tuple[Callable[[], Any], Callable[[Any, Any], Any], Callable[[Any, Window, Any], Any]]
+"""A windowed aggregate's initial, add and emit."""
+
+
+def _tumbling(
+    table: dict[Any, Any],
+    ends: dict[Any, Any],
+    spec: WindowSpec,
+    functions: Functions,
+    values: list[Any],
+    offsets: list[int],
+    ctx: BatchContext,
+    out: list[Any],
+    kept: list[int],
+) -> None:
+    """`apply_windowed`'s loop for windows that do not overlap: one window per record.
+
+    The hot path of every tumbling window: no per-record list, one table lookup.
+    """
+    initial, add, emit = functions
+    size, lateness, updates = spec.size_ms, spec.lateness_ms, spec.emit == "updates"
+    open_for = size + lateness  # a window takes records while the watermark is below this
     times, marks = ctx.times, ctx.marks
     due = min(ends, default=NEVER) + lateness  # the watermark that closes the next window
     for (k, v), o in zip(values, offsets, strict=True):
+        ts = times[o]
+        watermark = marks[o]
+        s = ts - ts % size
+        if s + open_for <= watermark:  # a late record moves no watermark: nothing closes here
+            ctx.late_record(o, spec.late_to, [(s, s + size)])
+            continue
+        slot = (k, s)
+        try:  # the new value first: a failing record changes no table entry
+            found = table.get(slot, _ABSENT)
+            updated = add(initial() if found is _ABSENT else found, v)
+            if updates:
+                out.append(emit(k, Window(s, s + size, False), updated))
+                kept.append(ResultOffset(o, update_time(s + size, ts, watermark)))
+        except Exception as exc:
+            ctx.reject(o, describe_error("window aggregate", exc))
+            continue
+        table[slot] = updated
+        if found is _ABSENT:
+            ends.setdefault(s + size, []).append(k)
+            if s + open_for < due:
+                due = s + open_for
+        if watermark >= due:
+            due = _close(table, ends, spec, emit, watermark, o, ctx, out, kept)
+
+
+def _hopping(
+    table: dict[Any, Any],
+    ends: dict[Any, Any],
+    spec: WindowSpec,
+    functions: Functions,
+    values: list[Any],
+    offsets: list[int],
+    ctx: BatchContext,
+    out: list[Any],
+    kept: list[int],
+) -> None:
+    """`apply_windowed`'s loop for windows that overlap: every window holding a record."""
+    initial, add, emit = functions
+    size, lateness, updates = spec.size_ms, spec.lateness_ms, spec.emit == "updates"
+    times, marks = ctx.times, ctx.marks
+    due = min(ends, default=NEVER) + lateness
+    for (k, v), o in zip(values, offsets, strict=True):
         ts, watermark = times[o], marks[o]
-        starts = (ts - ts % size,) if tumbling else spec.starts(ts)
+        starts = spec.starts(ts)
         open_starts = [s for s in starts if s + size + lateness > watermark]
-        if not open_starts:  # a late record moves no watermark: nothing closes here
+        if not open_starts:
             ctx.late_record(o, spec.late_to, [(s, s + size) for s in starts])
             continue
         try:  # every window's new value first: a failing record changes no table entry
@@ -145,19 +214,15 @@ def apply_windowed(
             out.extend(emitted)
             kept.extend(ResultOffset(o, update_time(s + size, ts, watermark)) for s in open_starts)
         if watermark >= due:
-            due = _close(table, ends, size, lateness, watermark, emit, o, ctx, out, kept)
-    if ctx.watermark >= due:
-        _close(table, ends, size, lateness, ctx.watermark, emit, ctx.last_offset, ctx, out, kept)
-    return out, kept
+            due = _close(table, ends, spec, emit, watermark, o, ctx, out, kept)
 
 
 def _close(
     table: dict[Any, Any],
     ends: dict[Any, Any],
-    size: int,
-    lateness: int,
-    watermark: int,
+    spec: WindowSpec,
     emit: Callable[[Any, Window, Any], Any],
+    watermark: int,
     offset: int,
     ctx: BatchContext,
     out: list[Any],
@@ -165,13 +230,15 @@ def _close(
 ) -> int:
     """Emit and drop every window that ends at or before watermark - lateness, oldest
     first; returns the watermark that closes the next one."""
+    size, lateness = spec.size_ms, spec.lateness_ms
     for end in sorted(end for end in ends if end + lateness <= watermark):
         start = end - size
+        window, at = Window(start, end), ResultOffset(offset, end)  # shared by its results
         for k in ends.pop(end):
             value = table.pop((k, start))
             try:
-                out.append(emit(k, Window(start, end), value))
-                kept.append(ResultOffset(offset, end))
+                out.append(emit(k, window, value))
+                kept.append(at)
             except Exception as exc:
                 ctx.reject(offset, describe_error(f"window emit of [{start}, {end})", exc))
     return min(ends, default=NEVER) + lateness

@@ -66,6 +66,20 @@ def test_key_by_function_and_missing_field() -> None:
     assert [(d.offset, d.reason) for d in ctx.dead_letters] == [(1, "key_by raised KeyError: 'id'")]
 
 
+@pytest.mark.parametrize("missing", [False, True])
+def test_key_by_field_dead_letters_a_none_unhashable_or_missing_key_and_keeps_the_rest(
+    missing: bool,
+) -> None:
+    values: list[Any] = [{"k": "a"}, {"k": None}, {"k": ["x"]}, {"k": "b"}] + [{}] * missing
+    ctx = _ctx()
+    out, kept = KeyByOp("k").apply(values, list(range(len(values))), ctx)
+    assert out == [("a", {"k": "a"}), ("b", {"k": "b"})] and kept == [0, 3]
+    assert [(d.offset, d.reason) for d in ctx.dead_letters] == [
+        (1, "key_by key is None"),
+        (2, "key_by raised TypeError: unhashable type: 'list'"),
+    ] + [(4, "key_by raised KeyError: 'k'")] * missing
+
+
 def test_key_by_on_one_partition_keeps_everything() -> None:
     ctx = _ctx(0, 1)
     out, _ = KeyByOp("customer").apply([{"customer": c} for c in CUSTOMERS], list(range(30)), ctx)
