@@ -68,6 +68,18 @@ class GenerationWatch:
         self._held.extend(self._sort(self._channel.receive(0)))  # beats waiting: not silent
         return self.tracker.silent()
 
+    def cut_off(self) -> str | None:
+        """Why the driver cannot see the cluster (the control topic's leader did not answer
+        its last look), or None; see `runtime/broker_outage.py`."""
+        if not self.tracker.blind:
+            return None
+        return f"the driver is cut off from Kafka (the leader of {self._channel.topic} is away)"
+
+    def checkpoint_lost(self) -> str | None:
+        """For the coordinator's ack wait: why the checkpoint in flight cannot complete."""
+        reason = self.lost()
+        return f"worker job lost: {reason}" if reason else self.cut_off()
+
     def explain(self, tasks: Sequence[int]) -> str:
         """What `tasks` were doing when they last beat (for a checkpoint that timed out)."""
         return self.tracker.explain(tasks)

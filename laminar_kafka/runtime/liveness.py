@@ -99,6 +99,28 @@ class LivenessTracker:
             "stopped, dead or cut off from Kafka"
         )
 
+    def now(self) -> float:
+        """The tracker's clock."""
+        return self._clock()
+
+    @property
+    def blind(self) -> bool:
+        """Whether the driver's last look at the control topic went unanswered (3.)."""
+        return self._blind
+
+    def not_moving(self, since: float) -> list[int]:
+        """Tasks not heard since `since` (a `clock` time) with a main loop that went round
+        lately or a user function running: after a broker outage, those still stuck in a
+        client call (or not heard at all)."""
+        fresh_ms = QUIET_INTERVALS * self.interval_s * 1000
+        stuck = []
+        for task in range(self.tasks):
+            received, beat = self._beats.get(task, (-math.inf, None))
+            stalled = beat is not None and beat.stalled_ms > fresh_ms and not beat.user_code_ms
+            if beat is None or received < since or stalled:
+                stuck.append(task)
+        return stuck
+
     def explain(self, tasks: Sequence[int]) -> str:
         """What the last beats of `tasks` (which did not ack in time) say they were doing."""
         now = self._clock()

@@ -1,0 +1,72 @@
+"""A broker outage seen by the driver: the checkpoint in flight aborted at once, then the
+generation rides on or is replaced.
+
+The driver is cut off when the control topic's leader does not answer (the
+liveness tracker asks whenever no task was heard for two heartbeat intervals,
+`runtime/liveness.py`). The coordinator's ack wait then gives up at once
+(`GenerationWatch.checkpoint_lost`) instead of waiting out the checkpoint
+timeout, and no checkpoint starts while it lasts. Then `ride_out`:
+
+1. waits until the control topic answers again (the broker is back, or a new
+   leader was elected);
+2. gives the tasks a heartbeat timeout to show that their main loops go round
+   again: a beat received since, not stalled outside user code;
+3. all did: the generation rides on, and the next checkpoint retries the one
+   aborted. A task still stuck in a client call (a transaction that spanned a
+   single broker's restart can hold `send_offsets_to_transaction` or `flush`
+   for tens of seconds) has its generation replaced at once.
+
+What the clients ride through by themselves, unseen by the driver: a leader
+change or a coordinator moving (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE,
+NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS and
+transport errors are retried inside librdkafka). A record that could not be
+delivered fails that checkpoint's prepare: the checkpoint aborts and the task
+rolls back, without a restart. What forces a restart: a fenced producer
+(PRODUCER_FENCED, INVALID_PRODUCER_EPOCH: the broker aborted a transaction that
+outlived `transaction.timeout.ms`), any other fatal producer error, a commit or
+abort of a transaction that fails for good, a source reader's fatal error, and a
+task stuck after an outage (step 2).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from laminar_kafka.runtime.generation_watch import GenerationWatch
+
+__all__ = ["ride_out"]
+
+POLL_S = 0.2
+"""How long each read of the control topic lasts while waiting (no notification exists)."""
+
+
+def ride_out(watch: GenerationWatch, wait_s: float, stop: threading.Event) -> str | None:
+    """Steps 1-3 for a driver cut off: None when the generation rides on (or the run is
+    stopping, or the driver is not cut off), else why it must be replaced. Gives up after
+    `wait_s` without the cluster."""
+    if not watch.cut_off():
+        return None
+    tracker = watch.tracker
+    began = tracker.now()
+    idle = threading.Event()  # `wait` returns early on it; nothing sets it
+    while watch.cut_off():  # 1. each look re-probes, once per heartbeat interval
+        if lost := watch.lost():
+            return lost
+        if tracker.now() - began > wait_s:
+            return f"the driver could not reach Kafka for {wait_s:.0f}s"
+        watch.wait(POLL_S, idle)
+    back = tracker.now()
+    deadline = back + tracker.timeout_s
+    while stuck := tracker.not_moving(back):  # 2.
+        if lost := watch.lost():
+            return lost
+        if stop.is_set():
+            return None
+        if tracker.now() > deadline:
+            who = f"task {stuck[0]}" if len(stuck) == 1 else f"tasks {stuck}"
+            return (
+                f"{who} still stuck {tracker.timeout_s:g}s after Kafka answered again "
+                f"(the driver was cut off for {back - began:.1f}s or more)"
+            )
+        watch.wait(POLL_S, idle)
+    return None  # 3.
