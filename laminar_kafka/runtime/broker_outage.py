@@ -5,7 +5,8 @@ The driver is cut off when the control topic's leader does not answer (the
 liveness tracker asks whenever no task was heard for two heartbeat intervals,
 `runtime/liveness.py`). The coordinator's ack wait then gives up at once
 (`GenerationWatch.checkpoint_lost`) instead of waiting out the checkpoint
-timeout, and no checkpoint starts while it lasts. Then `ride_out`:
+timeout; before each checkpoint the driver looks (`LivenessTracker.look`), so none
+starts while it lasts (its barriers would wait out the timeout). Then `ride_out`:
 
 1. waits until the control topic answers again (the broker is back, or a new
    leader was elected);
@@ -15,6 +16,10 @@ timeout, and no checkpoint starts while it lasts. Then `ride_out`:
    aborted. A task still stuck in a client call (a transaction that spanned a
    single broker's restart can hold `send_offsets_to_transaction` or `flush`
    for tens of seconds) has its generation replaced at once.
+
+An outage that began while the driver was busy (its barriers waited it out) is
+told by its traces: a checkpoint aborted while a task's main loop stood still
+outside user code. Then step 2 runs as well, counted from the abort.
 
 What the clients ride through by themselves, unseen by the driver: a leader
 change or a coordinator moving (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE,
@@ -30,6 +35,7 @@ task stuck after an outage (step 2).
 
 from __future__ import annotations
 
+import math
 import threading
 
 from laminar_kafka.runtime.generation_watch import GenerationWatch
@@ -40,15 +46,18 @@ POLL_S = 0.2
 """How long each read of the control topic lasts while waiting (no notification exists)."""
 
 
-def ride_out(watch: GenerationWatch, wait_s: float, stop: threading.Event) -> str | None:
-    """Steps 1-3 for a driver cut off: None when the generation rides on (or the run is
-    stopping, or the driver is not cut off), else why it must be replaced. Gives up after
-    `wait_s` without the cluster."""
-    if not watch.cut_off():
-        return None
+def ride_out(
+    watch: GenerationWatch, wait_s: float, stop: threading.Event, aborted: bool = False
+) -> str | None:
+    """Steps 1-3 for a driver cut off, and step 2 after a checkpoint `aborted` while a
+    task's main loop stood still outside user code. None when the generation rides on
+    (or the run is stopping, or neither is the case), else why it must be replaced.
+    Gives up after `wait_s` without the cluster."""
     tracker = watch.tracker
     began = tracker.now()
     idle = threading.Event()  # `wait` returns early on it; nothing sets it
+    if tracker.look() and not (aborted and tracker.not_moving(-math.inf)):
+        return None
     while watch.cut_off():  # 1. each look re-probes, once per heartbeat interval
         if lost := watch.lost():
             return lost
@@ -64,9 +73,8 @@ def ride_out(watch: GenerationWatch, wait_s: float, stop: threading.Event) -> st
             return None
         if tracker.now() > deadline:
             who = f"task {stuck[0]}" if len(stuck) == 1 else f"tasks {stuck}"
-            return (
-                f"{who} still stuck {tracker.timeout_s:g}s after Kafka answered again "
-                f"(the driver was cut off for {back - began:.1f}s or more)"
-            )
+            after = f"Kafka answered again (cut off {back - began:.1f}s)"
+            after = after if back > began else "the checkpoint aborted"
+            return f"{who} still stuck in a client call {tracker.timeout_s:g}s after {after}"
         watch.wait(POLL_S, idle)
     return None  # 3.

@@ -108,6 +108,14 @@ class LivenessTracker:
         """Whether the driver's last look at the control topic went unanswered (3.)."""
         return self._blind
 
+    def look(self) -> bool:
+        """Whether the driver sees the control topic, asked now unless a task was heard
+        within half an interval (before a checkpoint: it would wait on an outage)."""
+        now = self._clock()
+        if now - self._heard_any > self.interval_s / 2:
+            self._ask_topic(now)
+        return not self._blind
+
     def not_moving(self, since: float) -> list[int]:
         """Tasks not heard since `since` (a `clock` time) with a main loop that went round
         lately or a user function running: after a broker outage, those still stuck in a

@@ -259,8 +259,7 @@ class PipelineRunner:
             if lost := self._lost(coordinator, watch):
                 return lost
             if complete and cfg.purge_internal:
-                # Here rather than right after the commit: the next stage has had
-                # an interval to commit its own transactions of that checkpoint.
+                # Not right after the commit: the next stage had an interval to commit its own.
                 purge.after(complete)
             flags = BarrierFlags.DRAIN if stopping else BarrierFlags.NONE
             result = coordinator.run_checkpoint(watch.checkpoint_lost, flags)
@@ -273,18 +272,19 @@ class PipelineRunner:
                     return _Lost(job.error)
                 self._emit(Drained(result.checkpoint_id))
                 return None
-            if not result.committed and (lost := self._lost(coordinator, watch)):
+            if not result.committed and (lost := self._lost(coordinator, watch, aborted=True)):
                 return lost  # the next generation checks the internal topics
             if not result.committed:
                 purge.check()  # an internal topic deleted under the run explains the abort
             if result.missing_tasks:
-                # Stalled (paused, hung in a client call) or cut off: a new generation fences it.
-                self._failed_at = time.monotonic()
+                self._failed_at = time.monotonic()  # stalled or cut off: fenced by a new generation
                 return _Lost(f"checkpoint {result.checkpoint_id}: {result.reason}")
 
-    def _lost(self, coordinator: CheckpointCoordinator, watch: GenerationWatch) -> _Lost | None:
+    def _lost(
+        self, coordinator: CheckpointCoordinator, watch: GenerationWatch, aborted: bool = False
+    ) -> _Lost | None:
         """Lost, or cut off from Kafka and not riding it out (`runtime/broker_outage.py`)."""
-        reason = watch.lost() or ride_out(watch, self.config.ready_timeout_s, self._stop)
+        reason = watch.lost() or ride_out(watch, self.config.ready_timeout_s, self._stop, aborted)
         if not reason:
             return None
         self._failed_at = time.monotonic()

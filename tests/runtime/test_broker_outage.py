@@ -74,7 +74,9 @@ def test_tasks_that_go_round_again_ride_the_outage_out() -> None:
 def test_a_task_stuck_in_a_client_call_has_its_generation_replaced() -> None:
     w, cluster = outage(back_at=20.0, stalled_ms={0: 0, 1: 29_000})
     reason = ride_out(w, 120.0, threading.Event())
-    assert reason is not None and reason.startswith("task 1 still stuck 5s after Kafka answered")
+    assert reason is not None and reason.startswith(
+        "task 1 still stuck in a client call 5s after Kafka answered again (cut off 1"
+    )
     assert cluster.clock.now >= 20.0 + TIMEOUT_S
 
 
@@ -90,3 +92,30 @@ def test_a_driver_that_sees_the_cluster_does_not_wait() -> None:
     w.ready()
     assert ride_out(w, 30.0, threading.Event()) is None
     assert cluster.reads == 0
+
+
+def test_before_a_checkpoint_a_driver_that_heard_no_task_lately_asks_the_topic() -> None:
+    clock = Clock()
+    cluster = Cluster(clock, back_at=1e9)
+    tracker = LivenessTracker(1, 2, TIMEOUT_S, 1.0, cluster.reachable, clock)
+    tracker.start()
+    clock.now = 0.4
+    assert tracker.look()  # a beat (here: the start) within half an interval: no question
+    clock.now = 0.6
+    assert not tracker.look()
+    assert GenerationWatch(cluster, tracker).cut_off() is not None  # type: ignore[arg-type]
+
+
+def test_an_abort_while_a_task_stood_still_in_a_client_call_waits_for_it_to_move() -> None:
+    """An outage the driver did not see (its barriers waited it out) leaves such traces."""
+    clock = Clock()
+    cluster = Cluster(clock, back_at=0.0, stalled_ms={0: 0, 1: 31_000})
+    tracker = LivenessTracker(1, 2, TIMEOUT_S, 1.0, cluster.reachable, clock)
+    w = GenerationWatch(cluster, tracker)  # type: ignore[arg-type]
+    w.ready()
+    w.receive(0.5)  # the beats: task 1's main loop has stood still for 31 s
+    assert ride_out(w, 30.0, threading.Event()) is None  # no abort: nothing to wait for
+    reason = ride_out(w, 30.0, threading.Event(), aborted=True)
+    assert reason == "task 1 still stuck in a client call 5s after the checkpoint aborted"
+    cluster.stalled_ms[1] = 0
+    assert ride_out(w, 30.0, threading.Event(), aborted=True) is None
