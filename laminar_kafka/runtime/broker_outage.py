@@ -54,10 +54,17 @@ def ride_out(
     (or the run is stopping, or neither is the case), else why it must be replaced.
     Gives up after `wait_s` without the cluster."""
     tracker = watch.tracker
-    began = tracker.now()
     idle = threading.Event()  # `wait` returns early on it; nothing sets it
-    if tracker.look() and not (aborted and tracker.not_moving(-math.inf)):
-        return None
+    if aborted:
+        watch.suspect()
+    if tracker.look():
+        if not aborted or not tracker.not_moving(-math.inf):
+            return None
+        if still := tracker.stuck(tracker.timeout_s):  # stuck long enough already
+            longest = max(still.values())
+            return f"tasks {sorted(still)} stood still in client calls (up to {longest:.0f}s)"
+    began = tracker.now()
+    cut = watch.cut_off() is not None
     while watch.cut_off():  # 1. each look re-probes, once per heartbeat interval
         if lost := watch.lost():
             return lost
@@ -73,8 +80,7 @@ def ride_out(
             return None
         if tracker.now() > deadline:
             who = f"task {stuck[0]}" if len(stuck) == 1 else f"tasks {stuck}"
-            after = f"Kafka answered again (cut off {back - began:.1f}s)"
-            after = after if back > began else "the checkpoint aborted"
+            after = f"Kafka answered again (cut off {back - began:.1f}s)" if cut else "an abort"
             return f"{who} still stuck in a client call {tracker.timeout_s:g}s after {after}"
         watch.wait(POLL_S, idle)
     return None  # 3.

@@ -10,6 +10,7 @@ the coordinator sees every Ack it would have seen without the watch.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -30,9 +31,13 @@ POLL_S = 0.1
 class GenerationWatch:
     """Reads the control topic for a generation's coordinator; says when the generation is lost."""
 
-    def __init__(self, channel: ControlChannel, tracker: LivenessTracker) -> None:
+    def __init__(
+        self, channel: ControlChannel, tracker: LivenessTracker, suspect_s: float = 0.0
+    ) -> None:
         self._channel = channel
         self.tracker = tracker
+        self._suspect_s = suspect_s
+        self._suspect_until = -math.inf
         self._held: list[Ack] = []
         self._job_lost: Callable[[], str | None] = lambda: None
 
@@ -47,7 +52,7 @@ class GenerationWatch:
         interval = config.heartbeat_interval_s
         probe = lambda: channel.reachable(min(1.0, interval))  # noqa: E731
         tracker = LivenessTracker(generation, tasks, config.heartbeat_timeout_s, interval, probe)
-        return cls(channel, tracker)
+        return cls(channel, tracker, config.checkpoint_timeout_s)
 
     def close(self) -> None:
         self._channel.close()
@@ -73,12 +78,32 @@ class GenerationWatch:
         its last look), or None; see `runtime/broker_outage.py`."""
         if not self.tracker.blind:
             return None
+        self.suspect()
         return f"the driver is cut off from Kafka (the leader of {self._channel.topic} is away)"
+
+    def suspect(self) -> None:
+        """Kafka was away lately (the driver was cut off, a call of its own waited long,
+        or a checkpoint aborted): for a checkpoint timeout from now, a task whose main loop
+        stands still outside user code for a heartbeat timeout fails the checkpoint in
+        flight (`runtime/broker_outage.py`)."""
+        self._suspect_until = self.tracker.now() + self._suspect_s
 
     def checkpoint_lost(self) -> str | None:
         """For the coordinator's ack wait: why the checkpoint in flight cannot complete."""
         reason = self.lost()
-        return f"worker job lost: {reason}" if reason else self.cut_off()
+        if reason:
+            return f"worker job lost: {reason}"
+        reason = self.cut_off()
+        suspect_until = max(self._suspect_until, self.tracker.looked_away_at + self._suspect_s)
+        if reason or self.tracker.now() > suspect_until:
+            return reason
+        stuck = self.tracker.stuck(self.tracker.timeout_s)
+        if not stuck:
+            return None
+        task = max(stuck, key=stuck.__getitem__)
+        return (
+            f"task {task} has stood still in a client call for {stuck[task]:.0f}s after an outage"
+        )
 
     def explain(self, tasks: Sequence[int]) -> str:
         """What `tasks` were doing when they last beat (for a checkpoint that timed out)."""
@@ -95,7 +120,12 @@ class GenerationWatch:
 
     # -- ControlLink ------------------------------------------------------
     def send(self, record: ControlRecord, timeout_s: float = 30.0) -> None:
-        self._channel.send(record, timeout_s)
+        began = time.monotonic()
+        try:
+            self._channel.send(record, timeout_s)
+        finally:
+            if time.monotonic() - began > self.tracker.timeout_s:
+                self.suspect()  # the write waited on an outage
 
     def receive(self, timeout_s: float) -> list[Any]:
         """The Acks that arrived within `timeout_s` (held ones at once); beats are filed."""

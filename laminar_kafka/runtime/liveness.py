@@ -61,6 +61,8 @@ class LivenessTracker:
         self._checked = -math.inf
         self._probed = -math.inf
         self._blind = False
+        self.looked_away_at = -math.inf
+        """When the driver last looked again after not looking for a heartbeat timeout."""
 
     def start(self) -> None:
         """Every task is ready: their silence counts from now."""
@@ -84,6 +86,8 @@ class LivenessTracker:
         now = self._clock()
         if now - self._checked > QUIET_INTERVALS * self.interval_s:
             self._counted_from = now  # 3. the driver did not look: it cannot tell
+            if now - self._checked > self.timeout_s:
+                self.looked_away_at = now  # a driver's call waited long: on an outage?
         self._checked = now
         if now - self._heard_any > QUIET_INTERVALS * self.interval_s:
             self._ask_topic(now)
@@ -128,6 +132,15 @@ class LivenessTracker:
             if beat is None or received < since or stalled:
                 stuck.append(task)
         return stuck
+
+    def stuck(self, longer_than_s: float) -> dict[int, float]:
+        """Task → how long its main loop has stood still outside user code, as its last beat
+        said, for the tasks where that is longer than `longer_than_s`."""
+        found = {}
+        for task, (_, beat) in self._beats.items():
+            if not beat.user_code_ms and beat.stalled_ms / 1000 > longer_than_s:
+                found[task] = beat.stalled_ms / 1000
+        return found
 
     def explain(self, tasks: Sequence[int]) -> str:
         """What the last beats of `tasks` (which did not ack in time) say they were doing."""

@@ -106,16 +106,50 @@ def test_before_a_checkpoint_a_driver_that_heard_no_task_lately_asks_the_topic()
     assert GenerationWatch(cluster, tracker).cut_off() is not None  # type: ignore[arg-type]
 
 
+def pull(w: GenerationWatch) -> None:
+    """Read the next beats (every fifth read brings them), half a second of the fake clock."""
+    for _ in range(5):
+        w.receive(0)
+
+
+def beating(stalled_ms: dict[int, int]) -> tuple[GenerationWatch, Cluster]:
+    """A generation whose tasks beat, the driver seeing the cluster throughout."""
+    clock = Clock()
+    cluster = Cluster(clock, back_at=0.0, stalled_ms=stalled_ms)
+    tracker = LivenessTracker(1, 2, TIMEOUT_S, 1.0, cluster.reachable, clock)
+    w = GenerationWatch(cluster, tracker, suspect_s=20.0)  # type: ignore[arg-type]
+    w.ready()
+    pull(w)
+    return w, cluster
+
+
 def test_an_abort_while_a_task_stood_still_in_a_client_call_waits_for_it_to_move() -> None:
     """An outage the driver did not see (its barriers waited it out) leaves such traces."""
-    clock = Clock()
-    cluster = Cluster(clock, back_at=0.0, stalled_ms={0: 0, 1: 31_000})
-    tracker = LivenessTracker(1, 2, TIMEOUT_S, 1.0, cluster.reachable, clock)
-    w = GenerationWatch(cluster, tracker)  # type: ignore[arg-type]
-    w.ready()
-    w.receive(0.5)  # the beats: task 1's main loop has stood still for 31 s
+    w, cluster = beating({0: 0, 1: 3_000})
     assert ride_out(w, 30.0, threading.Event()) is None  # no abort: nothing to wait for
     reason = ride_out(w, 30.0, threading.Event(), aborted=True)
-    assert reason == "task 1 still stuck in a client call 5s after the checkpoint aborted"
+    assert reason == "task 1 still stuck in a client call 5s after an abort"
+    cluster.stalled_ms[1] = 31_000  # stuck for longer than a heartbeat timeout: at once
+    pull(w)
+    reads = cluster.reads
+    reason = ride_out(w, 30.0, threading.Event(), aborted=True)
+    assert reason == "tasks [1] stood still in client calls (up to 31s)"
+    assert cluster.reads == reads
     cluster.stalled_ms[1] = 0
+    pull(w)
     assert ride_out(w, 30.0, threading.Event(), aborted=True) is None
+
+
+def test_after_an_outage_a_task_stuck_in_a_client_call_fails_the_checkpoint_early() -> None:
+    w, _ = beating({0: 0, 1: 6_000})
+    assert w.checkpoint_lost() is None  # no sign of an outage: the checkpoint timeout judges
+    w.suspect()  # as after a write of the driver that waited on an outage
+    assert w.checkpoint_lost() == "task 1 has stood still in a client call for 6s after an outage"
+    for _ in range(42):  # 21 s later, the driver looking all along
+        pull(w)
+        w.lost()
+    assert w.checkpoint_lost() is None  # the suspicion lasts a checkpoint timeout
+    for _ in range(12):
+        pull(w)
+    # A driver that could not look for longer than a heartbeat timeout suspects an outage.
+    assert w.checkpoint_lost() == "task 1 has stood still in a client call for 6s after an outage"
