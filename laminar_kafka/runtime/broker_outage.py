@@ -17,9 +17,14 @@ starts while it lasts (its barriers would wait out the timeout). Then `ride_out`
    single broker's restart can hold `send_offsets_to_transaction` or `flush`
    for tens of seconds) has its generation replaced at once.
 
-An outage that began while the driver was busy (its barriers waited it out) is
-told by its traces: a checkpoint aborted while a task's main loop stood still
-outside user code. Then step 2 runs as well, counted from the abort.
+An outage can also begin while the driver waits in a call of its own (its
+barriers, an announcement), and end before it looks: the tasks may then be stuck
+all the same. So after any sign of one (the driver cut off, a call of its own
+that kept it from looking for a heartbeat timeout, an aborted checkpoint) the
+driver suspects an outage for a checkpoint timeout (`GenerationWatch.suspect`):
+meanwhile a task whose main loop stands still outside user code for a heartbeat
+timeout fails the checkpoint in flight, and after an abort step 2 runs (at once
+replaced if it stood still that long already).
 
 What the clients ride through by themselves, unseen by the driver: a leader
 change or a coordinator moving (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE,

@@ -82,8 +82,9 @@ class GenerationWatch:
         return f"the driver is cut off from Kafka (the leader of {self._channel.topic} is away)"
 
     def suspect(self) -> None:
-        """Kafka was away lately (the driver was cut off, a call of its own waited long,
-        or a checkpoint aborted): for a checkpoint timeout from now, a task whose main loop
+        """Kafka may have been away lately (the driver was cut off, or a checkpoint aborted;
+        a call that kept the driver from looking counts too, through the tracker's
+        `looked_away_at`): for a checkpoint timeout from now, a task whose main loop
         stands still outside user code for a heartbeat timeout fails the checkpoint in
         flight (`runtime/broker_outage.py`)."""
         self._suspect_until = self.tracker.now() + self._suspect_s
@@ -120,12 +121,7 @@ class GenerationWatch:
 
     # -- ControlLink ------------------------------------------------------
     def send(self, record: ControlRecord, timeout_s: float = 30.0) -> None:
-        began = time.monotonic()
-        try:
-            self._channel.send(record, timeout_s)
-        finally:
-            if time.monotonic() - began > self.tracker.timeout_s:
-                self.suspect()  # the write waited on an outage
+        self._channel.send(record, timeout_s)
 
     def receive(self, timeout_s: float) -> list[Any]:
         """The Acks that arrived within `timeout_s` (held ones at once); beats are filed."""
