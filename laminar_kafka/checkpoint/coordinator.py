@@ -143,7 +143,8 @@ class CheckpointCoordinator:
     def run_checkpoint(
         self, lost: Callable[[], str | None], flags: BarrierFlags = BarrierFlags.NONE
     ) -> PendingCheckpoint:
-        """Trigger the next checkpoint and carry it, stage by stage, to Commit or Abort."""
+        """Trigger the next checkpoint and carry it, stage by stage, to Commit or Abort; a
+        reason from `lost()` (the job lost, the driver cut off) aborts it with that reason."""
         pending = PendingCheckpoint(
             self._next_id, self.generation, flags, time.monotonic(), stages=len(self.stages)
         )
@@ -204,7 +205,7 @@ class CheckpointCoordinator:
                 return ""
             reason = lost()
             if reason:
-                return f"worker job lost: {reason}"
+                return reason
             if time.monotonic() > deadline:
                 pending.missing_tasks = tuple(missing)
                 why = self._explain(missing)

@@ -15,6 +15,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from laminar_kafka.errors import ConfigError, LaminarError
 from laminar_kafka.kafka.clients import KafkaConnection, admin_client, probe_consumer
+from laminar_kafka.kafka.group_view import GroupAskFailed, delete_group
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
 
 log = logging.getLogger(__name__)
@@ -98,13 +99,10 @@ def delete_committed_offsets(
     The tasks read by assignment, so the group has no members and can be deleted.
     """
     group = consumer_group(pipeline)
-    admin = admin_client(kafka)  # held: a collected client never completes its futures
-    future = admin.delete_consumer_groups([group], request_timeout=timeout_s)[group]
     try:
-        future.result(timeout_s)
-    except KafkaException as exc:
-        err = exc.args[0] if exc.args else None
-        if isinstance(err, KafkaError) and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
+        delete_group(kafka, group, timeout_s)
+    except GroupAskFailed as exc:
+        if exc.code == "GROUP_ID_NOT_FOUND":
             return
         raise LaminarError(
             f"cannot delete the committed offsets of group {group!r} "

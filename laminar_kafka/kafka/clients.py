@@ -20,6 +20,10 @@ from laminar_kafka.kafka.names import PROBE_GROUP
 # are expected during recovery; errors still surface.
 _QUIET = {"log_level": 3}
 
+# librdkafka's reconnect backoff grows to 10 s: after a broker outage a client
+# could wait that long to see the broker back, and a checkpoint with it.
+_QUICK_RECONNECT = {"reconnect.backoff.max.ms": 1000}
+
 
 @dataclass(frozen=True)
 class KafkaConnection:
@@ -39,6 +43,7 @@ class KafkaConnection:
         return {
             "bootstrap.servers": self.bootstrap,
             **_QUIET,
+            **_QUICK_RECONNECT,
             **defaults,
             **self.client_config,
             **(fixed or {}),
@@ -53,15 +58,9 @@ def idempotent_producer(kafka: KafkaConnection) -> Producer:
 def heartbeat_producer(kafka: KafkaConnection, expire_ms: int) -> Producer:
     """For a task's heartbeats: one small record a second, useless once `expire_ms` old.
 
-    Quick to reconnect after a broker outage (librdkafka's default backoff grows
-    to 10 s), and a beat that cannot be delivered in time is dropped, not queued.
+    A beat that cannot be delivered in time is dropped, not queued.
     """
-    return Producer(
-        kafka.settings(
-            {"linger.ms": 0, "reconnect.backoff.max.ms": 1000},
-            {"message.timeout.ms": expire_ms},
-        )
-    )
+    return Producer(kafka.settings({"linger.ms": 0}, {"message.timeout.ms": expire_ms}))
 
 
 def transactional_producer_settings(

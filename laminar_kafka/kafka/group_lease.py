@@ -27,10 +27,10 @@ import time
 from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
 
 from laminar_kafka.errors import FencedError
 from laminar_kafka.kafka.clients import KafkaConnection
+from laminar_kafka.kafka.group_view import GroupAskFailed, describe_group
 
 
 class LeaseHeld(FencedError):
@@ -141,9 +141,8 @@ class GroupLease:
         self._poller.start()
         deadline = time.monotonic() + wait_s
         announced = False
-        admin = AdminClient(self._kafka.settings({}))
         while not self._held.wait(1.0):
-            holder, previous = self._look_at_group(admin)
+            holder, previous = self._look_at_group()
             if holder is not None:
                 self.release()
                 raise LeaseHeld(holder)
@@ -161,7 +160,7 @@ class GroupLease:
                 )
                 announced = True
 
-    def _look_at_group(self, admin: AdminClient) -> tuple[str | None, str | None]:
+    def _look_at_group(self) -> tuple[str | None, str | None]:
         """(live holder, previous member) as the group shows them now.
 
         The live holder is another member that kept the partition through a
@@ -171,22 +170,22 @@ class GroupLease:
         the wait is for.
         """
         try:
-            (future,) = admin.describe_consumer_groups([self.group], request_timeout=5).values()
-            description = future.result()
-        except KafkaException:
+            found = describe_group(self._kafka, self.group)
+        except GroupAskFailed:
             return None, None
         me = self._member_id
-        others = {m.member_id: f"{m.client_id} (host {m.host})" for m in description.members}
+        others = {m.member_id: m.name for m in found.members}
         others.pop(me or "", None)
         previous = next(iter(others.values()), None)
-        stable = str(description.state).rsplit(".", 1)[-1] == "STABLE"
-        if not stable or not me or me not in {m.member_id for m in description.members}:
+        if not found.stable or not me or me not in {m.member_id for m in found.members}:
             return None, previous
-        for member in description.members:
-            assigned = member.assignment.topic_partitions if member.assignment else []
-            if member.member_id in others and any(tp.partition == 0 for tp in assigned):
+        for member in found.members:
+            if member.member_id in others and self._holds(member.assigned):
                 return others[member.member_id], previous
         return None, previous
+
+    def _holds(self, assigned: tuple[tuple[str, int], ...]) -> bool:
+        return (self.topic, 0) in assigned
 
     def check(self, regain_s: float | None = None) -> None:
         """Raise FencedError if the lease is lost and not regained within `regain_s`.
@@ -239,24 +238,18 @@ class GroupLease:
         A group that is rebalancing (its coordinator just came back after a broker
         bounce, say) shows no assignment yet: only a stable group's answer counts.
         """
-        admin = AdminClient(self._kafka.settings({}))
         deadline = time.monotonic() + self.session_timeout_s
         while time.monotonic() < deadline:
             try:
-                (future,) = admin.describe_consumer_groups([self.group], request_timeout=5).values()
-                description = future.result()
-            except KafkaException:
+                found = describe_group(self._kafka, self.group)
+            except GroupAskFailed:
                 time.sleep(0.5)
                 continue
-            if str(description.state).rsplit(".", 1)[-1] != "STABLE":
+            if not found.stable:
                 time.sleep(0.5)
                 continue
-            for member in description.members:
-                assigned = member.assignment.topic_partitions if member.assignment else []
-                mine = member.member_id == self._member_id
-                if mine and any(tp.partition == 0 for tp in assigned):
-                    return True
-            return False
+            mine = [m for m in found.members if m.member_id == self._member_id]
+            return any(self._holds(m.assigned) for m in mine)
         return None
 
     def release(self) -> None:

@@ -10,6 +10,7 @@ the coordinator sees every Ack it would have seen without the watch.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +31,8 @@ class WatchedControl(ControlLink, Protocol):
     """The control log read for Acks and Heartbeats from where the generation starts
     (`ControlChannel`)."""
 
+    topic: str
+
     def reachable(self, timeout_s: float) -> bool:
         """Whether the log answers at all (a silent task or a broker away?)."""
         ...
@@ -38,9 +41,13 @@ class WatchedControl(ControlLink, Protocol):
 class GenerationWatch:
     """Reads the control topic for a generation's coordinator; says when the generation is lost."""
 
-    def __init__(self, channel: WatchedControl, tracker: LivenessTracker) -> None:
+    def __init__(
+        self, channel: WatchedControl, tracker: LivenessTracker, suspect_s: float = 0.0
+    ) -> None:
         self._channel = channel
         self.tracker = tracker
+        self._suspect_s = suspect_s
+        self._suspect_until = -math.inf
         self._held: list[Ack] = []
         self._job_lost: Callable[[], str | None] = lambda: None
 
@@ -53,7 +60,7 @@ class GenerationWatch:
         interval = config.heartbeat_interval_s
         probe = lambda: channel.reachable(min(1.0, interval))  # noqa: E731
         tracker = LivenessTracker(generation, tasks, config.heartbeat_timeout_s, interval, probe)
-        return cls(channel, tracker)
+        return cls(channel, tracker, config.checkpoint_timeout_s)
 
     def close(self) -> None:
         self._channel.close()
@@ -73,6 +80,39 @@ class GenerationWatch:
             return reason
         self._held.extend(self._sort(self._channel.receive(0)))  # beats waiting: not silent
         return self.tracker.silent()
+
+    def cut_off(self) -> str | None:
+        """Why the driver cannot see the cluster (the control topic's leader did not answer
+        its last look), or None; see `runtime/broker_outage.py`."""
+        if not self.tracker.blind:
+            return None
+        self.suspect()
+        return f"the driver is cut off from Kafka (the leader of {self._channel.topic} is away)"
+
+    def suspect(self) -> None:
+        """Kafka may have been away lately (the driver was cut off, or a checkpoint aborted;
+        a call that kept the driver from looking counts too, through the tracker's
+        `looked_away_at`): for a checkpoint timeout from now, a task whose main loop
+        stands still outside user code for a heartbeat timeout fails the checkpoint in
+        flight (`runtime/broker_outage.py`)."""
+        self._suspect_until = self.tracker.now() + self._suspect_s
+
+    def checkpoint_lost(self) -> str | None:
+        """For the coordinator's ack wait: why the checkpoint in flight cannot complete."""
+        reason = self.lost()
+        if reason:
+            return f"worker job lost: {reason}"
+        reason = self.cut_off()
+        suspect_until = max(self._suspect_until, self.tracker.looked_away_at + self._suspect_s)
+        if reason or self.tracker.now() > suspect_until:
+            return reason
+        stuck = self.tracker.stuck(self.tracker.timeout_s)
+        if not stuck:
+            return None
+        task = max(stuck, key=stuck.__getitem__)
+        return (
+            f"task {task} has stood still in a client call for {stuck[task]:.0f}s after an outage"
+        )
 
     def explain(self, tasks: Sequence[int]) -> str:
         """What `tasks` were doing when they last beat (for a checkpoint that timed out)."""

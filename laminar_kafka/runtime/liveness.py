@@ -61,6 +61,8 @@ class LivenessTracker:
         self._checked = -math.inf
         self._probed = -math.inf
         self._blind = False
+        self.looked_away_at = -math.inf
+        """When the driver last looked again after not looking for a heartbeat timeout."""
 
     def start(self) -> None:
         """Every task is ready: their silence counts from now."""
@@ -84,6 +86,8 @@ class LivenessTracker:
         now = self._clock()
         if now - self._checked > QUIET_INTERVALS * self.interval_s:
             self._counted_from = now  # 3. the driver did not look: it cannot tell
+            if now - self._checked > self.timeout_s:
+                self.looked_away_at = now  # a driver's call waited long: on an outage?
         self._checked = now
         if now - self._heard_any > QUIET_INTERVALS * self.interval_s:
             self._ask_topic(now)
@@ -98,6 +102,45 @@ class LivenessTracker:
             f"{who} sent no heartbeat for {longest:.1f}s (timeout {self.timeout_s:g}s): "
             "stopped, dead or cut off from Kafka"
         )
+
+    def now(self) -> float:
+        """The tracker's clock."""
+        return self._clock()
+
+    @property
+    def blind(self) -> bool:
+        """Whether the driver's last look at the control topic went unanswered (3.)."""
+        return self._blind
+
+    def look(self) -> bool:
+        """Whether the driver sees the control topic, asked now unless a task was heard
+        within half an interval (before a checkpoint: it would wait on an outage)."""
+        now = self._clock()
+        if now - self._heard_any > self.interval_s / 2:
+            self._ask_topic(now)
+        return not self._blind
+
+    def not_moving(self, since: float) -> list[int]:
+        """Tasks not heard since `since` (a `clock` time) with a main loop that went round
+        lately or a user function running: after a broker outage, those still stuck in a
+        client call (or not heard at all)."""
+        fresh_ms = QUIET_INTERVALS * self.interval_s * 1000
+        stuck = []
+        for task in range(self.tasks):
+            received, beat = self._beats.get(task, (-math.inf, None))
+            stalled = beat is not None and beat.stalled_ms > fresh_ms and not beat.user_code_ms
+            if beat is None or received < since or stalled:
+                stuck.append(task)
+        return stuck
+
+    def stuck(self, longer_than_s: float) -> dict[int, float]:
+        """Task → how long its main loop has stood still outside user code, as its last beat
+        said, for the tasks where that is longer than `longer_than_s`."""
+        found = {}
+        for task, (_, beat) in self._beats.items():
+            if not beat.user_code_ms and beat.stalled_ms / 1000 > longer_than_s:
+                found[task] = beat.stalled_ms / 1000
+        return found
 
     def explain(self, tasks: Sequence[int]) -> str:
         """What the last beats of `tasks` (which did not ack in time) say they were doing."""

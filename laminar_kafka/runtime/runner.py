@@ -12,7 +12,7 @@ The runner only wires parts that live elsewhere. A run, in order:
    or threads (each write of the driver only after the check of its lease);
 3. wait until every task recovered, then run a checkpoint every interval;
 4. on stop: one last checkpoint with the DRAIN flag, after which tasks exit; on a
-   lost worker job, a silent task or one that did not ack in time: restart from 2.
+   lost job, a silent task, a late ack or a broker outage not ridden out: restart from 2.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from laminar_kafka.errors import (
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.plan.tasks import lay_out_tasks, stage_parallelism, tasks_by_stage
+from laminar_kafka.runtime.broker_outage import ride_out
 from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.driver_lease import Lease, start_generation
 from laminar_kafka.runtime.driver_ports import DriverPorts, Purge
@@ -95,8 +96,7 @@ class PipelineRunner:
         self._listener = listener
         self._stop = threading.Event()
         self._wake = threading.Event()
-        """Set by a stop and by the end of the worker job: the checkpoint loop acts at once
-        (and the next generation's first checkpoint follows its start without a wait)."""
+        """Set by a stop and by the job's end: the checkpoint loop (or next start) acts at once."""
         self._store = CheckpointStore(config.checkpoint_dir, pipeline.name)
         self._plan = plan_stages(pipeline)
         self._failed_at: float | None = None
@@ -153,8 +153,7 @@ class PipelineRunner:
             if lost is None:
                 return
             self.stats.restarts += 1
-            # The same failure before any task got going, three times in a row, is
-            # not a crash to ride out (an import error in the pipeline, a bad setting).
+            # The same failure thrice before any task got going: an import error, a bad setting.
             repeated = [*repeated, lost.reason][-3:] if lost.starting else []
             if len(repeated) == 3 and len(set(repeated)) == 1:
                 raise LaminarError(f"the workers fail at start: {lost.reason}")
@@ -251,14 +250,13 @@ class PipelineRunner:
             watch.wait(cfg.checkpoint_interval_s, self._wake)  # returns at once when lost
             self._wake.clear()  # before the checks: an end after them wakes the next wait
             stopping = self._stop.is_set()
-            if lost := self._lost(coordinator, watch.lost()):
+            if lost := self._lost(coordinator, watch):
                 return lost
             if complete and cfg.purge_internal:
-                # Here rather than right after the commit: the next stage has had
-                # an interval to commit its own transactions of that checkpoint.
+                # Not right after the commit: the next stage had an interval to commit its own.
                 purge.after(complete)
             flags = BarrierFlags.DRAIN if stopping else BarrierFlags.NONE
-            result = coordinator.run_checkpoint(watch.lost, flags)
+            result = coordinator.run_checkpoint(watch.checkpoint_lost, flags)
             self._record(result)
             complete = result.checkpoint_id if result.committed else complete
             if result.committed and stopping:
@@ -268,17 +266,19 @@ class PipelineRunner:
                     return _Lost(job.error)
                 self._emit(Drained(result.checkpoint_id))
                 return None
-            if not result.committed and (lost := self._lost(coordinator, watch.lost())):
+            if not result.committed and (lost := self._lost(coordinator, watch, aborted=True)):
                 return lost  # the next generation checks the internal topics
             if not result.committed:
                 purge.check()  # an internal topic deleted under the run explains the abort
             if result.missing_tasks:
-                # A task that cannot ack is stalled (paused, hung in a client call) or
-                # cut off: a new generation fences it; it must not wake and carry on.
-                self._failed_at = time.monotonic()
+                self._failed_at = time.monotonic()  # stalled or cut off: fenced by a new generation
                 return _Lost(f"checkpoint {result.checkpoint_id}: {result.reason}")
 
-    def _lost(self, coordinator: CheckpointCoordinator, reason: str | None) -> _Lost | None:
+    def _lost(
+        self, coordinator: CheckpointCoordinator, watch: GenerationWatch, aborted: bool = False
+    ) -> _Lost | None:
+        """Lost, or cut off from Kafka and not riding it out (`runtime/broker_outage.py`)."""
+        reason = watch.lost() or ride_out(watch, self.config.ready_timeout_s, self._stop, aborted)
         if not reason:
             return None
         self._failed_at = time.monotonic()

@@ -109,7 +109,7 @@ class MemoryControl:
         start_offset: int,
         *reads: type[ControlRecord],
     ) -> None:
-        self._broker = broker
+        self._broker, self.topic = broker, topic
         self._key = (topic, 0)
         self._next = start_offset
         self.wanted = WantedRecords(pipeline, reads)

@@ -122,7 +122,7 @@ def test_a_lost_job_aborts(tmp_path: Path) -> None:
     control = FakeControl()
     result = _coordinator(tmp_path, control).run_checkpoint(lambda: "a worker task process died")
     assert result.phase is CheckpointPhase.ABORTED
-    assert result.reason == "worker job lost: a worker task process died"
+    assert result.reason == "a worker task process died"
 
 
 def test_a_failed_injection_aborts_without_prepare(tmp_path: Path) -> None:
