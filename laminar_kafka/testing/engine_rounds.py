@@ -61,18 +61,32 @@ class RoundResult:
 
 
 class _Feed:
-    """The planned input in chunks: one now, one at each checkpoint's outcome."""
+    """The planned input in chunks: one now, one at each checkpoint's outcome.
+
+    As in a chaos round (`TailHold`), the last quarter goes one record per
+    checkpoint until every crash has hit (`crashed()`), then the rest in chunks:
+    a crash meets input in flight, and input arrives after the recovery.
+    """
 
     def __init__(
-        self, broker: MemoryBroker, planned: Sequence[InputRecord], chunks: int, gate_at: int | None
+        self,
+        broker: MemoryBroker,
+        planned: Sequence[InputRecord],
+        chunks: int,
+        gate_at: int | None,
+        crashed: Callable[[], bool],
     ) -> None:
         self._broker, self._planned, self._gate_at = broker, planned, gate_at
+        self._crashed = crashed
         self._size = max(1, math.ceil(len(planned) / max(1, chunks)))
+        self._tail = len(planned) - max(1, len(planned) // 4)
         self._next = 0
         self._committed: list[dict[str, Any]] = []
 
     def step(self) -> None:
         end = min(self._next + self._size, len(self._planned))
+        if end > self._tail and not self._crashed():
+            end = max(self._tail, min(end, self._next + 1))
         if self._gate_at is not None and not every_watermark_held(self._committed):
             end = min(end, max(self._gate_at, self._next))
         for record in self._planned[self._next : end]:
@@ -138,10 +152,11 @@ def run_round(
     for topic in pipeline.source_topics:
         broker.create(topic, partitions)
     planned = workload.plan({t: t for t in pipeline.source_topics}, partitions)
-    feed = _Feed(broker, planned, chunks, workload.watermarked_from)
-    feed.step()
     config = replace(in_process_config(where, parallelism), checkpoint_interval_s=interval_s)
     with faults.kill_threads(*crashes) as fired:
+        crashed = len(crashes)
+        feed = _Feed(broker, planned, chunks, workload.watermarked_from, lambda: fired() >= crashed)
+        feed.step()
         run = run_in_process(
             run_as, broker, config, checkpoints=2, listener=feed.heard, until=feed.done
         )
