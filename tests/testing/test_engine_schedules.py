@@ -91,7 +91,13 @@ def test_random_schedules_end_with_what_the_oracle_expects(tmp_path: Path) -> No
     started = time.monotonic()
     seed, crashes, fired = FIRST_SEED, 0, 0
     while seed == FIRST_SEED or time.monotonic() - started < BUDGET_S:
-        fired += run_schedule(seed, tmp_path / f"seed-{seed}")
+        try:
+            fired += run_schedule(seed, tmp_path / f"seed-{seed}")
+        except AssertionError as exc:
+            took = time.monotonic() - started
+            raise AssertionError(
+                f"{exc}\n(schedule {seed - FIRST_SEED + 1}, {took:.1f}s in)"
+            ) from None
         crashes += len(schedule(seed).crashes)
         seed += 1
     took = time.monotonic() - started
