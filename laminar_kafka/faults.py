@@ -23,12 +23,10 @@ import enum
 import os
 import signal
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-
-from laminar_kafka.errors import ConfigError
 
 
 class FaultPoint(enum.Enum):
@@ -83,39 +81,6 @@ class FaultPoint(enum.Enum):
             FaultPoint.DURING_PURGE,
             FaultPoint.RUN_START_RECORDED,
         )
-
-
-def pick_points(names: str, stages: int, file_sinks: bool = False) -> list[FaultPoint]:
-    """Crash points by name, comma-separated; "all": every one the pipeline reaches
-    (one of `stages` stages, writing files or not)."""
-    if names == "all":
-        return [
-            p
-            for p in FaultPoint
-            if (stages > 1 or not p.multi_stage)
-            and (file_sinks or not p.file_sinks_only)
-            and not p.latest_start_only
-        ]
-    known = {p.value: p for p in FaultPoint}
-    picked = [n.strip() for n in names.split(",") if n.strip()]
-    unknown = [n for n in picked if n not in known]
-    if unknown:
-        raise ConfigError(f"unknown crash points {unknown}: use {', '.join(known)} or 'all'")
-    between = [n for n in picked if known[n].multi_stage and stages == 1]
-    if between:
-        raise ConfigError(
-            f"crash point {between[0]} lies between stages, and this pipeline has one stage"
-        )
-    files = [n for n in picked if known[n].file_sinks_only and not file_sinks]
-    if files:
-        raise ConfigError(f"crash point {files[0]} needs a file sink, and this pipeline has none")
-    latest = [n for n in picked if known[n].latest_start_only]
-    if latest:
-        raise ConfigError(
-            f"crash point {latest[0]} needs a run started with --from-checkpoint latest, "
-            "and chaos rounds start without it"
-        )
-    return [known[n] for n in picked]
 
 
 class FailurePoint(enum.Enum):
@@ -191,11 +156,19 @@ class Killed(BaseException):
     so that no `except Exception` of the task loop turns the kill into a failed Ack."""
 
 
+@dataclass(frozen=True)
+class ThreadCrash:
+    """A crash point for `kill_threads`: the first thread to reach `point` at checkpoint
+    >= `min_checkpoint` (in `task`, if given) raises `Killed` there, once."""
+
+    point: FaultPoint
+    min_checkpoint: int = 2
+    task: int | None = None
+
+
 @dataclass
 class _ThreadFault:
-    point: FaultPoint
-    min_checkpoint: int
-    task: int | None
+    crash: ThreadCrash
     fired: bool = False
     due: int | None = None  # the thread a `crash_soon` fired in: it dies at `passed`
 
@@ -205,26 +178,35 @@ _THREAD_FAULT_LOCK = threading.Lock()
 
 
 @contextmanager
-def kill_threads_at(
-    point: FaultPoint, min_checkpoint: int = 2, task: int | None = None
-) -> Iterator[None]:
-    """Arm `point` once for this process's threads: the first to reach it at checkpoint
-    >= `min_checkpoint` (in `task`, if given) raises `Killed` there."""
-    _THREAD_FAULT[:] = [_ThreadFault(point, min_checkpoint, task)]  # one store: atomic
+def kill_threads(*crashes: ThreadCrash) -> Iterator[Callable[[], int]]:
+    """Arm each of `crashes` once for this process's threads; yields how many have fired
+    so far (a crash armed twice at one point fires at its first two passes that qualify)."""
+    armed = [_ThreadFault(c) for c in crashes]
+    _THREAD_FAULT[:] = armed  # one store: atomic
     try:
-        yield
+        yield lambda: sum(f.fired for f in armed)
     finally:
         _THREAD_FAULT.clear()
 
 
+def kill_threads_at(
+    point: FaultPoint, min_checkpoint: int = 2, task: int | None = None
+) -> AbstractContextManager[Callable[[], int]]:
+    """`kill_threads` with one crash."""
+    return kill_threads(ThreadCrash(point, min_checkpoint, task))
+
+
 def _thread_fires(point: FaultPoint, checkpoint_id: int, task: int | None) -> _ThreadFault | None:
     with _THREAD_FAULT_LOCK:
-        armed = _THREAD_FAULT[0] if _THREAD_FAULT else None
-        if armed is None or armed.fired or armed.point is not point:
-            return None
-        other_task = None not in (armed.task, task) and armed.task != task
-        armed.fired = checkpoint_id >= armed.min_checkpoint and not other_task
-        return armed if armed.fired else None
+        for armed in _THREAD_FAULT:
+            crash = armed.crash
+            if armed.fired or crash.point is not point or checkpoint_id < crash.min_checkpoint:
+                continue
+            if None not in (crash.task, task) and crash.task != task:
+                continue
+            armed.fired = True
+            return armed
+        return None
 
 
 def crash_here(point: FaultPoint, checkpoint_id: int, task: int | None = None) -> None:
@@ -274,10 +256,10 @@ def passed(point: FaultPoint, checkpoint_id: int, task: int | None = None) -> No
     Writes `passed-<point>` in the fault dir when this process fired `point`:
     a chaos round that finds it knows its kill missed the step and fails.
     """
-    due = _THREAD_FAULT[0] if _THREAD_FAULT else None
-    if due is not None and due.point is point and due.due == threading.get_ident():
-        due.due = None
-        raise Killed(f"killed during {point.value} in checkpoint {checkpoint_id}")
+    for due in list(_THREAD_FAULT):
+        if due.crash.point is point and due.due == threading.get_ident():
+            due.due = None
+            raise Killed(f"killed during {point.value} in checkpoint {checkpoint_id}")
     if _ARMED is None or _ARMED[0] is not point:
         return
     fired = _ARMED[3] / f"fired-{point.value}"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from laminar_kafka.errors import ConfigError
-from laminar_kafka.faults import FaultPoint, pick_points
+from laminar_kafka.faults import FaultPoint
+from laminar_kafka.testing.crash_points import pick_points
 
 BETWEEN_STAGES = {
     FaultPoint.UPSTREAM_COMMITTED,

@@ -29,7 +29,7 @@ from types import TracebackType
 
 from laminar_kafka.api.loader import load_pipeline
 from laminar_kafka.errors import ConfigError
-from laminar_kafka.faults import FaultPoint, pick_points
+from laminar_kafka.faults import FaultPoint
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.storage.locations import is_local, store_path
 from laminar_kafka.testing.chaos_broker import BounceableBroker
@@ -45,6 +45,7 @@ from laminar_kafka.testing.chaos_workloads import (
     Workload,
     order_workload,
 )
+from laminar_kafka.testing.crash_points import pick_points
 
 __all__ = [
     "ChaosRun",

@@ -10,6 +10,7 @@ that reaches it; a killed driver is started again, as a supervisor would.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,12 +60,14 @@ def run_in_process(
     checkpoints: int = 1,
     timeout_s: float = 30.0,
     listener: Listener | None = None,
+    until: Callable[[], bool] | None = None,
 ) -> InProcessRun:
     """Run `pipeline` on `broker` until `checkpoints` checkpoints committed, the last one
     a drain; then every task has exited. The source topics must exist in `broker`.
 
     `listener` hears each event in the driver's thread as it happens: records it
-    appends to a source land before the next checkpoint's barrier.
+    appends to a source land before the next checkpoint's barrier. With `until`, the
+    drain waits, besides, for `until()` to hold (asked after each event).
     """
     executor = ThreadExecutor(lambda spec: memory_ports(spec, broker))
     events: list[RuntimeEvent] = []
@@ -72,19 +75,22 @@ def run_in_process(
 
     runners: list[PipelineRunner] = []  # the driver now, then any that replaced it
 
+    def due() -> bool:
+        committed = sum(isinstance(e, CheckpointCommitted) for e in events)
+        return committed >= checkpoints - 1 and (until is None or until())
+
     def heard(event: RuntimeEvent) -> None:
         events.append(event)
         if listener is not None:
             listener(event)
-        committed = sum(isinstance(e, CheckpointCommitted) for e in events)
-        if committed >= checkpoints - 1:
+        if due():
             runners[-1].stop()  # the next checkpoint drains
 
     def drive() -> None:
         while True:
             ports = MemoryDriverPorts(broker, config)
             runners.append(PipelineRunner(pipeline, config, None, heard, ports, executor))
-            if sum(isinstance(e, CheckpointCommitted) for e in events) >= checkpoints - 1:
+            if due():
                 runners[-1].stop()
             try:
                 outcome.append(runners[-1].run())

@@ -64,6 +64,10 @@ class WindowWorkload:
         """Where the window sends late records (None: they are only counted)."""
         return self.shape.window.late_to
 
+    def decode_late(self, data: bytes | None) -> Any:
+        """A late record, as the window's stage reads (and so forwards) it."""
+        return self.shape.sink.source.value_format.decode_one(data)
+
     def _replan(self, now_ms: int) -> None:
         self.input: WindowInput = plan_input(
             self.shape, self.timeline, self.records, self.partitions, now_ms
@@ -112,8 +116,7 @@ class WindowWorkload:
         outputs = read_output(bootstrap, sink, sinks[sink.topic])
         late: list[Any] = []
         if self.late_topic is not None:
-            decode = self.shape.sink.source.value_format.decode_one
-            late = read_committed(bootstrap, sinks[self.late_topic], decode)
+            late = read_committed(bootstrap, sinks[self.late_topic], self.decode_late)
         return outputs, late
 
     def check(self, outputs: list[Any], late: list[Any]) -> ExactlyOnceReport:
