@@ -59,6 +59,7 @@ class WorkerTask:
         dlq = cfg.dead_letters_to(spec.pipeline.name)
         self._flows = FlowRunner(stage.flows, spec.partition_counts, dlq, spec.max_record_bytes)
         self._state = TaskState(stage.is_stateful)
+        self._flows.states_of = self._state.of  # the tables a join reads
         self._time = TaskEventTime(spec, self._flows, self._state, self._sinks)
         self._since_commit = 0
         self._participant: CheckpointParticipant | None = None

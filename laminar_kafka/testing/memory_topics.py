@@ -45,7 +45,10 @@ def partition_counts(pipeline: Pipeline, partitions: int | Mapping[str, int]) ->
     default = partitions if isinstance(partitions, int) else 1
     for flow in pipeline.flows:
         if flow.sink.internal and flow.sink.topic not in counts:
-            counts[flow.sink.topic] = flow.sink.partitions or default
+            like = flow.sink.partitions_like
+            counts[flow.sink.topic] = (
+                counts[like] if like is not None else flow.sink.partitions or default
+            )
     return counts
 
 
