@@ -29,6 +29,7 @@ from laminar_kafka.runtime.inbox import AnnouncementInbox
 from laminar_kafka.runtime.inputs import TaskInputs
 from laminar_kafka.runtime.ports import TaskPorts
 from laminar_kafka.runtime.processing import FlowRunner
+from laminar_kafka.runtime.table_bootstrap import bootstrap_tables
 from laminar_kafka.runtime.task_event_time import TaskEventTime
 from laminar_kafka.runtime.task_spec import TaskSpec, TaskSummary
 from laminar_kafka.runtime.task_start import recover_task
@@ -73,8 +74,11 @@ class WorkerTask:
             participant = self._recover()
             participant.announce_ready(self._inputs.positions)
             self._sinks.begin()
-            while not self._step(participant):
-                pass
+            tables, inputs, logs = self.spec.stage.tables, self._inputs, self._ports.logs
+            due = bootstrap_tables(inputs, logs, tables, self._process, self._live.check)
+            done = due and self._checkpoint(participant)
+            while not done:
+                done = self._step(participant)
         finally:
             self._close()
         c, done = self._flows.counts, self._participant.checkpoints if self._participant else 0
