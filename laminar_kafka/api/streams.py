@@ -20,8 +20,8 @@ from laminar_kafka.api.checks import (
     check_name,
 )
 from laminar_kafka.api.event_time import event_time_step
-from laminar_kafka.api.keyed_stream import KeyedStream
 from laminar_kafka.api.joins import join_op
+from laminar_kafka.api.keyed_stream import KeyedStream
 from laminar_kafka.api.specs import KeySpec, SinkSpec, SourceSpec
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.formats import Format, JsonFormat, StringFormat

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.errors import ConfigError
+from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.plan.stages import Stage, StagePlan
 
 
@@ -38,9 +38,7 @@ def assign_partitions(
 
 def stage_parallelism(plan: StagePlan, counts: Mapping[str, int], parallelism: int) -> list[int]:
     """Tasks per stage: `parallelism`, capped by the partitions the stage reads."""
-    return [
-        min(parallelism, sum(counts[t] for t in stage.stream_inputs)) for stage in plan.stages
-    ]
+    return [min(parallelism, sum(counts[t] for t in stage.stream_inputs)) for stage in plan.stages]
 
 
 def lay_out_tasks(plan: StagePlan, counts: Mapping[str, int], parallelism: int) -> list[TaskLayout]:

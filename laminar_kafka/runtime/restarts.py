@@ -55,8 +55,8 @@ class RestartBudget:
         if self.count > self._policy.max_restarts:
             # A failure can hide its cause by the end (a Spark worker that no longer
             # answers after many restarts): the first one is named as well.
-            first_reason = "" if self._first_reason == reason else (
-                f" (the first: {self._first_reason})"
+            first_reason = (
+                "" if self._first_reason == reason else (f" (the first: {self._first_reason})")
             )
             raise LaminarError(
                 f"giving up after {self._policy.max_restarts} restarts; last failure: {reason}"

@@ -76,7 +76,7 @@ class WorkerTask:
             self._sinks.begin()
             tables, inputs, logs = self.spec.stage.tables, self._inputs, self._ports.logs
             due = bootstrap_tables(inputs, logs, tables, self._process, self._live.check)
-            done = due and self._checkpoint(participant)
+            done = bool(due and self._checkpoint(participant))
             while not done:
                 done = self._step(participant)
         finally:
