@@ -76,9 +76,9 @@ class WorkerTask:
             self._sinks.begin()
             tables, inputs, logs = self.spec.stage.tables, self._inputs, self._ports.logs
             due = bootstrap_tables(inputs, logs, tables, self._process, self._live.check)
-            done = bool(due and self._checkpoint(participant))
-            while not done:
-                done = self._step(participant)
+            drained = bool(due and self._checkpoint(participant))
+            while not drained:
+                drained = self._step(participant)
         finally:
             self._close()
         c, done = self._flows.counts, self._participant.checkpoints if self._participant else 0
