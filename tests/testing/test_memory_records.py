@@ -94,11 +94,11 @@ def test_bad_stamps_make_dead_letters_with_the_reason_and_keep_the_rest(
     p = Pipeline("bad")
     bad = lambda v: v["bad"]  # noqa: E731
     (
-        p.source("in")
-        .sink(
+        p.source("in").sink(
             "out",
             headers=(lambda v: headers(v) if v["bad"] else None) if headers else None,
-            timestamp=(lambda v: timestamp(v) if bad(v) else 1) if callable(timestamp)
+            timestamp=(lambda v: timestamp(v) if bad(v) else 1)
+            if callable(timestamp)
             else timestamp,
         )
     )
