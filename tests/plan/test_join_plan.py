@@ -56,7 +56,7 @@ def test_join_table_arguments_are_checked() -> None:
     pipeline = Pipeline("p")
     table = pipeline.table("customers")
     stream = pipeline.source("orders")
-    with pytest.raises(ConfigError, match="pipeline.table"):
+    with pytest.raises(ConfigError, match=r"pipeline\.table"):
         stream.join_table("customers", on="c")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="'inner' or 'left'"):
         stream.join_table(table, on="c", how="outer")  # type: ignore[arg-type]
