@@ -31,14 +31,16 @@ def enrich(o: dict[str, Any], row: dict[str, Any] | None) -> dict[str, Any]:
     return {**o, "name": row["name"] if row else None}
 
 
-def join_pipeline(name: str = "joins") -> Pipeline:
+def join_pipeline(
+    name: str = "joins", orders: str = ORDERS, table: str = CUSTOMERS, sink: str = ENRICHED
+) -> Pipeline:
     """Orders left-joined with customers, repartitioned by customer (not declared)."""
     pipeline = Pipeline(name)
-    table = pipeline.table(CUSTOMERS)
+    rows = pipeline.table(table)
     (
-        pipeline.source(ORDERS, value_format=JsonFormat())
-        .join_table(table, on="customer", how="left", merge=enrich)
-        .sink(ENRICHED, key="id")
+        pipeline.source(orders, value_format=JsonFormat())
+        .join_table(rows, on="customer", how="left", merge=enrich, name="by-customer")
+        .sink(sink, key="id")
     )
     return pipeline
 

@@ -28,10 +28,10 @@ def test_an_undeclared_stream_is_repartitioned_with_the_tables_partition_count()
     plan = plan_stages(pipeline)
     assert [s.inputs for s in plan.stages] == [
         ("orders",),
-        ("joins.join-customers.repartition", "customers"),
+        ("joins.by-customer.repartition", "customers"),
     ]
     assert plan.stages[1].barrier_inputs == ("customers",)
-    assert plan.internal["joins.join-customers.repartition"].wanted({"customers": 5}) == 5
+    assert plan.internal["joins.by-customer.repartition"].wanted({"customers": 5}) == 5
     assert "repartitioned by the join key" in describe_plan(pipeline)[1]
     assert pipeline.source_topics == ("orders", "customers")
 
