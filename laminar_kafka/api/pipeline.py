@@ -191,6 +191,8 @@ class Pipeline:
             where = f" through {flow.source.topic}" if flow.source.internal else ""
             for step, signature in step_signatures(flow.operators).items():
                 found[step] = signature + where
+            for table in flow.tables:  # its rows, kept per table partition
+                found[table.state_name] = f"table keyed by {table.key_format.name}"
         return found
 
     @property

@@ -71,3 +71,7 @@ def test_a_table_read_as_a_stream_too_is_refused() -> None:
     pipeline.source("customers").sink("copy")
     with pytest.raises(ConfigError, match="both as a table and as a stream"):
         pipeline.validate()
+
+
+def test_the_topology_records_each_table_with_its_key_format() -> None:
+    assert join_pipeline().topology()["table:customers"] == "table keyed by string"
