@@ -64,6 +64,7 @@ class _Cutter:
             internal=True,
             partitioner=op.partitioner,
             partitions=given.partitions,
+            partitions_like=given.partitions_like,
             timestamp=EVENT_TIME if clock is not None else None,
         )
         for upstream in given.upstream:

@@ -19,14 +19,16 @@ from dataclasses import replace
 from laminar_kafka.api.checks import check_format, check_key, check_name
 from laminar_kafka.api.event_time import Duration, event_time
 from laminar_kafka.api.graph import cut_stream
+from laminar_kafka.api.joins import check_tables
 from laminar_kafka.api.keyed_stream import KeyedStream
 from laminar_kafka.api.specs import Flow, KeySpec, SinkSpec, SourceSpec, StartFrom
 from laminar_kafka.api.streams import Branch, Stream
 from laminar_kafka.errors import ConfigError
-from laminar_kafka.formats import BytesFormat, Format, JsonFormat
+from laminar_kafka.formats import BytesFormat, Format, JsonFormat, StringFormat
 from laminar_kafka.kafka.names import DEAD_LETTER_SUFFIX
 from laminar_kafka.operators import is_stateful_step, named_step, window_of
 from laminar_kafka.operators.event_time import TimestampSpec
+from laminar_kafka.operators.join import TableSpec
 from laminar_kafka.operators.partitioning import PARTITIONERS, Partitioner
 from laminar_kafka.operators.steps import describe_steps, step_signatures
 
@@ -97,6 +99,32 @@ class Pipeline:
         )
         return Stream(self, (Branch(spec),))
 
+    def table(
+        self,
+        topic: str,
+        key_format: Format | None = None,
+        value_format: Format | None = None,
+        *,
+        barriers: bool = True,
+    ) -> TableSpec:
+        """A compacted topic read as a table: its Kafka key (decoded with `key_format`,
+        strings by default) → its latest value (`value_format`, JSON by default); a
+        tombstone (value None) deletes the key. Join it with `stream.join_table`.
+
+        On a first start the table is read from its beginning; its rows are keyed state
+        in every checkpoint, so later starts resume it where the checkpoint left it.
+        """
+        if key_format is not None:
+            check_format("table key_format", key_format)
+        if value_format is not None:
+            check_format("table value_format", value_format)
+        return TableSpec(
+            check_name("table topic", topic),
+            key_format or StringFormat(),
+            value_format or JsonFormat(),
+            bool(barriers),
+        )
+
     def add_stream(self, branches: tuple[Branch, ...], sink: SinkSpec) -> Flow:
         """Cut a finished stream into flows and add them; returns the one writing `sink`."""
         flows = cut_stream(self.name, branches, sink)
@@ -163,6 +191,8 @@ class Pipeline:
             where = f" through {flow.source.topic}" if flow.source.internal else ""
             for step, signature in step_signatures(flow.operators).items():
                 found[step] = signature + where
+            for table in flow.tables:  # its rows, kept per table partition
+                found[table.state_name] = f"table keyed by {table.key_format.name}"
         return found
 
     @property
@@ -172,13 +202,16 @@ class Pipeline:
 
     @property
     def source_topics(self) -> tuple[str, ...]:
-        """The user's source topics (not the internal ones)."""
-        return tuple(dict.fromkeys(f.source.topic for f in self._flows if not f.source.internal))
+        """The user's source topics (not the internal ones), tables included."""
+        found = [f.source.topic for f in self._flows if not f.source.internal]
+        found += [t.topic for f in self._flows for t in f.tables]
+        return tuple(dict.fromkeys(found))
 
     @property
     def barrier_topics(self) -> tuple[str, ...]:
         """Source topics that carry barriers (a topic read with barriers=False does not)."""
         without = {f.source.topic for f in self._flows if not f.source.barriers}
+        without |= {t.topic for f in self._flows for t in f.tables if not t.barriers}
         return tuple(t for t in self.source_topics if t not in without)
 
     @property
@@ -214,6 +247,7 @@ class Pipeline:
     def validate(self) -> None:
         if not self._flows:
             raise ConfigError(f"pipeline {self.name!r} has no flow: end a stream with .sink(...)")
+        check_tables(self._flows)
         clash = set(self.source_topics) & set(self.sink_topics)
         if clash:
             raise ConfigError(f"topics both read and written by the pipeline: {sorted(clash)}")

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from laminar_kafka.formats import BytesFormat, Format, JsonFormat, StringFormat
 from laminar_kafka.operators import Operator, is_stateful_step, runs_on_watermark, window_of
 from laminar_kafka.operators.event_time import EventTime
+from laminar_kafka.operators.join import TableSpec, tables_of
 from laminar_kafka.operators.partitioning import Partitioner
 from laminar_kafka.sinks.file_output import FileOutput
 
@@ -66,6 +67,8 @@ class SinkSpec:
     partitioner: Partitioner | None = None
     partitions: int | None = None
     """Partitions of an internal topic when it is created (None: the stage's parallelism)."""
+    partitions_like: str | None = None
+    """An internal topic that must have as many partitions as this (table) topic."""
     files: FileOutput | None = None
     headers: Callable[[Any], Any] | None = None
     """A function of the value giving the record's headers (a mapping or pairs)."""
@@ -115,7 +118,12 @@ class Flow:
 
     @property
     def is_stateful(self) -> bool:
-        return any(is_stateful_step(op) for op in self.operators)
+        return bool(self.tables) or any(is_stateful_step(op) for op in self.operators)
+
+    @property
+    def tables(self) -> tuple[TableSpec, ...]:
+        """The tables the flow joins: more inputs of its stage, read beside its source."""
+        return tables_of(self.operators)
 
     @property
     def runs_on_watermark(self) -> bool:

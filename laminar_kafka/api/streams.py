@@ -20,11 +20,13 @@ from laminar_kafka.api.checks import (
     check_name,
 )
 from laminar_kafka.api.event_time import event_time_step
+from laminar_kafka.api.joins import join_op
 from laminar_kafka.api.keyed_stream import KeyedStream
 from laminar_kafka.api.specs import KeySpec, SinkSpec, SourceSpec
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.formats import Format, JsonFormat, StringFormat
 from laminar_kafka.operators import FilterOp, FlatMapOp, KeyByOp, MapOp, Operator
+from laminar_kafka.operators.join import JoinHow, TableSpec
 from laminar_kafka.operators.partitioning import Partitioner
 from laminar_kafka.sinks.file_output import FileFormat
 
@@ -47,6 +49,8 @@ class Repartition:
     key_by: KeyByOp
     name: str | None = None
     partitions: int | None = None
+    partitions_like: str | None = None
+    """A table topic whose partition count the internal topic must have (a join)."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,39 @@ class Stream:
         op = KeyByOp(key, "murmur2")
         cut = Repartition(self.branches, op, name, partitions)
         return KeyedStream(Stream(self.pipeline, (Branch(cut, (op,)),)))
+
+    def join_table(
+        self,
+        table: TableSpec,
+        on: KeySpec,
+        how: JoinHow = "inner",
+        merge: Callable[[Any, Any], Any] | None = None,
+        *,
+        partitioned_by: KeySpec | None = None,
+        name: str | None = None,
+    ) -> Stream:
+        """Each record joined with `table`'s latest value for its join key `on` (a field
+        or a function of the record, equal to the table's decoded Kafka key).
+
+        `merge(record, row)` makes the output (default: the row's fields added to the
+        record); `how="left"` keeps a record without a row (row None). Unless the
+        stream is partitioned by `on` like the table (same partition count, default
+        partitioner on the key: declare it with `partitioned_by=on`, or an earlier
+        key_by(on)), it is repartitioned by `on` through an internal topic
+        `<pipeline>.<name>.repartition` with the table's partition count.
+        """
+        op = join_op(table, on, how, merge, partitioned_by, name)
+        if partitioned_by is not None:
+            return self._then(op)
+        if len(self.branches) == 1:
+            found = self.branches[0].partitioning()
+            source = isinstance(self.branches[0].input, SourceSpec)
+            if source and found == (on, "murmur2") and name is None:
+                return self._then(op)
+        key_by = KeyByOp(on, "murmur2")
+        step = name or f"join-{table.topic}"
+        cut = Repartition(self.branches, key_by, step, partitions_like=table.topic)
+        return Stream(self.pipeline, (Branch(cut, (op,)),))
 
     def sink(
         self,

@@ -20,6 +20,7 @@ from laminar_kafka.cli.options import (
 )
 from laminar_kafka.cli.progress import ProgressPrinter
 from laminar_kafka.metrics import LagPoller, MetricsServer, PipelineMetrics
+from laminar_kafka.plan.describe import describe_plan
 from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.events import Listener, RuntimeEvent, Stopped
 from laminar_kafka.runtime.preflight import check_brokers_answer
@@ -116,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
     pipeline = load_pipeline(args.pipeline)
     config = runtime_config(args)
     print(f"running {pipeline.name}: {config.describe()}", file=sys.stderr, flush=True)
+    for line in describe_plan(pipeline):
+        print(f"  {line}", file=sys.stderr, flush=True)
     with observed(pipeline, config, args) as (listener, metrics):
         runner = PipelineRunner(pipeline, config, listener=listener)
         if metrics is not None:

@@ -118,7 +118,7 @@ class LagPoller:
     ) -> LagPoller:
         """A poller of `pipeline`'s source topics (not its internal ones)."""
         starts = {f.source.topic: f.source.start_from for f in pipeline.flows}
-        topics = {t: starts[t] for t in pipeline.source_topics}
+        topics = {t: starts.get(t, "earliest") for t in pipeline.source_topics}  # tables too
         return cls(kafka, pipeline.name, topics, interval_s, on_update)
 
     def start(self) -> LagPoller:

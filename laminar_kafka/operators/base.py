@@ -8,7 +8,7 @@ its offset instead of failing the task.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -91,6 +91,8 @@ class BatchContext:
     last_offset: int = -1
     """The batch's last source offset: what results of windows closed after it carry."""
     late: list[LateRecord] = field(default_factory=list)
+    side: Mapping[str, dict[Any, Any]] = field(default_factory=dict)
+    """Table topic → the rows of its partition joined with this one (operators/join.py)."""
     _fields: dict[int, SourceFields | str] = field(default_factory=dict, repr=False)
 
     def table(self, step: str) -> dict[Any, Any]:

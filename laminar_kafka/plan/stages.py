@@ -8,6 +8,7 @@ stage's input topics, so a stage is the unit of the per-stage checkpoint decisio
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from laminar_kafka.api.pipeline import Pipeline
@@ -24,13 +25,24 @@ class Stage:
 
     @property
     def inputs(self) -> tuple[str, ...]:
-        """Every topic the stage reads: sources and internal topics."""
+        """Every topic the stage reads: sources, internal topics, then tables."""
+        return self.stream_inputs + tuple(self.tables)
+
+    @property
+    def stream_inputs(self) -> tuple[str, ...]:
+        """The topics the stage's flows read (not the tables they join)."""
         return tuple(dict.fromkeys(f.source.topic for f in self.flows))
+
+    @property
+    def tables(self) -> dict[str, str]:
+        """Table topic → the stream topic of the flow joining it (co-located by partition)."""
+        return {t.topic: f.source.topic for f in self.flows for t in f.tables}
 
     @property
     def barrier_inputs(self) -> tuple[str, ...]:
         """Source topics into which the coordinator writes barriers."""
         without = {f.source.topic for f in self.flows if not f.source.barriers}
+        without |= {t.topic for f in self.flows for t in f.tables if not t.barriers}
         return tuple(t for t in self.inputs if t not in without and not self._internal_input(t))
 
     @property
@@ -45,7 +57,8 @@ class Stage:
     @property
     def start_from(self) -> dict[str, str]:
         """Input topic → where a partition without a checkpoint starts ("earliest"...)."""
-        return {f.source.topic: f.source.start_from for f in self.flows}
+        tables = dict.fromkeys(self.tables, "earliest")
+        return {**tables, **{f.source.topic: f.source.start_from for f in self.flows}}
 
     @property
     def is_stateful(self) -> bool:
@@ -64,6 +77,12 @@ class InternalTopic:
     """As configured with key_by(partitions=...); None: the reading stage's parallelism."""
     writers: tuple[int, ...]
     reader: int
+    like: str | None = None
+    """A table topic whose partition count it takes (a repartition before a join)."""
+
+    def wanted(self, counts: Mapping[str, int]) -> int | None:
+        """The partitions it should have, given the source topics' counts (None: any)."""
+        return counts[self.like] if self.like is not None else self.partitions
 
 
 @dataclass(frozen=True)
@@ -105,5 +124,6 @@ def plan_stages(pipeline: Pipeline) -> StagePlan:
             flows[written_by[0]].sink.partitions,
             tuple(sorted({stage_of[w] for w in written_by})),
             reader,
+            flows[written_by[0]].sink.partitions_like,
         )
     return StagePlan(stages, internal)

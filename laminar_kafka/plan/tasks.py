@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from laminar_kafka.errors import ConfigError
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.plan.stages import StagePlan
+from laminar_kafka.plan.stages import Stage, StagePlan
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ def assign_partitions(
 
 def stage_parallelism(plan: StagePlan, counts: Mapping[str, int], parallelism: int) -> list[int]:
     """Tasks per stage: `parallelism`, capped by the partitions the stage reads."""
-    return [min(parallelism, sum(counts[t] for t in stage.inputs)) for stage in plan.stages]
+    return [min(parallelism, sum(counts[t] for t in stage.stream_inputs)) for stage in plan.stages]
 
 
 def lay_out_tasks(plan: StagePlan, counts: Mapping[str, int], parallelism: int) -> list[TaskLayout]:
@@ -47,9 +48,10 @@ def lay_out_tasks(plan: StagePlan, counts: Mapping[str, int], parallelism: int) 
     tasks_of = [range(first[s], first[s] + widths[s]) for s in range(len(widths))]
     layouts = []
     for stage in plan.stages:
-        inputs = {t: counts[t] for t in stage.inputs}
+        inputs = {t: counts[t] for t in stage.stream_inputs}
         outputs = {t: counts[t] for t in stage.internal_outputs}
-        for i, partitions in enumerate(assign_partitions(inputs, widths[stage.index])):
+        assigned = with_tables(assign_partitions(inputs, widths[stage.index]), stage, counts)
+        for i, partitions in enumerate(assigned):
             writers = {
                 key: frozenset(t for w in plan.internal[key[0]].writers for t in tasks_of[w])
                 for key in partitions
@@ -59,6 +61,25 @@ def lay_out_tasks(plan: StagePlan, counts: Mapping[str, int], parallelism: int) 
                 TaskLayout(first[stage.index] + i, stage.index, partitions, writers, outputs)
             )
     return layouts
+
+
+def with_tables(
+    assigned: list[tuple[PartitionKey, ...]], stage: Stage, counts: Mapping[str, int]
+) -> list[tuple[PartitionKey, ...]]:
+    """Each table partition p joins the task holding partition p of the stream joining it:
+    the join looks a record of stream partition p up in table partition p."""
+    holder = {key: i for i, keys in enumerate(assigned) for key in keys}
+    added: list[list[PartitionKey]] = [[] for _ in assigned]
+    for table, stream in stage.tables.items():
+        if counts[table] != counts[stream]:
+            raise ConfigError(
+                f"table {table!r} has {counts[table]} partitions but the stream joined with it "
+                f"({stream!r}) has {counts[stream]}: a join without a repartition needs both "
+                "partitioned alike; drop partitioned_by= from join_table to repartition"
+            )
+        for p in range(counts[table]):
+            added[holder[(stream, p)]].append((table, p))
+    return [(*keys, *more) for keys, more in zip(assigned, added, strict=True)]
 
 
 def tasks_by_stage(layouts: list[TaskLayout]) -> list[frozenset[int]]:

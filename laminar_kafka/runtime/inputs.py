@@ -23,6 +23,8 @@ class TaskInputs:
         self.positions: dict[PartitionKey, int] = {}
         """Partition → the offset of the next record to process."""
         self.held: set[PartitionKey] = set()
+        self.fresh: frozenset[PartitionKey] = frozenset()
+        """Partitions that started without a checkpoint (runtime/table_bootstrap.py)."""
 
     def start(self, positions: Mapping[PartitionKey, int]) -> None:
         self.positions = dict(positions)

@@ -37,7 +37,11 @@ NO_RETENTION = {"retention.ms": "-1", "retention.bytes": "-1"}
 
 
 def prepare_internal_topics(
-    kafka: KafkaConnection, plan: StagePlan, parallelism: int, allow_retention: bool = False
+    kafka: KafkaConnection,
+    plan: StagePlan,
+    parallelism: int,
+    allow_retention: bool = False,
+    tables: Mapping[str, int] | None = None,
 ) -> dict[str, int]:
     """Create the missing internal topics; internal topic → its partition count.
 
@@ -46,6 +50,7 @@ def prepare_internal_topics(
     (an error), and is refused if it has a retention, unless `allow_retention`.
     """
     existing = partition_counts(kafka)
+    tables = tables or {}
     counts: dict[str, int] = {}
     for name, topic in plan.internal.items():
         have = existing.get(name)
@@ -56,7 +61,14 @@ def prepare_internal_topics(
                 "count cannot change; keep partitions=" + str(have) + ", or start over "
                 "with --reset after deleting the topic"
             )
-        counts[name] = have if have is not None else topic.partitions or parallelism
+        wanted = topic.wanted(tables)
+        if have is not None and topic.like is not None and have != wanted:
+            raise ConfigError(
+                f"internal topic {name!r} has {have} partitions, but the table {topic.like!r} "
+                f"it is joined with has {wanted}: delete the internal topic and start over "
+                "with --reset, or give the table as many partitions"
+            )
+        counts[name] = have if have is not None else wanted or parallelism
     ensure_topics(
         kafka, {n: c for n, c in counts.items() if n not in existing}, config=NO_RETENTION
     )

@@ -21,6 +21,7 @@ from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators import runs_on_watermark
 from laminar_kafka.operators.base import BatchContext
 from laminar_kafka.operators.event_time import NO_WATERMARK, Progress
+from laminar_kafka.operators.join import TableSpec, side_rows, update_table
 from laminar_kafka.runtime.event_clock import Clock, EventClock, wall_ms
 from laminar_kafka.runtime.side_outputs import write_dead_letters, write_late
 from laminar_kafka.runtime.sink_writes import write_sink
@@ -58,6 +59,9 @@ class FlowRunner:
         flows = list(flows)
         for flow in flows:
             self._flows_by_topic.setdefault(flow.source.topic, []).append(flow)
+        self._tables = {t.topic: t for f in flows for t in f.tables}
+        self.states_of: Callable[[PartitionKey], Mapping[str, KeyedState]] = lambda _: {}
+        """A partition's keyed state, for the tables a flow joins (set by the task)."""
         self._partition_counts = partition_counts
         self._dlq = dead_letter_topic
         self._event_times = {
@@ -80,6 +84,9 @@ class FlowRunner:
         """
         topic, partition = key
         self.counts.records_in += len(messages)
+        if topic in self._tables:
+            self._update_table(self._tables[topic], key, messages, states, txn)
+            return
         datas = [m.value() for m in messages]
         source_offsets = [m.offset() for m in messages]
         clock = self._event_times.get(topic)
@@ -95,6 +102,7 @@ class FlowRunner:
                 messages=messages,
                 key_format=flow.source.key_format,
                 last_offset=last,
+                side=side_rows(flow.tables, partition, self.states_of) if flow.tables else {},
             )
             values, offsets = self._decode(flow, datas, source_offsets, ctx)
             if clock is not None and start is not None and progress is not None:
@@ -195,6 +203,22 @@ class FlowRunner:
         if ctx.dead_letters:
             letters, messages = ctx.dead_letters, ctx.messages
             self.counts.dead_letters += write_dead_letters(self._dlq, letters, messages, txn)
+
+    def _update_table(
+        self,
+        spec: TableSpec,
+        key: PartitionKey,
+        messages: Sequence[KafkaMessage],
+        states: dict[str, KeyedState],
+        txn: OutputWriter,
+    ) -> None:
+        """Table records change the partition's rows; bad ones are dead letters."""
+        ctx = BatchContext(key[0], key[1], self._partition_counts[key[0]], states)
+        update_table(spec, messages, ctx.table(spec.state_name), ctx)
+        if ctx.dead_letters:
+            self.counts.dead_letters += write_dead_letters(
+                self._dlq, ctx.dead_letters, messages, txn
+            )
 
     @staticmethod
     def _decode(

@@ -29,6 +29,7 @@ from laminar_kafka.runtime.inbox import AnnouncementInbox
 from laminar_kafka.runtime.inputs import TaskInputs
 from laminar_kafka.runtime.ports import TaskPorts
 from laminar_kafka.runtime.processing import FlowRunner
+from laminar_kafka.runtime.table_bootstrap import bootstrap_tables
 from laminar_kafka.runtime.task_event_time import TaskEventTime
 from laminar_kafka.runtime.task_spec import TaskSpec, TaskSummary
 from laminar_kafka.runtime.task_start import recover_task
@@ -59,6 +60,7 @@ class WorkerTask:
         dlq = cfg.dead_letters_to(spec.pipeline.name)
         self._flows = FlowRunner(stage.flows, spec.partition_counts, dlq, spec.max_record_bytes)
         self._state = TaskState(stage.is_stateful)
+        self._flows.states_of = self._state.of  # the tables a join reads
         self._time = TaskEventTime(spec, self._flows, self._state, self._sinks)
         self._since_commit = 0
         self._participant: CheckpointParticipant | None = None
@@ -72,8 +74,11 @@ class WorkerTask:
             participant = self._recover()
             participant.announce_ready(self._inputs.positions)
             self._sinks.begin()
-            while not self._step(participant):
-                pass
+            tables, inputs, logs = self.spec.stage.tables, self._inputs, self._ports.logs
+            due = bootstrap_tables(inputs, logs, tables, self._process, self._live.check)
+            drained = bool(due and self._checkpoint(participant))
+            while not drained:
+                drained = self._step(participant)
         finally:
             self._close()
         c, done = self._flows.counts, self._participant.checkpoints if self._participant else 0

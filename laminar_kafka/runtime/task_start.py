@@ -30,6 +30,7 @@ def recover_task(
     publish_staged(spec.pipeline, ports.logs.markers, [spec.task])  # 6.
     state.load({key: start.states for key, start in starts.items()})
     inputs.start({key: start.offset for key, start in starts.items()})
+    inputs.fresh = frozenset(k for k, s in starts.items() if s.checkpoint_id is None)
     log.info("task %d resumes %s", spec.task, {k: s.offset for k, s in starts.items()})
     cut = CommittedCut(0, dict(inputs.positions), state.snapshot() or b"")
     identity = TaskIdentity(spec.pipeline.name, spec.task, spec.generation, spec.stage_index)

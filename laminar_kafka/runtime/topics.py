@@ -26,7 +26,7 @@ def prepare_topics(config: RuntimeConfig, pipeline: Pipeline, plan: StagePlan) -
     wanted = {**sinks, config.dead_letters_to(pipeline.name): 1}
     counts.update(
         prepare_internal_topics(
-            config.kafka, plan, config.parallelism, config.allow_internal_retention
+            config.kafka, plan, config.parallelism, config.allow_internal_retention, counts
         )
     )
     ensure_topics(config.kafka, wanted)

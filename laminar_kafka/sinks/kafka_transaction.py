@@ -59,9 +59,7 @@ class KafkaTransaction:
         self._fenced = False
         self.produced = 0
         self._staged: list[
-            tuple[
-                str, bytes | None, bytes | None, Sequence[Header] | None, int | None, int | None
-            ]
+            tuple[str, bytes | None, bytes | None, Sequence[Header] | None, int | None, int | None]
         ] = []
         config = transactional_producer_settings(kafka, txn_id, transaction_timeout_ms, batch_bytes)
         config["on_delivery"] = self._on_delivery

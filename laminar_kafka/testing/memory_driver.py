@@ -113,7 +113,7 @@ class MemoryDriverPorts:
         broker.create(cfg.dead_letters_to(pipeline.name), 1)
         for name, internal in plan.internal.items():
             have = broker.partitions(name)
-            broker.create(name, have or internal.partitions or cfg.parallelism)
+            broker.create(name, have or internal.wanted(counts) or cfg.parallelism)
             counts[name] = broker.partitions(name)
         written = [*pipeline.sink_topics, cfg.dead_letters_to(pipeline.name), *plan.internal]
         return PreparedTopics(counts, dict.fromkeys(written, MAX_RECORD_BYTES))

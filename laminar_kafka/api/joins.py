@@ -1,0 +1,57 @@
+"""Checks of a `join_table` call, and the operator it makes (operators/join.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from laminar_kafka.api.checks import check_callable, check_key, check_name
+from laminar_kafka.api.specs import Flow
+from laminar_kafka.errors import ConfigError
+from laminar_kafka.operators.join import JoinTableOp, TableSpec, default_merge
+
+
+def join_op(
+    table: object,
+    on: object,
+    how: object,
+    merge: Callable[[Any, Any], Any] | None,
+    partitioned_by: object,
+    name: str | None,
+) -> JoinTableOp:
+    """The join step, once its arguments are known good."""
+    if not isinstance(table, TableSpec):
+        raise ConfigError(
+            f"join_table takes a table made with pipeline.table(...), not {table!r:.60}"
+        )
+    check_key("join_table on", on)
+    if how not in ("inner", "left"):
+        raise ConfigError(f"join_table how must be 'inner' or 'left', not {how!r}")
+    if merge is not None:
+        check_callable("join_table merge", merge)
+    if partitioned_by is not None:
+        check_key("join_table partitioned_by", partitioned_by)
+        if partitioned_by != on:
+            raise ConfigError(
+                "join_table partitioned_by must be the join key `on`: it declares that the "
+                "stream is already partitioned by it like the table"
+            )
+    if name is not None:
+        check_name("join_table", name)
+    return JoinTableOp(table, on, how, merge or default_merge)  # type: ignore[arg-type]
+
+
+def check_tables(flows: Sequence[Flow]) -> None:
+    """A table is read by one flow, and is not also read as a stream."""
+    streams = {f.source.topic for f in flows}
+    joined = [t.topic for f in flows for t in dict.fromkeys(f.tables)]
+    for topic in dict.fromkeys(joined):
+        if topic in streams:
+            raise ConfigError(
+                f"topic {topic!r} is read both as a table and as a stream: read it once"
+            )
+        if joined.count(topic) > 1:
+            raise ConfigError(
+                f"table {topic!r} is joined by {joined.count(topic)} flows: join it once "
+                "(union the streams first), or give each join a table topic of its own"
+            )

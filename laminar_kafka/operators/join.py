@@ -1,0 +1,143 @@
+"""Tables and the stream-table join: each record joined with the table's latest value.
+
+A table is a compacted topic read as the latest value per Kafka key (a tombstone,
+value None, deletes the key). Its partition p is one more input of the stage
+that joins it, held by the task holding partition p of the joined stream (see
+plan/tasks.py), so its rows are keyed state of that table partition: in the
+snapshot, and aligned by barriers like any fan-in. A stream record of partition
+p looks its join key up in the table's partition p, which holds that key when
+both are partitioned alike (the planner repartitions the stream if not).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Any, Literal
+
+from laminar_kafka.errors import RecordDecodeError
+from laminar_kafka.formats import Format, JsonFormat, StringFormat
+from laminar_kafka.operators.base import BatchContext, describe_error
+
+JoinHow = Literal["inner", "left"]
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A compacted topic read as a table: Kafka key (decoded) → latest value."""
+
+    topic: str
+    key_format: Format = field(default_factory=StringFormat)
+    value_format: Format = field(default_factory=JsonFormat)
+    barriers: bool = True
+
+    @property
+    def state_name(self) -> str:
+        """The name its rows are kept under in the table partition's keyed state."""
+        return f"table:{self.topic}"
+
+
+def default_merge(record: Any, row: Any) -> Any:
+    """A dict record with the row's fields added (the row's win); the record alone if
+    there is no row (a left join's miss)."""
+    if row is None:
+        return record
+    return {**record, **row}
+
+
+def update_table(
+    spec: TableSpec, messages: Sequence[Any], rows: dict[Any, Any], ctx: BatchContext
+) -> None:
+    """Apply a batch of table records to `rows`, in offset order. A record whose key or
+    value cannot be decoded (or whose key cannot be a dict key) is a dead letter;
+    a tombstone for a key never seen changes nothing."""
+    for m in messages:
+        offset = m.offset()
+        try:
+            key = spec.key_format.decode_one(m.key())
+            hash(key)
+        except RecordDecodeError as exc:
+            ctx.reject(offset, f"table {spec.topic}: undecodable key: {exc}")
+            continue
+        except TypeError as exc:
+            ctx.reject(offset, f"table {spec.topic}: unhashable key: {exc}")
+            continue
+        data = m.value()
+        if data is None:
+            rows.pop(key, None)
+            continue
+        try:
+            rows[key] = spec.value_format.decode_one(data)
+        except RecordDecodeError as exc:
+            ctx.reject(offset, f"table {spec.topic}: undecodable value: {exc}")
+
+
+@dataclass(frozen=True)
+class JoinTableOp:
+    """Joins each record with `table`'s current value for the record's join key `on`.
+
+    `inner` drops records without a row; `left` keeps them, merged with None. The
+    rows come from `ctx.side` (the table partition's rows, set by the runner). A
+    record whose join key is missing or unhashable, or whose merge raises, is a
+    dead letter with the reason.
+    """
+
+    table: TableSpec
+    on: str | Callable[[Any], Any]
+    how: JoinHow = "inner"
+    merge: Callable[[Any, Any], Any] = default_merge
+
+    def describe(self) -> str:
+        on = self.on if isinstance(self.on, str) else getattr(self.on, "__qualname__", "fn")
+        return f"join_table {self.table.topic} on {on!r} ({self.how})"
+
+    def apply(
+        self, values: list[Any], offsets: list[int], ctx: BatchContext
+    ) -> tuple[list[Any], list[int]]:
+        rows = ctx.side.get(self.table.topic, {})
+        key_of = self.on if callable(self.on) else itemgetter(self.on)
+        out: list[Any] = []
+        kept: list[int] = []
+        left = self.how == "left"
+        for value, offset in zip(values, offsets, strict=True):
+            try:
+                key = key_of(value)
+            except Exception as exc:  # a missing field, or user code raising
+                ctx.reject(offset, describe_error(f"join key {self.on!r}", exc))
+                continue
+            if key is None:
+                ctx.reject(offset, f"join key {self.on!r} is missing (None)")
+                continue
+            try:
+                row = rows.get(key)
+            except TypeError as exc:
+                ctx.reject(offset, f"join key {key!r:.60} is unhashable: {exc}")
+                continue
+            if row is None and not left:
+                continue
+            try:
+                out.append(self.merge(value, row))
+            except Exception as exc:
+                ctx.reject(offset, describe_error("join_table merge", exc))
+                continue
+            kept.append(offset)
+        return out, kept
+
+
+def tables_of(operators: Sequence[Any]) -> tuple[TableSpec, ...]:
+    """The tables a flow's operators join."""
+    return tuple(op.table for op in operators if isinstance(op, JoinTableOp))
+
+
+def side_rows(
+    tables: Sequence[TableSpec],
+    partition: int,
+    states_of: Callable[[tuple[str, int]], Mapping[str, Any]],
+) -> dict[str, dict[Any, Any]]:
+    """Table topic → the rows of its partition `partition` (empty before its first row)."""
+    found: dict[str, dict[Any, Any]] = {}
+    for spec in tables:
+        state = states_of((spec.topic, partition)).get(spec.state_name)
+        found[spec.topic] = state.table if state is not None else {}
+    return found

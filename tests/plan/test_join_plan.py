@@ -1,0 +1,77 @@
+"""How the planner places a stream-table join: stages, inputs, co-located partitions."""
+
+from __future__ import annotations
+
+import pytest
+
+from laminar_kafka import Pipeline
+from laminar_kafka.errors import ConfigError
+from laminar_kafka.plan.describe import describe_plan
+from laminar_kafka.plan.stages import plan_stages
+from laminar_kafka.plan.tasks import lay_out_tasks
+from laminar_kafka.testing.join_workload import join_pipeline
+
+
+def _declared() -> Pipeline:
+    pipeline = Pipeline("declared")
+    table = pipeline.table("customers")
+    (
+        pipeline.source("orders", partitioned_by="customer")
+        .join_table(table, on="customer", partitioned_by="customer")
+        .sink("out")
+    )
+    return pipeline
+
+
+def test_an_undeclared_stream_is_repartitioned_with_the_tables_partition_count() -> None:
+    pipeline = join_pipeline()
+    plan = plan_stages(pipeline)
+    assert [s.inputs for s in plan.stages] == [
+        ("orders",),
+        ("joins.by-customer.repartition", "customers"),
+    ]
+    assert plan.stages[1].barrier_inputs == ("customers",)
+    assert plan.internal["joins.by-customer.repartition"].wanted({"customers": 5}) == 5
+    assert "repartitioned by the join key" in describe_plan(pipeline)[1]
+    assert pipeline.source_topics == ("orders", "customers")
+
+
+def test_table_partitions_go_to_the_task_holding_the_same_stream_partition() -> None:
+    plan = plan_stages(_declared())
+    assert len(plan.stages) == 1
+    layouts = lay_out_tasks(plan, {"orders": 5, "customers": 5}, 2)
+    assert len(layouts) == 2
+    for layout in layouts:
+        streams = {p for t, p in layout.partitions if t == "orders"}
+        assert streams == {p for t, p in layout.partitions if t == "customers"}
+    assert "no repartition" in describe_plan(_declared())[0]
+
+
+def test_a_declared_stream_with_another_partition_count_is_refused() -> None:
+    with pytest.raises(ConfigError, match="drop partitioned_by= from join_table"):
+        lay_out_tasks(plan_stages(_declared()), {"orders": 4, "customers": 5}, 2)
+
+
+def test_join_table_arguments_are_checked() -> None:
+    pipeline = Pipeline("p")
+    table = pipeline.table("customers")
+    stream = pipeline.source("orders")
+    with pytest.raises(ConfigError, match=r"pipeline\.table"):
+        stream.join_table("customers", on="c")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="'inner' or 'left'"):
+        stream.join_table(table, on="c", how="outer")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="must be the join key"):
+        stream.join_table(table, on="c", partitioned_by="d")
+
+
+def test_a_table_read_as_a_stream_too_is_refused() -> None:
+    pipeline = Pipeline("p")
+    table = pipeline.table("customers")
+    pipeline.source("orders").join_table(table, on="c").sink("out")
+    pipeline.source("customers").sink("copy")
+    with pytest.raises(ConfigError, match="both as a table and as a stream"):
+        pipeline.validate()
+
+
+def test_the_topology_records_each_table_with_its_key_format() -> None:
+    assert join_pipeline().topology()["table:customers"] == "table keyed by string"

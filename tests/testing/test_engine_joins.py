@@ -1,0 +1,155 @@
+"""Stream-table joins run by the real engine in one process (memory transport)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from laminar_kafka import JsonFormat, Pipeline, faults
+from laminar_kafka.errors import ConfigError
+from laminar_kafka.faults import FaultPoint
+from laminar_kafka.operators.partitioning import murmur2_partition
+from laminar_kafka.runtime.events import CheckpointAborted, CheckpointCommitted, RuntimeEvent
+from laminar_kafka.testing.engine import in_process_config, run_in_process
+from laminar_kafka.testing.join_workload import (
+    CUSTOMERS,
+    ENRICHED,
+    ORDERS,
+    batch_join,
+    compare,
+    customers,
+    join_pipeline,
+    order,
+)
+from laminar_kafka.testing.memory import PipelineTester
+from laminar_kafka.testing.memory_broker import MemoryBroker
+from laminar_kafka.testing.memory_ports import MemoryReader
+
+JSON = JsonFormat()
+PARTITIONS = 3
+
+
+def _put(broker: MemoryBroker, key: str, row: Any) -> None:
+    data = None if row is None else JSON.encode_one(row)
+    broker.append((CUSTOMERS, murmur2_partition(key.encode(), PARTITIONS)), data, key.encode())
+
+
+def _send(broker: MemoryBroker, ids: range) -> None:
+    for i in ids:
+        broker.append((ORDERS, i % 2), JSON.encode_one(order(i)))
+
+
+def _read(broker: MemoryBroker, topic: str) -> list[Any]:
+    reader = MemoryReader(broker, "reader", 100_000)
+    reader.assign({(topic, p): 0 for p in range(broker.partitions(topic))})
+    return list(reader.poll(0))
+
+
+def _broker() -> MemoryBroker:
+    broker = MemoryBroker()
+    broker.create(ORDERS, 2)
+    broker.create(CUSTOMERS, PARTITIONS)
+    for key, row in customers().items():
+        _put(broker, key, row)
+    return broker
+
+
+def test_updates_and_tombstones_reach_the_records_joined_after_them(tmp_path: Path) -> None:
+    broker = _broker()
+    _send(broker, range(10))
+    steps = iter(
+        [
+            # A table update and a record for the same key in one epoch.
+            lambda: (_put(broker, "c1", {"name": "renamed"}), _send(broker, range(10, 11))),
+            lambda: _put(broker, "c2", None),  # a tombstone
+            lambda: (_put(broker, "nobody", None), _send(broker, range(11, 12))),
+        ]
+    )
+
+    def feed(event: RuntimeEvent) -> None:
+        if isinstance(event, CheckpointCommitted):
+            next(steps, lambda: None)()
+
+    run_in_process(join_pipeline(), broker, in_process_config(tmp_path, 2), 8, listener=feed)
+
+    got = {
+        JSON.decode_one(m.value())["id"]: JSON.decode_one(m.value())
+        for m in _read(broker, ENRICHED)
+    }
+    assert got == batch_join([order(i) for i in range(10)], customers()) | {
+        10: {**order(10), "name": "renamed"},  # the repartition puts it after the update
+        11: {**order(11), "name": None},  # c2 was deleted
+    }
+
+
+def test_bad_input_on_either_side_is_a_dead_letter(tmp_path: Path) -> None:
+    broker = _broker()
+    broker.append((CUSTOMERS, 0), b"{broken", b"c0")
+    broker.append((ORDERS, 0), JSON.encode_one({"id": 99}))  # no customer field
+    _send(broker, range(4))
+    pipeline = join_pipeline()
+    config = in_process_config(tmp_path, 1)
+    run_in_process(pipeline, broker, config, 3)
+
+    letters = _read(broker, config.dead_letters_to(pipeline.name))
+    reasons = sorted(dict(m.headers())["laminar.error"].decode() for m in letters)
+    assert len(letters) == 2, reasons
+    # The repartition by the join key meets the missing field first.
+    assert any("raised KeyError: 'customer'" in r for r in reasons), reasons
+    assert any(r.startswith("table customers: undecodable") for r in reasons), reasons
+    assert len(_read(broker, ENRICHED)) == 4
+
+
+def test_a_crash_after_the_snapshot_recovers_to_the_batch_join(tmp_path: Path) -> None:
+    broker = _broker()
+    _send(broker, range(20))
+    batches = iter([range(20, 40), range(40, 60)])
+
+    def feed(event: RuntimeEvent) -> None:
+        if isinstance(event, CheckpointCommitted | CheckpointAborted):
+            _send(broker, next(batches, range(0)))
+
+    with faults.kill_threads_at(FaultPoint.AFTER_SNAPSHOT, min_checkpoint=2):
+        run = run_in_process(
+            join_pipeline(), broker, in_process_config(tmp_path, 2), 6, listener=feed
+        )
+
+    got = [JSON.decode_one(m.value()) for m in _read(broker, ENRICHED)]
+    assert compare(batch_join([order(i) for i in range(60)], customers()), got) == []
+    assert run.stats.restarts == 1, run.events
+
+
+def test_a_declared_stream_joins_in_its_stage_after_the_table_bootstrapped(
+    tmp_path: Path,
+) -> None:
+    broker = MemoryBroker()
+    broker.create("by-customer", PARTITIONS)
+    broker.create(CUSTOMERS, PARTITIONS)
+    for key, row in customers().items():
+        _put(broker, key, row)
+    for i in range(12):
+        key = order(i)["customer"].encode()
+        broker.append(
+            ("by-customer", murmur2_partition(key, PARTITIONS)), JSON.encode_one(order(i)), key
+        )
+    pipeline = Pipeline("declared")
+    table = pipeline.table(CUSTOMERS)
+    (
+        pipeline.source("by-customer", partitioned_by="customer")
+        .join_table(table, on="customer", partitioned_by="customer")
+        .sink(ENRICHED, key="id")
+    )
+    assert pipeline.internal_topics == ()
+    # Orders and rows are both there at the first start: without the bootstrap the
+    # task reads orders first, and the inner join drops them.
+    run_in_process(pipeline, broker, in_process_config(tmp_path, 2), 3)
+
+    got = sorted(JSON.decode_one(m.value())["id"] for m in _read(broker, ENRICHED))
+    assert got == [i for i in range(12) if order(i)["customer"] in customers()]
+
+
+def test_the_step_by_step_tester_refuses_joins_and_says_where_they_are_tested() -> None:
+    with pytest.raises(ConfigError, match="run_in_process"):
+        PipelineTester(join_pipeline())
