@@ -85,6 +85,12 @@ class _Handler(BaseHTTPRequestHandler):
         if send_body:
             self.wfile.write(reply.body)
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        # An HTTP version from the future is the client's error too, not the server's.
+        if code == HTTPStatus.HTTP_VERSION_NOT_SUPPORTED:
+            code, message = HTTPStatus.BAD_REQUEST, "Unsupported HTTP version"
+        super().send_error(code, message, explain)
+
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s %s", self.address_string(), format % args)
 

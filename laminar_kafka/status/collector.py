@@ -105,7 +105,6 @@ class StatusCollector:
             self._state = "stopped"
 
     def _on_commit(self, event: CheckpointCommitted) -> None:
-        self._committed += 1
         self._checkpoints.append(
             {
                 "id": event.checkpoint_id,
@@ -119,6 +118,7 @@ class StatusCollector:
                 ],
             }
         )
+        self._committed += 1
         for s in event.stages:
             self._stages[s.stage] = {
                 "stage": s.stage,
