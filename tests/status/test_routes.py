@@ -9,10 +9,12 @@ import re
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from laminar_kafka import Pipeline
+from laminar_kafka.api.loader import load_pipeline
 from laminar_kafka.cli.main import build_parser
 from laminar_kafka.cli.options import ui_address
 from laminar_kafka.cli.run_cmd import serve
@@ -113,3 +115,27 @@ def test_ui_options_default_to_off_and_loopback() -> None:
     assert ui_address(parse(["run", "p.py", "--ui-port", "0", "--ui-host", "::1"])) == ("::1", 0)
     with pytest.raises(ConfigError, match="--ui-host needs --ui-port"):
         ui_address(parse(["run", "p.py", "--ui-host", "0.0.0.0"]))
+
+
+@pytest.mark.integration
+def test_run_with_a_ui_port_serves_the_runs_events_beside_its_metrics(
+    kafka_bootstrap: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`run`'s wiring (no Spark): --ui-port serves what the run's listener hears."""
+    from laminar_kafka.cli.options import runtime_config
+    from laminar_kafka.cli.run_cmd import observed
+
+    pipeline_file = str(Path(__file__).resolve().parents[2] / "pipelines" / "orders_enrich.py")
+    flags = ["--lag-interval", "0", "--ui-port", "0", "--metrics-port", "0"]
+    args = build_parser().parse_args(["run", pipeline_file, "--bootstrap", kafka_bootstrap, *flags])
+    pipeline = load_pipeline(args.pipeline)
+    with observed(pipeline, runtime_config(args), args) as (listener, metrics):
+        listener(GenerationStarted(1, 2, 1.0))
+        listener(WorkerLost(1, "a worker task process died", 1, 0.5))
+        err = capsys.readouterr().err
+        found = re.search(r"serving the status page at (\S+)", err)
+        assert found is not None and metrics is not None, err
+        answer = json.loads(get(found.group(1) + "api/status")[2])
+        assert answer["pipeline"] == pipeline.name
+        assert answer["restarts"][0]["cause"] == "a worker task process died"
+        assert re.search(r"serving metrics at \S+/metrics", err)
