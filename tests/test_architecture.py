@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "laminar_kafka"
 # modules only from itself, and any folder of a lower layer.
 LAYERS: list[set[str]] = [
     {"errors"},
-    {"processes", "storage"},
+    {"processes", "storage", "serving"},
     {"kafka", "faults", "broker", "cluster"},
     {"control", "registry"},
     {"formats", "state"},
@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"api"},
     {"plan"},
     {"runtime"},
-    {"testing", "metrics"},
+    {"testing", "metrics", "status"},
     {"cli"},
     {"__init__", "__main__"},
 ]

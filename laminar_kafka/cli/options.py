@@ -151,13 +151,38 @@ def add_metrics_options(parser: Any) -> None:
     )
 
 
+def add_ui_options(parser: Any) -> None:
+    """Options of the status page."""
+    parser.add_argument(
+        "--ui-port",
+        type=_port,
+        metavar="PORT",
+        help="serve a status page at http://HOST:PORT/ and its JSON at /api/status "
+        "(0: any free port; the --metrics-port: one server for both)",
+    )
+    parser.add_argument(
+        "--ui-host",
+        metavar="HOST",
+        help="address the status page listens on (default: 127.0.0.1; 0.0.0.0 for all)",
+    )
+
+
+def _address(port: int | None, host: str | None, flag: str) -> tuple[str, int] | None:
+    if port is None:
+        if host is not None:
+            raise ConfigError(f"--{flag}-host needs --{flag}-port")
+        return None
+    return (host or "127.0.0.1", port)
+
+
 def metrics_address(args: argparse.Namespace) -> tuple[str, int] | None:
     """(host, port) of the metrics endpoint, or None when it is not asked for."""
-    if args.metrics_port is None:
-        if args.metrics_host is not None:
-            raise ConfigError("--metrics-host needs --metrics-port")
-        return None
-    return (args.metrics_host or "127.0.0.1", args.metrics_port)
+    return _address(args.metrics_port, args.metrics_host, "metrics")
+
+
+def ui_address(args: argparse.Namespace) -> tuple[str, int] | None:
+    """(host, port) of the status page, or None when it is not asked for."""
+    return _address(args.ui_port, args.ui_host, "ui")
 
 
 def resolve_bootstrap(explicit: str | None) -> str:

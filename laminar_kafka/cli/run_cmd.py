@@ -6,7 +6,7 @@ import argparse
 import contextlib
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from types import FrameType
 from typing import Any
 
@@ -15,16 +15,22 @@ from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.cli.options import (
     add_metrics_options,
     add_runtime_options,
+    add_ui_options,
     metrics_address,
     runtime_config,
+    ui_address,
 )
 from laminar_kafka.cli.progress import ProgressPrinter
-from laminar_kafka.metrics import LagPoller, MetricsServer, PipelineMetrics
+from laminar_kafka.kafka.names import PartitionKey
+from laminar_kafka.metrics import LagPoller, PipelineMetrics, metrics_routes
+from laminar_kafka.metrics.lag import LagSink
 from laminar_kafka.plan.describe import describe_plan
 from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.events import Listener, RuntimeEvent, Stopped
 from laminar_kafka.runtime.preflight import check_brokers_answer
 from laminar_kafka.runtime.runner import PipelineRunner
+from laminar_kafka.serving import Route, RouteServer
+from laminar_kafka.status import StatusCollector, plan_view, status_routes
 
 __all__ = ["register"]
 
@@ -45,6 +51,7 @@ def register(subparsers: Any) -> None:
         help="also write every runtime event to PATH as a JSON line (for scripts)",
     )
     add_metrics_options(parser)
+    add_ui_options(parser)
     parser.set_defaults(handler=run)
 
 
@@ -74,24 +81,51 @@ def chain(*listeners: Listener) -> Listener:
     return each
 
 
+Wanted = tuple[tuple[str, int], str, str, dict[str, Route]]
+"""(host, port), what is served, the path to print, and the routes."""
+
+
+def serve(stack: contextlib.ExitStack, wanted: list[Wanted]) -> None:
+    """Start one server per address, closed with `stack`; print what each serves.
+
+    Two sets of routes asked at the same host and port share one server; port
+    0 (any free port) is never shared.
+    """
+    merged: dict[object, tuple[str, int, dict[str, Route], list[tuple[str, str]]]] = {}
+    for (host, port), what, path, routes in wanted:
+        key = (host, port) if port else len(merged)
+        entry = merged.setdefault(key, (host, port, {}, []))
+        entry[2].update(routes)
+        entry[3].append((what, path))
+    for host, port, routes, shown in merged.values():
+        server = RouteServer(routes, port, host, what=" and ".join(w for w, _ in shown))
+        stack.callback(server.close)
+        for what, path in shown:
+            print(f"serving {what} at {server.url(path)}", file=sys.stderr, flush=True)
+
+
 @contextlib.contextmanager
 def observed(
     pipeline: Pipeline, config: RuntimeConfig, args: argparse.Namespace
 ) -> Iterator[tuple[Listener, PipelineMetrics | None]]:
-    """The run's listener: the progress printer, and with --metrics-port the metrics.
+    """The run's listener: the progress printer, with --metrics-port the metrics,
+    and with --ui-port the status page.
 
-    The endpoint starts before the pipeline does: a port already taken fails
+    The endpoints start before the pipeline does: a port already taken fails
     the command at once. The lag poller starts once the first worker generation
     runs (the topics are checked by then), unless --lag-interval 0; everything
     stops when the run ends.
     """
-    address = metrics_address(args)
+    address, ui = metrics_address(args), ui_address(args)
     metrics = PipelineMetrics(pipeline.name) if address else None
+    status = StatusCollector(plan_view(pipeline, config.parallelism)) if ui else None
     with contextlib.ExitStack() as stack:
+        wanted: list[Wanted] = []
         if metrics is not None and address is not None:
-            server = MetricsServer(metrics.registry, port=address[1], host=address[0])
-            stack.callback(server.close)
-            print(f"serving metrics at {server.url}", file=sys.stderr, flush=True)
+            wanted.append((address, "metrics", "/metrics", metrics_routes(metrics.registry)))
+        if status is not None and ui is not None:
+            wanted.append((ui, "the status page", "/", status_routes(status)))
+        serve(stack, wanted)
         check_brokers_answer(config.kafka)  # local settings first, then before the lag poller
         poller = None
         if args.lag_interval > 0:
@@ -99,7 +133,7 @@ def observed(
                 pipeline,
                 config.kafka,
                 interval_s=args.lag_interval,
-                on_update=metrics.set_lag if metrics is not None else None,
+                on_update=lag_sinks(metrics, status),
             )
             stack.callback(poller.close, 2.0)
         lag = (lambda: poller.total) if poller is not None else None
@@ -108,9 +142,24 @@ def observed(
         listeners: list[Listener] = [progress]
         if metrics is not None:
             listeners.append(metrics)
+        if status is not None:
+            listeners.append(status)
         if poller is not None:
             listeners.append(poller.on_event)
         yield chain(*listeners), metrics
+
+
+def lag_sinks(metrics: PipelineMetrics | None, status: StatusCollector | None) -> LagSink | None:
+    """One lag sink feeding the metrics and the status page, those of the two that run."""
+    sinks = [s.set_lag for s in (metrics, status) if s is not None]
+    if not sinks:
+        return None
+
+    def each(lags: Mapping[PartitionKey, int], at: float) -> None:
+        for sink in sinks:
+            sink(lags, at)
+
+    return each
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,6 +8,6 @@ HTTP. `laminar-kafka run --metrics-port` wires the three together.
 
 from laminar_kafka.metrics.lag import LagPoller, partition_lag
 from laminar_kafka.metrics.listener import PipelineMetrics
-from laminar_kafka.metrics.server import MetricsServer
+from laminar_kafka.metrics.server import MetricsServer, metrics_routes
 
-__all__ = ["LagPoller", "MetricsServer", "PipelineMetrics", "partition_lag"]
+__all__ = ["LagPoller", "MetricsServer", "PipelineMetrics", "metrics_routes", "partition_lag"]

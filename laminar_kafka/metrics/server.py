@@ -1,10 +1,15 @@
-"""The HTTP endpoint Prometheus scrapes: one registry, served from a daemon thread."""
+"""The HTTP endpoint Prometheus scrapes: one registry, as the route `/metrics`."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from laminar_kafka.errors import ConfigError
+from laminar_kafka.serving import Reply, Route, RouteServer
+
+
+def metrics_routes(registry: CollectorRegistry) -> dict[str, Route]:
+    """`/metrics` in Prometheus' text format, to serve alone or beside other routes."""
+    return {"/metrics": lambda: Reply(generate_latest(registry), CONTENT_TYPE_LATEST)}
 
 
 class MetricsServer:
@@ -16,21 +21,14 @@ class MetricsServer:
     """
 
     def __init__(self, registry: CollectorRegistry, port: int, host: str = "127.0.0.1") -> None:
-        try:
-            self._server, self._thread = start_http_server(port, addr=host, registry=registry)
-        except OSError as exc:
-            why = exc.strerror or str(exc)
-            raise ConfigError(f"cannot serve metrics on {host}:{port}: {why}") from None
+        self._server = RouteServer(metrics_routes(registry), port, host, what="metrics")
         self.host = host
-        self.port = int(self._server.server_address[1])
+        self.port = self._server.port
 
     @property
     def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/metrics"
+        return self._server.url("/metrics")
 
     def close(self) -> None:
         """Stop serving and release the port."""
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(5.0)
+        self._server.close()

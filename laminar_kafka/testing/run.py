@@ -10,7 +10,7 @@ from typing import Any
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.runtime.config import RuntimeConfig
-from laminar_kafka.runtime.events import RuntimeEvent
+from laminar_kafka.runtime.events import Listener, RuntimeEvent
 from laminar_kafka.runtime.runner import PipelineRunner
 from laminar_kafka.runtime.stats import RunStats
 from laminar_kafka.testing.orders import read_committed
@@ -20,13 +20,24 @@ class BackgroundRun:
     """A `PipelineRunner` on a thread; `stop()` drains it and returns its stats."""
 
     def __init__(
-        self, pipeline: Pipeline, config: RuntimeConfig, spark_context: Any = None
+        self,
+        pipeline: Pipeline,
+        config: RuntimeConfig,
+        spark_context: Any = None,
+        listener: Listener | None = None,
     ) -> None:
+        """`listener`, if given, hears every event too (after `events` has it)."""
         self.events: list[RuntimeEvent] = []
-        self.runner = PipelineRunner(pipeline, config, spark_context, listener=self.events.append)
+        self._listener = listener
+        self.runner = PipelineRunner(pipeline, config, spark_context, listener=self._hear)
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
+
+    def _hear(self, event: RuntimeEvent) -> None:
+        self.events.append(event)
+        if self._listener is not None:
+            self._listener(event)
 
     def _run(self) -> None:
         try:

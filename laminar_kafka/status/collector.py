@@ -1,0 +1,189 @@
+"""What the status page shows, kept from the runtime's events as they come.
+
+`StatusCollector` is a runtime listener (chain it beside the progress printer
+and the metrics) and a lag sink for `LagPoller`. Events arrive on the runner's
+thread, lag on the poller's and requests on the server's: one lock guards the
+state, and `snapshot()` copies it out as plain data for JSON. It keeps the last
+`keep` checkpoints and restarts, so its memory does not grow with the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from laminar_kafka.kafka.names import PartitionKey
+from laminar_kafka.runtime.events import (
+    CheckpointAborted,
+    CheckpointCommitted,
+    Drained,
+    GenerationStarted,
+    ParallelismCapped,
+    RuntimeEvent,
+    Stopped,
+    WorkerLost,
+)
+
+log = logging.getLogger(__name__)
+
+KEEP = 300
+"""Checkpoints (and restarts) kept for the page: minutes of a run at the default interval."""
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 1)
+
+
+class StatusCollector:
+    """The state of one run for the status page; a failure here is logged, never raised."""
+
+    def __init__(self, plan: Mapping[str, Any], keep: int = KEEP) -> None:
+        self._lock = threading.Lock()
+        self._plan = dict(plan)
+        self._started = time.time()
+        self._state = "starting"
+        self._checkpoints: deque[dict[str, Any]] = deque(maxlen=keep)
+        self._generations: deque[dict[str, Any]] = deque(maxlen=keep)
+        self._restarts: deque[dict[str, Any]] = deque(maxlen=keep)
+        self._stages: dict[int, dict[str, Any]] = {}
+        self._capped: dict[str, Any] | None = None
+        self._committed = 0
+        self._aborted = 0
+        self._lag: dict[PartitionKey, int] | None = None
+        self._lag_at: float | None = None
+
+    def __call__(self, event: RuntimeEvent) -> None:
+        try:
+            with self._lock:
+                self._on(event)
+        except Exception:
+            log.warning("status: cannot record %s", event.name, exc_info=True)
+
+    def _on(self, event: RuntimeEvent) -> None:
+        if isinstance(event, CheckpointCommitted):
+            self._on_commit(event)
+        elif isinstance(event, CheckpointAborted):
+            self._aborted += 1
+            self._checkpoints.append(
+                {
+                    "id": event.checkpoint_id,
+                    "generation": event.generation,
+                    "at": event.at,
+                    "outcome": "aborted",
+                    "reason": event.reason,
+                }
+            )
+        elif isinstance(event, GenerationStarted):
+            self._on_generation(event)
+        elif isinstance(event, WorkerLost):
+            self._state = "restarting"
+            self._restarts.append(
+                {
+                    "restart": event.restart,
+                    "generation": event.generation,
+                    "cause": event.reason,
+                    "at": event.at,
+                    "backoff_s": event.backoff_s,
+                    "recovered_generation": None,
+                    "recovery_s": None,
+                }
+            )
+        elif isinstance(event, ParallelismCapped):
+            self._capped = {
+                "requested": event.requested,
+                "used": event.used,
+                "stage": event.stage,
+                "partitions": event.partitions,
+            }
+        elif isinstance(event, Drained):
+            self._state = "drained"
+        elif isinstance(event, Stopped):
+            self._state = "stopped"
+
+    def _on_commit(self, event: CheckpointCommitted) -> None:
+        self._checkpoints.append(
+            {
+                "id": event.checkpoint_id,
+                "generation": event.generation,
+                "at": event.at,
+                "outcome": "committed",
+                "duration_ms": _ms(event.duration_s),
+                "unaligned_tasks": list(event.unaligned_tasks),
+                "stages": [
+                    {"stage": s.stage, "duration_ms": _ms(s.duration_s)} for s in event.stages
+                ],
+            }
+        )
+        self._committed += 1
+        for s in event.stages:
+            self._stages[s.stage] = {
+                "stage": s.stage,
+                "tasks": s.tasks,
+                "records_in": s.records_in,
+                "records_out": s.records_out,
+                "dead_letters": s.dead_letters,
+                "late_records": s.late_records,
+                "tasks_with_watermark": s.watermarks,
+                "generation": event.generation,
+                "checkpoint": event.checkpoint_id,
+            }
+
+    def _on_generation(self, event: GenerationStarted) -> None:
+        self._state = "running"
+        self._generations.append(
+            {
+                "generation": event.generation,
+                "tasks": event.tasks,
+                "at": event.at,
+                "start_s": event.start_s,
+                "recovery_s": event.recovery_s,
+            }
+        )
+        pending = next((r for r in reversed(self._restarts) if r["recovery_s"] is None), None)
+        if pending is not None and event.recovery_s is not None:
+            pending["recovered_generation"] = event.generation
+            pending["recovery_s"] = event.recovery_s
+
+    def set_lag(self, lags: Mapping[PartitionKey, int], at: float) -> None:
+        """A `LagPoller` reading: source partition → records not yet committed past."""
+        with self._lock:
+            self._lag = dict(lags)
+            self._lag_at = at
+
+    def snapshot(self) -> dict[str, Any]:
+        """The whole state as plain data (the body of `/api/status`)."""
+        with self._lock:
+            generation = self._generations[-1] if self._generations else None
+            lag = None
+            if self._lag is not None:
+                lag = {
+                    "at": self._lag_at,
+                    "total": sum(self._lag.values()),
+                    "partitions": [
+                        {"topic": t, "partition": p, "lag": n}
+                        for (t, p), n in sorted(self._lag.items())
+                    ],
+                }
+            return {
+                "pipeline": self._plan.get("pipeline"),
+                "now": time.time(),
+                "started": self._started,
+                "state": self._state,
+                "generation": generation["generation"] if generation else None,
+                "counts": {
+                    "committed": self._committed,
+                    "aborted": self._aborted,
+                    "restarts": self._restarts[-1]["restart"] if self._restarts else 0,
+                },
+                "plan": self._plan,
+                "parallelism_capped": self._capped,
+                "stages": [dict(self._stages[k]) for k in sorted(self._stages)],
+                "checkpoints": [dict(c) for c in self._checkpoints],
+                "generations": [dict(g) for g in self._generations],
+                "restarts": [dict(r) for r in self._restarts],
+                "lag": lag,
+            }

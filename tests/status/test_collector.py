@@ -1,0 +1,171 @@
+"""The status collector: runtime events and lag readings become the page's JSON (no server)."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from laminar_kafka import Pipeline
+from laminar_kafka.runtime.events import (
+    CheckpointAborted,
+    CheckpointCommitted,
+    Drained,
+    GenerationStarted,
+    ParallelismCapped,
+    StageProgress,
+    Stopped,
+    WorkerLost,
+)
+from laminar_kafka.status import StatusCollector, plan_view
+
+
+def two_stages() -> Pipeline:
+    p = Pipeline("orders")
+    (
+        p.source("orders-in")
+        .key_by(lambda o: o["customer"], partitions=6)
+        .aggregate(initial=lambda: 0, add=lambda t, o: t + 1, emit=lambda c, t: {"n": t})
+        .sink("orders-out")
+    )
+    return p
+
+
+def collector(keep: int = 300) -> StatusCollector:
+    return StatusCollector(plan_view(two_stages(), parallelism=2), keep=keep)
+
+
+def commit(checkpoint: int, generation: int, *stage_s: float) -> CheckpointCommitted:
+    stages = tuple(
+        StageProgress(i, 2, 10 * checkpoint, 9 * checkpoint, 1, s, watermarks=i)
+        for i, s in enumerate(stage_s)
+    )
+    return CheckpointCommitted(checkpoint, generation, sum(stage_s), (1,), stages, at=100.0)
+
+
+def test_the_plan_names_stages_internal_topics_and_sinks() -> None:
+    plan = collector().snapshot()["plan"]
+    assert plan["pipeline"] == "orders" and plan["sources"] == ["orders-in"]
+    assert plan["sinks"] == ["orders-out"]
+    [internal] = plan["internal_topics"]
+    assert (internal["partitions"], internal["writers"], internal["reader"]) == (6, [0], 1)
+    first, second = plan["stages"]
+    assert first["inputs"] == ["orders-in"] and first["internal_outputs"] == [internal["topic"]]
+    assert second["internal_inputs"] == [internal["topic"]] and second["sinks"] == ["orders-out"]
+    assert second["stateful"] and not first["stateful"]
+    assert first["parallelism"] == second["parallelism"] == 2
+
+
+def test_checkpoints_keep_their_durations_per_stage_and_abort_reasons() -> None:
+    status = collector()
+    for event in [
+        GenerationStarted(1, 4, 2.0),
+        commit(1, 1, 0.010, 0.0205),
+        CheckpointAborted(2, 1, "stage 1 timed out after 20s"),
+        commit(3, 1, 0.005, 0.006),
+    ]:
+        status(event)
+    s = status.snapshot()
+    assert (s["state"], s["generation"]) == ("running", 1)
+    assert s["counts"] == {"committed": 2, "aborted": 1, "restarts": 0}
+    first, aborted, third = s["checkpoints"]
+    assert first == {
+        "id": 1,
+        "generation": 1,
+        "at": 100.0,
+        "outcome": "committed",
+        "duration_ms": 30.5,
+        "unaligned_tasks": [1],
+        "stages": [{"stage": 0, "duration_ms": 10.0}, {"stage": 1, "duration_ms": 20.5}],
+    }
+    assert (aborted["id"], aborted["outcome"], aborted["reason"]) == (
+        2,
+        "aborted",
+        "stage 1 timed out after 20s",
+    )
+    assert third["id"] == 3
+    # The stages' counts are those of the newest commit.
+    assert [(st["records_in"], st["tasks_with_watermark"]) for st in s["stages"]] == [
+        (30, 0),
+        (30, 1),
+    ]
+
+
+def test_a_restart_shows_its_cause_then_its_recovery() -> None:
+    status = collector()
+    status(GenerationStarted(1, 4, 2.0))
+    status(WorkerLost(1, "task 3 lost: Python worker exited unexpectedly", 1, 0.5, at=50.0))
+    lost = status.snapshot()
+    assert lost["state"] == "restarting" and lost["counts"]["restarts"] == 1
+    assert lost["restarts"] == [
+        {
+            "restart": 1,
+            "generation": 1,
+            "cause": "task 3 lost: Python worker exited unexpectedly",
+            "at": 50.0,
+            "backoff_s": 0.5,
+            "recovered_generation": None,
+            "recovery_s": None,
+        }
+    ]
+    status(GenerationStarted(2, 4, 1.5, recovery_s=6.25))
+    s = status.snapshot()
+    assert s["state"] == "running" and s["generation"] == 2
+    assert (s["restarts"][0]["recovered_generation"], s["restarts"][0]["recovery_s"]) == (2, 6.25)
+    assert [(g["generation"], g["recovery_s"]) for g in s["generations"]] == [(1, None), (2, 6.25)]
+
+
+def test_only_the_newest_checkpoints_and_restarts_are_kept() -> None:
+    status = collector(keep=5)
+    for n in range(1, 21):
+        status(commit(n, 1, 0.001))
+        status(WorkerLost(1, f"lost {n}", n, 0.1))
+    s = status.snapshot()
+    assert [c["id"] for c in s["checkpoints"]] == [16, 17, 18, 19, 20]
+    assert [r["restart"] for r in s["restarts"]] == [16, 17, 18, 19, 20]
+    assert s["counts"] == {"committed": 20, "aborted": 0, "restarts": 20}
+
+
+def test_lag_readings_are_listed_per_partition_with_their_total() -> None:
+    status = collector()
+    assert status.snapshot()["lag"] is None
+    status.set_lag({("orders-in", 1): 5, ("orders-in", 0): 7}, 123.0)
+    assert status.snapshot()["lag"] == {
+        "at": 123.0,
+        "total": 12,
+        "partitions": [
+            {"topic": "orders-in", "partition": 0, "lag": 7},
+            {"topic": "orders-in", "partition": 1, "lag": 5},
+        ],
+    }
+
+
+def test_the_end_of_a_run_and_a_capped_parallelism_show() -> None:
+    status = collector()
+    status(ParallelismCapped(4, 2, 2, 0, ("orders-in",)))
+    status(Drained(7))
+    assert status.snapshot()["state"] == "drained"
+    status(Stopped(7, 0, 0))
+    s = status.snapshot()
+    assert s["state"] == "stopped"
+    assert s["parallelism_capped"] == {"requested": 4, "used": 2, "stage": 0, "partitions": 2}
+    json.dumps(s)  # plain data throughout
+
+
+def test_a_snapshot_is_a_copy_that_later_events_do_not_change() -> None:
+    status = collector()
+    status(WorkerLost(1, "lost", 1, 0.1))
+    before = status.snapshot()
+    status(GenerationStarted(2, 4, 1.0, recovery_s=3.0))
+    assert before["restarts"][0]["recovery_s"] is None
+
+
+def test_a_failing_event_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
+    status = collector()
+    broken = CheckpointCommitted(1, 1, 0.1, stages=(None,))  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING):
+        status(broken)
+    assert "status: cannot record checkpoint_committed" in caplog.text
+    status(commit(2, 1, 0.001))
+    assert status.snapshot()["checkpoints"][-1]["id"] == 2

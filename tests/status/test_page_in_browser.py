@@ -1,0 +1,136 @@
+"""The status page in headless Chromium, beside a real pipeline on the broker and Spark:
+the rendered page shows checkpoints rising, then a killed worker's restart with its cause."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from laminar_kafka import AvroFormat, Pipeline, RuntimeConfig
+from laminar_kafka.metrics import LagPoller
+from laminar_kafka.runtime.events import GenerationStarted, RuntimeEvent, WorkerLost
+from laminar_kafka.serving import RouteServer
+from laminar_kafka.status import StatusCollector, plan_view, status_routes
+from laminar_kafka.testing import TopicFactory
+from laminar_kafka.testing.orders import produce_orders
+from laminar_kafka.testing.run import BackgroundRun
+from laminar_kafka.testing.worker_pids import worker_pids
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.chaos]
+
+SCREENSHOT = Path(os.environ.get("LAMINAR_STATUS_SCREENSHOT", ""))
+"""Set to a path to keep a copy of the screenshot (the README's picture)."""
+
+
+@pytest.fixture
+def browser() -> Iterator[webdriver.Chrome]:
+    """Debian's chromium driven by its chromium-driver (.ci/run installs both)."""
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(flag)
+    options.add_argument("--window-size=1280,1100")
+    service = Service(shutil.which("chromedriver") or "/usr/bin/chromedriver")
+    driver = webdriver.Chrome(options=options, service=service)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def shown(driver: webdriver.Chrome, element_id: str) -> str:
+    return str(driver.find_element(By.ID, element_id).text)
+
+
+def committed_shown(driver: webdriver.Chrome) -> int:
+    text = shown(driver, "committed")
+    return int(text) if text.isdigit() else -1
+
+
+def first_stage_records_in(driver: webdriver.Chrome) -> int:
+    text = driver.find_element(By.CSS_SELECTOR, "#plan tbody td:nth-child(5)").text
+    return int(text) if text.isdigit() else -1
+
+
+def restart_rows(driver: webdriver.Chrome) -> list[list[str]]:
+    rows = driver.find_elements(By.CSS_SELECTOR, "#restarts tbody tr")
+    return [[td.text for td in row.find_elements(By.TAG_NAME, "td")] for row in rows]
+
+
+def test_the_page_shows_checkpoints_and_a_killed_workers_restart(
+    kafka_bootstrap: str,
+    topic_factory: TopicFactory,
+    spark_context: Any,
+    tmp_path: Path,
+    pid_dir: Path,
+    browser: webdriver.Chrome,
+) -> None:
+    source = topic_factory.create("orders", partitions=2)
+    name = "ui-" + source[-8:]
+    pipeline = Pipeline(name)
+    (
+        pipeline.source(source, value_format=AvroFormat.from_schema("order"))
+        .map(lambda o: {"id": o["id"]})
+        .sink(source + "-out", key="id")
+    )
+    config = RuntimeConfig(
+        bootstrap=kafka_bootstrap,
+        checkpoint_dir=str(tmp_path / "checkpoints"),
+        parallelism=2,
+        checkpoint_interval_s=0.5,
+        checkpoint_timeout_s=20.0,
+    )
+    produce_orders(kafka_bootstrap, source, range(500))
+    status = StatusCollector(plan_view(pipeline, config.parallelism))
+    poller = LagPoller.for_pipeline(pipeline, config.kafka, 1.0, on_update=status.set_lag)
+    server = RouteServer(status_routes(status), port=0, what="the status page")
+
+    def listener(event: RuntimeEvent) -> None:
+        status(event)
+        poller.on_event(event)
+
+    run = BackgroundRun(pipeline, config, spark_context, listener=listener)
+    try:
+        browser.get(server.url("/"))
+        wait = WebDriverWait(browser, 90, poll_frequency=0.2)
+        wait.until(lambda d: committed_shown(d) >= 2)
+        before = committed_shown(browser)
+        wait.until(lambda d: committed_shown(d) > before)  # rising, page refreshing by itself
+        assert shown(browser, "state") == "running" and shown(browser, "generation") == "1"
+        plan_rows = browser.find_elements(By.CSS_SELECTOR, "#plan tbody tr")
+        assert len(plan_rows) == 1 and source in plan_rows[0].text
+
+        victim = next(w for w in worker_pids(pid_dir) if w.pipeline == name)
+        os.kill(victim.pid, signal.SIGKILL)
+        run.wait_for(lambda: run.count(GenerationStarted) >= 2, 90, "a new generation")
+        [lost] = [e for e in run.events if isinstance(e, WorkerLost)]
+        produce_orders(kafka_bootstrap, source, range(500, 800))
+        wait.until(lambda d: shown(d, "generation") == "2" and shown(d, "restarts-count") == "1")
+        after_restart = committed_shown(browser)
+        wait.until(lambda d: committed_shown(d) > after_restart)
+        # The new generation's tasks count from zero: its first records show in the plan.
+        wait.until(lambda d: first_stage_records_in(d) > 0)
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#lag tbody tr")) == 2)
+        [row] = restart_rows(browser)
+        assert row[:3] == ["1", "1", lost.reason]
+        assert row[4] == "generation 2" and row[5].endswith(" s")
+        assert shown(browser, "state") == "running"
+        browser.save_screenshot(str(tmp_path / "status-page.png"))
+        if SCREENSHOT.name:
+            shutil.copyfile(tmp_path / "status-page.png", SCREENSHOT)
+    finally:
+        try:
+            run.stop()
+        finally:
+            poller.close(2.0)
+            server.close()
