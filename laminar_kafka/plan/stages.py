@@ -64,6 +64,13 @@ class Stage:
     def is_stateful(self) -> bool:
         return any(f.is_stateful for f in self.flows)
 
+    @property
+    def keeps_state(self) -> bool:
+        """Its tasks snapshot their partitions' tables: keyed state, or event time (a
+        partition's watermark is state too, also in a stage without keyed state: a
+        restored task reports it downstream, see runtime/task_event_time.py)."""
+        return self.is_stateful or any(f.source.event_time is not None for f in self.flows)
+
     def _internal_input(self, topic: str) -> bool:
         return any(f.source.internal for f in self.flows if f.source.topic == topic)
 

@@ -59,7 +59,7 @@ class WorkerTask:
         )
         dlq = cfg.dead_letters_to(spec.pipeline.name)
         self._flows = FlowRunner(stage.flows, spec.partition_counts, dlq, spec.max_record_bytes)
-        self._state = TaskState(stage.is_stateful)
+        self._state = TaskState(stage.keeps_state)
         self._flows.states_of = self._state.of  # the tables a join reads
         self._time = TaskEventTime(spec, self._flows, self._state, self._sinks)
         self._since_commit = 0
@@ -74,6 +74,7 @@ class WorkerTask:
             participant = self._recover()
             participant.announce_ready(self._inputs.positions)
             self._sinks.begin()
+            self._time.forward()  # the restored watermark: the new generation's writers report
             tables, inputs, logs = self.spec.stage.tables, self._inputs, self._ports.logs
             due = bootstrap_tables(inputs, logs, tables, self._process, self._live.check)
             drained = bool(due and self._checkpoint(participant))

@@ -5,7 +5,12 @@ their writers wrote.
 A task's watermark is the lowest of its partitions' (none until each has one).
 It goes, as a Watermark control record, into every partition of every internal
 topic the task writes, inside its transaction and so in order with its records:
-whenever it rose (looked at every 200 ms) and before each forwarded barrier. A
+when its generation starts, whenever it rose (looked at every 200 ms), and before each
+forwarded barrier. The watermark is state, snapshotted with the partitions' tables
+also in a stage without keyed state (`Stage.keeps_state`): a task restored at a
+checkpoint reports at once the watermark it wrote before that checkpoint's barrier
+(no higher than its offsets justify; the writers of a new generation must all
+report before a downstream watermark rises), also when it has no new input. A
 downstream partition's watermark is the lowest of its current writers' (see
 `Progress.heard`), so a slow upstream task holds back the windows downstream
 instead of its records arriving late there. A task whose windows allow lateness

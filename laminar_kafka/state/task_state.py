@@ -1,4 +1,5 @@
-"""All keyed state one task holds: per source partition, a table per stateful step name."""
+"""All keyed state one task holds: per source partition, a table per stateful step name
+(and its event-time progress, `operators/event_time.WATERMARK_TABLE`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from laminar_kafka.state.snapshot import (
 
 
 class TaskState:
-    """The tables of a task's partitions; snapshots only when the pipeline keeps state."""
+    """The tables of a task's partitions; snapshots only when its stage keeps state
+    (`Stage.keeps_state`)."""
 
     def __init__(self, stateful: bool) -> None:
         self.stateful = stateful
@@ -27,7 +29,7 @@ class TaskState:
         return self.partitions[key]
 
     def snapshot(self) -> bytes | None:
-        """The task's state file, or None for a stateless pipeline."""
+        """The task's state file, or None for a stage that keeps no state."""
         return encode_task_snapshot(self.partitions) if self.stateful else None
 
     def restore(self, snapshot: bytes, keys: Iterable[PartitionKey]) -> None:

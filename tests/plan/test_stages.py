@@ -139,3 +139,17 @@ def test_tasks_are_numbered_across_stages_and_know_their_writers() -> None:
     capped = lay_out_tasks(plan, {"orders": 1, topic: 4}, parallelism=3)
     assert [t.stage for t in capped] == [0, 1, 1, 1]
     assert capped[1].writers[(topic, 0)] == frozenset({0})
+
+
+def test_a_stage_that_stamps_event_time_keeps_state_without_keyed_steps() -> None:
+    p = Pipeline("p")
+    p.source("orders", partitioned_by="customer", timestamp="ts").key_by("product").count().sink(
+        "out"
+    )
+    plain = Pipeline("q")
+    plain.source("orders").map(lambda o: o).sink("out")
+    upstream, downstream = plan_stages(p).stages
+    assert not upstream.is_stateful and upstream.keeps_state  # its watermarks
+    assert downstream.is_stateful and downstream.keeps_state
+    (only,) = plan_stages(plain).stages
+    assert not only.keeps_state
