@@ -12,7 +12,7 @@ from laminar_kafka.api.checks import (
     check_key,
     check_name,
 )
-from laminar_kafka.api.event_time import Duration, require_event_time
+from laminar_kafka.api.event_time import require_event_time
 from laminar_kafka.api.specs import Flow
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.operators.interval_join import IntervalJoinOp, merge_pair
@@ -77,7 +77,7 @@ def interval_join_op(
         check_name("join_interval", name)
     for branches in sides:
         require_event_time("interval joins", branches)
-    return IntervalJoinOp(before, after, how, merge or merge_pair, name)  # type: ignore[arg-type]
+    return IntervalJoinOp(before, after, how, merge or merge_pair, name)
 
 
 def check_tables(flows: Sequence[Flow]) -> None:

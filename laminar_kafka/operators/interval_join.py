@@ -74,6 +74,9 @@ class IntervalJoinOp:
     step: str = ""
     kind: ClassVar[StepKind] = "interval_join"
 
+    def describe(self) -> str:
+        return f"join_interval within [-{self.before_ms}, +{self.after_ms}] ms ({self.how})"
+
     def reach(self, side: int) -> int:
         """How long after its own time a record of `side` may still meet a partner."""
         return self.after_ms if side == 0 else self.before_ms

@@ -16,6 +16,7 @@ from typing import Any
 
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.formats import JsonFormat
+from laminar_kafka.operators.interval_join import IntervalHow
 
 ORDERS, PAYMENTS, PAID = "orders", "payments", "orders-paid"
 BASE = 1_700_000_000_000
@@ -43,7 +44,7 @@ def paid(o: dict[str, Any], p: dict[str, Any] | None) -> dict[str, Any]:
     return {"id": o["id"], "customer": o["customer"], "pay": p["pay"] if p else None}
 
 
-def interval_pipeline(how: str = "left", name: str = "intervals") -> Pipeline:
+def interval_pipeline(how: IntervalHow = "left", name: str = "intervals") -> Pipeline:
     """Orders joined with their customer's payments made within 10 s after them."""
     pipeline = Pipeline(name)
     json = JsonFormat()

@@ -12,6 +12,7 @@ import pytest
 from laminar_kafka import JsonFormat, Pipeline, faults
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.faults import FaultPoint
+from laminar_kafka.operators.interval_join import IntervalHow
 from laminar_kafka.runtime.events import CheckpointAborted, CheckpointCommitted, RuntimeEvent
 from laminar_kafka.testing.engine import in_process_config, run_in_process
 from laminar_kafka.testing.interval_workload import (
@@ -83,7 +84,7 @@ def _batches(broker: MemoryBroker, sizes: list[int]) -> Iterator[None]:
 
 @pytest.mark.parametrize("how", ["inner", "left"])
 def test_a_crash_after_the_snapshot_recovers_to_the_batch_interval_join(
-    tmp_path: Path, how: str
+    tmp_path: Path, how: IntervalHow
 ) -> None:
     broker = _broker()
     feeding = _batches(broker, [20, 20, 20])
@@ -114,7 +115,7 @@ def test_streams_without_event_time_are_refused() -> None:
     pipeline = Pipeline("p")
     timed = pipeline.source(ORDERS, timestamp="ts")
     plain = pipeline.source(PAYMENTS)
-    with pytest.raises(ConfigError, match="interval joins need event time.*'payments'"):
+    with pytest.raises(ConfigError, match=r"interval joins need event time.*'payments'"):
         timed.join_interval(plain, on="customer", within=(0, 10))
     with pytest.raises(ConfigError, match=r"within must be \(before, after\)"):
         timed.join_interval(timed, on="customer", within=10)  # type: ignore[arg-type]
