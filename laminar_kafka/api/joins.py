@@ -61,7 +61,16 @@ def interval_join_op(
     name: str | None,
 ) -> IntervalJoinOp:
     """The interval join step, once its arguments are known good."""
-    check_key("join_interval on", on)
+    if isinstance(on, tuple):
+        if len(on) != 2:
+            raise ConfigError(
+                "join_interval on must be a key of both streams, or (key of this stream, "
+                f"key of the other), not {on!r:.60}"
+            )
+        check_key("join_interval on (this stream's key)", on[0])
+        check_key("join_interval on (the other stream's key)", on[1])
+    else:
+        check_key("join_interval on", on)
     if not isinstance(within, tuple | list) or len(within) != 2:
         raise ConfigError(
             "join_interval within must be (before, after): how far before and after a "

@@ -173,15 +173,16 @@ class Stream:
     def join_interval(
         self,
         other: Stream,
-        on: KeySpec,
+        on: KeySpec | tuple[KeySpec, KeySpec],
         within: tuple[Duration, Duration],
         how: IntervalHow = "inner",
         merge: Callable[[Any, Any], Any] | None = None,
         *,
         name: str | None = None,
     ) -> Stream:
-        """Pairs of this stream's records (a) and `other`'s (b) with equal join keys `on` and
+        """Pairs of this stream's records (a) and `other`'s (b) with equal join keys and
         b's event time in [a's - before, a's + after], `within=(before, after)` in seconds.
+        `on` is the key of both (a field or a function), or a pair: (a's, b's).
 
         `merge(a, b)` makes each output (default: both dicts' fields, b's win), stamped
         with the later of the two times; `how="left"` also emits each a record that
@@ -195,7 +196,7 @@ class Stream:
             raise ConfigError("join_interval takes a stream of the same pipeline")
         op = interval_join_op((self.branches, other.branches), on, within, how, merge, name)
         tagged = (*self._then(MapOp(Tagged(0))).branches, *other._then(MapOp(Tagged(1))).branches)
-        key_by = KeyByOp(SideKey(on), "murmur2")
+        key_by = KeyByOp(SideKey(on if isinstance(on, tuple) else (on, on)), "murmur2")
         cut = Repartition(tagged, key_by, name)
         return Stream(self.pipeline, (Branch(cut, (key_by, op)),))
 

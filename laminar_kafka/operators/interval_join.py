@@ -46,13 +46,15 @@ class Tagged:
 
 @dataclass(frozen=True)
 class SideKey:
-    """The join key `on` of a tagged record: what both sides are repartitioned by."""
+    """The join key of a tagged record, `on[side]` of its value (a field or a function):
+    what both sides are repartitioned by."""
 
-    on: str | Callable[[Any], Any]
+    on: tuple[str | Callable[[Any], Any], str | Callable[[Any], Any]]
 
     def __call__(self, tagged: Any) -> Any:
-        value = tagged[1]
-        return self.on(value) if callable(self.on) else itemgetter(self.on)(value)
+        side, value = tagged
+        on = self.on[side]
+        return on(value) if callable(on) else itemgetter(on)(value)
 
 
 def merge_pair(a: Any, b: Any) -> Any:

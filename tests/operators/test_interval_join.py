@@ -133,7 +133,8 @@ def test_a_merge_that_raises_is_a_dead_letter_of_the_record() -> None:
 
 
 @pytest.mark.parametrize("on", ["customer", lambda r: r["customer"]])
-def test_both_sides_are_tagged_and_keyed_by_the_join_key(on: Any) -> None:
-    record = {"customer": "c1"}
+def test_both_sides_are_tagged_and_keyed_by_their_join_key(on: Any) -> None:
+    record = {"customer": "c1", "buyer": "c2"}
     assert Tagged(1)(record) == [1, record]
-    assert SideKey(on)(Tagged(0)(record)) == "c1"
+    key = SideKey((on, "buyer"))
+    assert (key(Tagged(0)(record)), key(Tagged(1)(record))) == ("c1", "c2")

@@ -9,13 +9,15 @@ from typing import Any
 
 import pytest
 
-from laminar_kafka import JsonFormat, Pipeline, faults
+from laminar_kafka import AvroFormat, JsonFormat, Pipeline, faults
+from laminar_kafka.api.loader import load_pipeline
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.operators.interval_join import IntervalHow
 from laminar_kafka.runtime.events import CheckpointAborted, CheckpointCommitted, RuntimeEvent
 from laminar_kafka.testing.engine import in_process_config, run_in_process
 from laminar_kafka.testing.interval_workload import (
+    BASE,
     ORDERS,
     PAID,
     PAYMENTS,
@@ -121,3 +123,43 @@ def test_streams_without_event_time_are_refused() -> None:
         timed.join_interval(timed, on="customer", within=10)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="how must be 'inner', 'left' or 'outer'"):
         timed.join_interval(timed, on="customer", within=(0, 1), how="right")  # type: ignore[arg-type]
+
+
+def test_the_example_joins_the_table_then_payments_within_ten_minutes(tmp_path: Path) -> None:
+    pipeline = load_pipeline("pipelines/orders_with_customers.py:pipeline")
+    broker = MemoryBroker()
+    for topic in ("orders", "payments", "customers"):
+        broker.create(topic, 1)
+    avro = AvroFormat.from_schema("order")
+    minute = 60_000
+    for i in range(6):
+        row = {"id": i, "customer": "c1", "amount": 100, "ts_ms": BASE + i * minute, "product": ""}
+        broker.append(("orders", 0), avro.encode_one(row))
+    for i, delay in [(1, 10 * minute), (3, 10 * minute + 1), (5, 0)]:  # 3: a ms too late
+        pay = {"order_id": i, "amount": 100 + i, "ts_ms": BASE + i * minute + delay}
+        broker.append(("payments", 0), JSON.encode_one(pay))
+    broker.append(("customers", 0), JSON.encode_one({"name": "Ada", "tier": "gold"}), b"c1")
+    end = BASE + 100 * minute  # moves both watermarks past every order's ten minutes
+    tail = {"id": 99, "customer": "c9", "amount": 1, "ts_ms": end, "product": ""}
+    broker.append(("orders", 0), avro.encode_one(tail))
+    broker.append(("payments", 0), JSON.encode_one({"order_id": 98, "amount": 1, "ts_ms": end}))
+    sink = "orders-with-customers"
+
+    run_in_process(
+        pipeline,
+        broker,
+        in_process_config(tmp_path, 1),
+        4,
+        until=lambda: len(_read(broker, sink)) >= 6,
+    )
+
+    got = {r["id"]: (r["customer_name"], r["paid_amount"]) for r in _read(broker, sink)}
+    assert len(_read(broker, sink)) == 6
+    assert got == {
+        0: ("Ada", None),
+        1: ("Ada", 101),
+        2: ("Ada", None),
+        3: ("Ada", None),
+        4: ("Ada", None),
+        5: ("Ada", 105),
+    }
