@@ -48,12 +48,16 @@ def _end(broker: MemoryBroker, n: int) -> None:
         broker.append((PAYMENTS, p), JSON.encode_one(tick(p, n)))
 
 
-def _read(broker: MemoryBroker, topic: str) -> list[Any]:
+def _messages(broker: MemoryBroker, topic: str) -> list[Any]:
     if broker.partitions(topic) == 0:
         return []
     reader = MemoryReader(broker, "reader", 100_000)
     reader.assign({(topic, p): 0 for p in range(broker.partitions(topic))})
-    return [JSON.decode_one(m.value()) for m in reader.poll(0)]
+    return list(reader.poll(0))
+
+
+def _read(broker: MemoryBroker, topic: str) -> list[Any]:
+    return [JSON.decode_one(m.value()) for m in _messages(broker, topic)]
 
 
 def _key(r: dict[str, Any]) -> tuple[int, int]:
@@ -153,8 +157,12 @@ def test_the_example_joins_the_table_then_payments_within_ten_minutes(tmp_path: 
         until=lambda: len(_read(broker, sink)) >= 6,
     )
 
-    got = {r["id"]: (r["customer_name"], r["paid_amount"]) for r in _read(broker, sink)}
-    assert len(_read(broker, sink)) == 6
+    messages = _messages(broker, sink)
+    got = {
+        (r := JSON.decode_one(m.value()))["id"]: (r["customer_name"], r["paid_amount"])
+        for m in messages
+    }
+    assert len(messages) == 6
     assert got == {
         0: ("Ada", None),
         1: ("Ada", 101),
@@ -162,4 +170,14 @@ def test_the_example_joins_the_table_then_payments_within_ten_minutes(tmp_path: 
         3: ("Ada", None),
         4: ("Ada", None),
         5: ("Ada", 105),
+    }
+    # A pair is stamped with the later time (the payment's), an unpaid order with its own.
+    stamps = {JSON.decode_one(m.value())["id"]: m.timestamp()[1] - BASE for m in messages}
+    assert stamps == {
+        0: 0,
+        1: 11 * minute,
+        2: 2 * minute,
+        3: 3 * minute,
+        4: 4 * minute,
+        5: 5 * minute,
     }
