@@ -44,18 +44,23 @@ def paid(o: dict[str, Any], p: dict[str, Any] | None) -> dict[str, Any]:
     return {"id": o["id"], "customer": o["customer"], "pay": p["pay"] if p else None}
 
 
-def interval_pipeline(how: IntervalHow = "left", name: str = "intervals") -> Pipeline:
-    """Orders joined with their customer's payments made within 10 s after them."""
+def interval_pipeline(
+    how: IntervalHow = "left",
+    name: str = "intervals",
+    topics: tuple[str, str, str] = (ORDERS, PAYMENTS, PAID),
+) -> Pipeline:
+    """Orders joined with their customer's payments made within 10 s after them;
+    `topics`: orders, payments, sink."""
     pipeline = Pipeline(name)
     json = JsonFormat()
-    orders = pipeline.source(ORDERS, json, timestamp="ts", max_out_of_order=5)
-    payments = pipeline.source(PAYMENTS, json, timestamp="ts", max_out_of_order=5)
+    orders = pipeline.source(topics[0], json, timestamp="ts", max_out_of_order=5)
+    payments = pipeline.source(topics[1], json, timestamp="ts", max_out_of_order=5)
     (
         orders.join_interval(
             payments, on="customer", within=(0, WITHIN_S), how=how, merge=paid, name="paid"
         )
         .filter(lambda r: r["customer"] != TICK)
-        .sink(PAID, key="id")
+        .sink(topics[2], key="id")
     )
     return pipeline
 
