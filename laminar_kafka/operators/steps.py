@@ -8,12 +8,12 @@ restart compares signatures to refuse state that would be misread.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 from laminar_kafka.operators.base import Operator
-from laminar_kafka.operators.interval_join import IntervalJoinOp
+from laminar_kafka.operators.interval_join import IntervalJoinOp, SideKey
 from laminar_kafka.operators.keyed import AggregateOp, KeyByOp, StepKind
 from laminar_kafka.operators.process import ProcessOp
 from laminar_kafka.operators.windows import WindowSpec
@@ -91,10 +91,17 @@ def step_signature(kind: StepKind, key_by: KeyByOp | None) -> str:
     if key_by is None:
         return f"{kind} without key_by"
     key = key_by.key
+    if isinstance(key, SideKey):  # an interval join: each side's key
+        described = " and ".join(describe_key(on) for on in key.on)
+    else:
+        described = describe_key(key)
+    return f"{kind} by {described} ({key_by.partitioner})"
+
+
+def describe_key(key: str | Callable[[Any], Any]) -> str:
+    """`field 'customer'`, or `function <module>.<qualified name>`."""
     if callable(key):
         name = getattr(key, "__qualname__", None) or type(key).__qualname__
         module = getattr(key, "__module__", None) or type(key).__module__
-        described = f"function {module}.{name}"
-    else:
-        described = f"field {key!r}"
-    return f"{kind} by {described} ({key_by.partitioner})"
+        return f"function {module}.{name}"
+    return f"field {key!r}"

@@ -6,7 +6,7 @@ import pytest
 
 from laminar_kafka import Pipeline
 from laminar_kafka.errors import ConfigError
-from laminar_kafka.operators import is_stateful_step
+from laminar_kafka.operators import step_signatures
 from laminar_kafka.plan.describe import describe_plan
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.plan.tasks import lay_out_tasks
@@ -91,4 +91,6 @@ def test_an_interval_join_repartitions_both_streams_into_one_stage() -> None:
         "(left), both streams repartitioned by the join key"
     )
     # Its buffers and timers are state of a named step of the second stage.
-    assert [op.step for op in pipeline.flows[-1].operators if is_stateful_step(op)] == ["paid"]
+    assert step_signatures(pipeline.flows[-1].operators) == {
+        "paid": "interval_join by field 'customer' and field 'customer' (murmur2)"
+    }

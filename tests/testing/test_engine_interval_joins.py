@@ -127,6 +127,9 @@ def test_streams_without_event_time_are_refused() -> None:
         timed.join_interval(timed, on="customer", within=10)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="how must be 'inner', 'left' or 'outer'"):
         timed.join_interval(timed, on="customer", within=(0, 1), how="right")  # type: ignore[arg-type]
+    joined = timed.join_interval(pipeline.source("other", timestamp="ts"), "c", (0, 1))
+    with pytest.raises(ConfigError, match="metadata=True after an interval join"):
+        joined.map(lambda r: r.value, metadata=True)
 
 
 def test_the_example_joins_the_table_then_payments_within_ten_minutes(tmp_path: Path) -> None:
