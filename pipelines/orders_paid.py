@@ -3,10 +3,12 @@
 `orders` holds JSON records `{"id", "customer", "amount", "ts_ms"}`, `payments`
 `{"order_id", "amount", "ts_ms"}`; both are stamped with `ts_ms` (event time, at
 most 30 s out of order per partition). Each order is joined with the payments of
-its order made 0 to 10 minutes after it: one output per payment found, or, once
-the watermark passes the order's ten minutes, one with `paid` false (a left
-interval join). Producers key both topics by order id (`partitioned_by`); the
-join still repartitions both streams by order id into one stage (skipping that for
+its order made 0 to 10 minutes after it: one output per payment found, stamped
+with the payment's time. With `how="left"` an order without one would come out
+too, with `paid` false, once the watermark passes its ten minutes.
+
+Producers key both topics by order id (`partitioned_by`); the join still
+repartitions both streams by order id into one stage (skipping that for
 co-partitioned streams is not built yet), whose buffers and timers are in every
 checkpoint (the startup output shows the plan).
 
@@ -40,7 +42,7 @@ def with_payment(order: dict[str, Any], payment: dict[str, Any] | None) -> dict[
         payments,
         on=("id", "order_id"),
         within=(0, 600),
-        how="left",
+        how="inner",
         merge=with_payment,
         name="paid-within-10-min",
     ).sink("orders-paid", value_format=JsonFormat(), key="id")
