@@ -13,8 +13,8 @@ partition count (the startup output says so); declare
 when the producers key orders by customer and the topics have equal partition
 counts.
 
-The interval join with payments (within 10 minutes) comes in a later version:
-interval joins are not built yet.
+The interval join with payments within 10 minutes is its own example,
+`pipelines/orders_paid.py` (the chaos rounds of this one feed orders only).
 
 Run it:  laminar-kafka run pipelines/orders_with_customers.py --bootstrap 127.0.0.1:9092
 """

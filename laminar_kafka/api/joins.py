@@ -1,14 +1,25 @@
-"""Checks of a `join_table` call, and the operator it makes (operators/join.py)."""
+"""Checks of a `join_table` or `join_interval` call, and the operator it makes
+(operators/join.py, operators/interval_join.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from laminar_kafka.api.checks import check_callable, check_key, check_name
+from laminar_kafka.api.checks import (
+    check_callable,
+    check_duration,
+    check_key,
+    check_name,
+)
+from laminar_kafka.api.event_time import require_event_time
 from laminar_kafka.api.specs import Flow
 from laminar_kafka.errors import ConfigError
+from laminar_kafka.operators.interval_join import IntervalJoinOp, merge_pair
 from laminar_kafka.operators.join import JoinTableOp, TableSpec, default_merge
+
+if TYPE_CHECKING:
+    from laminar_kafka.api.streams import Branch
 
 
 def join_op(
@@ -39,6 +50,43 @@ def join_op(
     if name is not None:
         check_name("join_table", name)
     return JoinTableOp(table, on, how, merge or default_merge)  # type: ignore[arg-type]
+
+
+def interval_join_op(
+    sides: tuple[tuple[Branch, ...], tuple[Branch, ...]],
+    on: object,
+    within: object,
+    how: object,
+    merge: Callable[[Any, Any], Any] | None,
+    name: str | None,
+) -> IntervalJoinOp:
+    """The interval join step, once its arguments are known good."""
+    if isinstance(on, tuple):
+        if len(on) != 2:
+            raise ConfigError(
+                "join_interval on must be a key of both streams, or (key of this stream, "
+                f"key of the other), not {on!r:.60}"
+            )
+        check_key("join_interval on (this stream's key)", on[0])
+        check_key("join_interval on (the other stream's key)", on[1])
+    else:
+        check_key("join_interval on", on)
+    if not isinstance(within, tuple | list) or len(within) != 2:
+        raise ConfigError(
+            "join_interval within must be (before, after): how far before and after a "
+            f"record's time the other stream's records match, in seconds, not {within!r:.60}"
+        )
+    before = check_duration("join_interval within's before", within[0])
+    after = check_duration("join_interval within's after", within[1])
+    if how not in ("inner", "left", "outer"):
+        raise ConfigError(f"join_interval how must be 'inner', 'left' or 'outer', not {how!r}")
+    if merge is not None:
+        check_callable("join_interval merge", merge)
+    if name is not None:
+        check_name("join_interval", name)
+    for branches in sides:
+        require_event_time("interval joins", branches)
+    return IntervalJoinOp(before, after, how, merge or merge_pair, name)
 
 
 def check_tables(flows: Sequence[Flow]) -> None:

@@ -19,13 +19,14 @@ from laminar_kafka.api.checks import (
     check_key,
     check_name,
 )
-from laminar_kafka.api.event_time import event_time_step
-from laminar_kafka.api.joins import join_op
+from laminar_kafka.api.event_time import Duration, event_time_step
+from laminar_kafka.api.joins import interval_join_op, join_op
 from laminar_kafka.api.keyed_stream import KeyedStream
 from laminar_kafka.api.specs import KeySpec, SinkSpec, SourceSpec
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.formats import Format, JsonFormat, StringFormat
 from laminar_kafka.operators import FilterOp, FlatMapOp, KeyByOp, MapOp, Operator
+from laminar_kafka.operators.interval_join import IntervalHow, SideKey, Tagged
 from laminar_kafka.operators.join import JoinHow, TableSpec
 from laminar_kafka.operators.partitioning import Partitioner
 from laminar_kafka.sinks.file_output import FileFormat
@@ -168,6 +169,36 @@ class Stream:
         step = name or f"join-{table.topic}"
         cut = Repartition(self.branches, key_by, step, partitions_like=table.topic)
         return Stream(self.pipeline, (Branch(cut, (op,)),))
+
+    def join_interval(
+        self,
+        other: Stream,
+        on: KeySpec | tuple[KeySpec, KeySpec],
+        within: tuple[Duration, Duration],
+        how: IntervalHow = "inner",
+        merge: Callable[[Any, Any], Any] | None = None,
+        *,
+        name: str | None = None,
+    ) -> Stream:
+        """Pairs of this stream's records (a) and `other`'s (b) with equal join keys and
+        b's event time in [a's - before, a's + after], `within=(before, after)` in seconds.
+        `on` is the key of both (a field or a function), or a pair: (a's, b's).
+
+        `merge(a, b)` makes each output (default: both dicts' fields, b's win), stamped
+        with the later of the two times; `how="left"` also emits each a record that
+        matched nothing as merge(a, None), `"outer"` each b record too as merge(None, b),
+        once the watermark passes the last time a partner could have, stamped with the
+        record's own time. Both streams need event time; a record below the watermark
+        is late (counted, joined with nothing). Both are repartitioned by `on` into one
+        internal topic `<pipeline>.<name>.repartition`: see operators/interval_join.py.
+        """
+        if not isinstance(other, Stream) or other.pipeline is not self.pipeline:
+            raise ConfigError("join_interval takes a stream of the same pipeline")
+        op = interval_join_op((self.branches, other.branches), on, within, how, merge, name)
+        tagged = (*self._then(MapOp(Tagged(0))).branches, *other._then(MapOp(Tagged(1))).branches)
+        key_by = KeyByOp(SideKey(on if isinstance(on, tuple) else (on, on)), "murmur2")
+        cut = Repartition(tagged, key_by, name)
+        return Stream(self.pipeline, (Branch(cut, (key_by, op)),))
 
     def sink(
         self,

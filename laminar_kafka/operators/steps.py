@@ -8,21 +8,23 @@ restart compares signatures to refuse state that would be misread.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 from laminar_kafka.operators.base import Operator
+from laminar_kafka.operators.interval_join import IntervalJoinOp, SideKey
 from laminar_kafka.operators.keyed import AggregateOp, KeyByOp, StepKind
 from laminar_kafka.operators.process import ProcessOp
 from laminar_kafka.operators.windows import WindowSpec
 
-StatefulStep = AggregateOp | ProcessOp
+StatefulStep = AggregateOp | ProcessOp | IntervalJoinOp
 
 
 def is_stateful_step(op: object) -> TypeGuard[StatefulStep]:
-    """Whether `op` keeps keyed state under a step name (an aggregate, a process step)."""
-    return isinstance(op, AggregateOp | ProcessOp)
+    """Whether `op` keeps keyed state under a step name (an aggregate, a process step,
+    an interval join)."""
+    return isinstance(op, AggregateOp | ProcessOp | IntervalJoinOp)
 
 
 def window_of(op: object) -> WindowSpec | None:
@@ -33,13 +35,14 @@ def window_of(op: object) -> WindowSpec | None:
 def runs_on_watermark(op: object) -> bool:
     """Whether `op` may emit on the watermark alone (a window closes, a timer fires), so
     it runs on an empty batch too."""
-    return isinstance(op, ProcessOp) or window_of(op) is not None
+    return isinstance(op, ProcessOp | IntervalJoinOp) or window_of(op) is not None
 
 
 def named_step(op: StatefulStep, label: str, rank: int) -> StatefulStep:
     """`op` named: its `name`, else `<label>/aggregate-<rank>` (`process-<rank>` for a
-    process step), `rank` counting the stateful steps of its flow from 1."""
-    word = "process" if isinstance(op, ProcessOp) else "aggregate"
+    process step, `join-<rank>` for an interval join), `rank` counting the stateful steps
+    of its flow from 1."""
+    word = {ProcessOp: "process", IntervalJoinOp: "join"}.get(type(op), "aggregate")
     return replace(op, step=op.name or f"{label}/{word}-{rank}")
 
 
@@ -88,10 +91,17 @@ def step_signature(kind: StepKind, key_by: KeyByOp | None) -> str:
     if key_by is None:
         return f"{kind} without key_by"
     key = key_by.key
+    if isinstance(key, SideKey):  # an interval join: each side's key
+        described = " and ".join(describe_key(on) for on in key.on)
+    else:
+        described = describe_key(key)
+    return f"{kind} by {described} ({key_by.partitioner})"
+
+
+def describe_key(key: str | Callable[[Any], Any]) -> str:
+    """`field 'customer'`, or `function <module>.<qualified name>`."""
     if callable(key):
         name = getattr(key, "__qualname__", None) or type(key).__qualname__
         module = getattr(key, "__module__", None) or type(key).__module__
-        described = f"function {module}.{name}"
-    else:
-        described = f"field {key!r}"
-    return f"{kind} by {described} ({key_by.partitioner})"
+        return f"function {module}.{name}"
+    return f"field {key!r}"

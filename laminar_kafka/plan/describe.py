@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from laminar_kafka.api.pipeline import Pipeline
+from laminar_kafka.operators.interval_join import IntervalJoinOp
 from laminar_kafka.operators.join import JoinTableOp
 from laminar_kafka.plan.stages import plan_stages
 
@@ -22,5 +23,7 @@ def describe_plan(pipeline: Pipeline) -> list[str]:
                         else "stream declared partitioned by the join key: no repartition"
                     )
                     line += f"; {op.describe()}, {how}"
+                elif isinstance(op, IntervalJoinOp):
+                    line += f"; {op.describe()}, both streams repartitioned by the join key"
         lines.append(line)
     return lines

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from laminar_kafka.api.pipeline import Flow, Pipeline
 from laminar_kafka.errors import ConfigError, RecordDecodeError
+from laminar_kafka.operators import is_stateful_step
 from laminar_kafka.operators.base import BatchContext
 from laminar_kafka.operators.keyed import KeyByOp, key_bytes
 from laminar_kafka.operators.partitioning import murmur2_partition
@@ -123,7 +124,8 @@ class OrderWorkload:
     def __init__(self, pipeline: Pipeline, records: int) -> None:
         self.source_flow, self.sink_flow = _outer_flows(pipeline)
         self.records = records
-        self.stateful = any(f.is_stateful for f in pipeline.flows)
+        # Running totals come from a stateful step; a table join alone enriches each order.
+        self.stateful = any(is_stateful_step(op) for f in pipeline.flows for op in f.operators)
         self.by_product = self.stateful and _keyed_by_product(pipeline)
 
     def plan(self, topics: Mapping[str, str], partitions: int) -> list[InputRecord]:

@@ -6,9 +6,11 @@ import pytest
 
 from laminar_kafka import Pipeline
 from laminar_kafka.errors import ConfigError
+from laminar_kafka.operators import step_signatures
 from laminar_kafka.plan.describe import describe_plan
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.plan.tasks import lay_out_tasks
+from laminar_kafka.testing.interval_workload import interval_pipeline
 from laminar_kafka.testing.join_workload import join_pipeline
 
 
@@ -75,3 +77,20 @@ def test_a_table_read_as_a_stream_too_is_refused() -> None:
 
 def test_the_topology_records_each_table_with_its_key_format() -> None:
     assert join_pipeline().topology()["table:customers"] == "table keyed by string"
+
+
+def test_an_interval_join_repartitions_both_streams_into_one_stage() -> None:
+    pipeline = interval_pipeline()
+    plan = plan_stages(pipeline)
+    assert [s.inputs for s in plan.stages] == [
+        ("orders", "payments"),
+        ("intervals.paid.repartition",),
+    ]
+    assert describe_plan(pipeline)[1] == (
+        "stage 1 reads intervals.paid.repartition; join_interval within [-0, +10000] ms "
+        "(left), both streams repartitioned by the join key"
+    )
+    # Its buffers and timers are state of a named step of the second stage.
+    assert step_signatures(pipeline.flows[-1].operators) == {
+        "paid": "interval_join by field 'customer' and field 'customer' (murmur2)"
+    }
