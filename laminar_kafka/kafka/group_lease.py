@@ -22,6 +22,7 @@ has no `flock`), and it needs nothing but the cluster the pipeline already uses.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import threading
@@ -34,6 +35,8 @@ from laminar_kafka.errors import FencedError
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.group_view import GroupAskFailed, describe_group
 from laminar_kafka.kafka.lease_verdict import LeaseVerdict, lease_verdict
+
+log = logging.getLogger(__name__)
 
 
 class LeaseHeld(FencedError):
@@ -211,6 +214,8 @@ class GroupLease:
             self._held.wait(regain_s)  # set again by the poller if the group gives it back
             if self._lost.is_set():
                 self._settle()
+                if not self._lost.is_set():
+                    log.warning("the lease of Kafka group %r is held again", self.group)
         if self._lost.is_set():
             why = f": {self._error or self._verdict}" if self._error or self._verdict else ""
             raise FencedError(
