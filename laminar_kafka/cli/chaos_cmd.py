@@ -107,8 +107,8 @@ def register(subparsers: Any) -> None:
         type=Path,
         help="broker-bounce rounds kill and restart the local broker of this home (see "
         "`laminar-kafka broker`; started if it does not run; a cluster's nodes are killed in "
-        "turn); by default they start a broker of their own and stop it at the end. No other "
-        "broker is ever killed",
+        "turn); by default they start a broker of their own and stop it at the end. Every round "
+        "of a run with broker-bounce rounds uses that broker. No other broker is ever killed",
     )
     parser.set_defaults(handler=chaos)
 
@@ -158,7 +158,10 @@ def chaos(args: argparse.Namespace) -> int:
         if points and FaultKind.KILL not in faults:
             raise ConfigError("--points are kill rounds: add kill to --faults")
         plan = _plan(run, faults, points, args.rounds, args.kill)
-        check_brokers_answer(KafkaConnection(settings.bootstrap))  # the options first
+        if FaultKind.BROKER_BOUNCE in faults:
+            run.use_bounce_broker()  # every round on the broker the bounces kill
+        else:
+            check_brokers_answer(KafkaConnection(settings.bootstrap))  # the options first
         print(
             f"chaos: {len(plan)} rounds on {args.pipeline} (seed {run.seed}, "
             f"logs in {settings.work_dir})",

@@ -5,8 +5,10 @@ the cooperative-sticky assignor a member that joins later never takes the partit
 from a live holder: it joins with nothing assigned and is refused. A holder that
 dies (even by SIGKILL) leaves the group when its session times out, and the
 partition passes to whoever waits. A holder that was cut off long enough (paused,
-partitioned) loses the partition the same way; `check` then raises, so it stops
-before it writes anything a newer holder owns. A holder that was stopped as a
+partitioned) loses the partition the same way; `check` then raises once the group
+shows a successor, so it stops before it writes anything a newer holder owns. A
+holder cut off by a broker outage waits for the group and keeps or rejoins the
+lease if nobody took it (the rule: `kafka/lease_verdict.py`). A holder that was stopped as a
 whole (SIGSTOP, a VM freeze) wakes before its poller has met the rebalance:
 `check` sees the gap in its polls, waits for a poll, and asks the group whether
 this member still holds the partition. The lease alone cannot tell a
@@ -20,6 +22,7 @@ has no `flock`), and it needs nothing but the cluster the pipeline already uses.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import threading
@@ -31,6 +34,9 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from laminar_kafka.errors import FencedError
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.group_view import GroupAskFailed, describe_group
+from laminar_kafka.kafka.lease_verdict import LeaseVerdict, lease_verdict
+
+log = logging.getLogger(__name__)
 
 
 class LeaseHeld(FencedError):
@@ -55,10 +61,13 @@ class GroupLease:
         group: str,
         topic: str,
         session_timeout_ms: int = 10_000,
+        outage_s: float = 120.0,
     ) -> None:
         self.group = group
         self.topic = topic
         self.session_timeout_s = session_timeout_ms / 1000
+        self.outage_s = outage_s
+        """How long a holder that lost the lease waits for a group that answers."""
         self._kafka = kafka
         self._consumer = Consumer(
             kafka.settings(
@@ -78,6 +87,8 @@ class GroupLease:
         self._poller: threading.Thread | None = None
         self._error: str | None = None
         self._member_id: str | None = None
+        self._member_ids: set[str] = set()  # every id this consumer had in the group
+        self._verdict: str | None = None  # why a loss is final
         self._pause = False
         self._last_poll = time.monotonic()
         self._polled = threading.Event()
@@ -111,6 +122,8 @@ class GroupLease:
                 self._consumer.poll(0.2)
                 # Read here, between polls: from another thread it can block on the group.
                 self._member_id = self._consumer.memberid()
+                if self._member_id:
+                    self._member_ids.add(self._member_id)
                 if self._pause:
                     self._consumer.pause([TopicPartition(self.topic, 0)])
                     self._pause = False
@@ -188,69 +201,76 @@ class GroupLease:
         return (self.topic, 0) in assigned
 
     def check(self, regain_s: float | None = None) -> None:
-        """Raise FencedError if the lease is lost and not regained within `regain_s`.
+        """Raise FencedError if the lease is lost and not regained.
 
-        A lease is also lost when the brokers were unreachable for a session (a
-        broker bounce); the group gives it back once they are reachable again, so
-        a loss is given a session's time (the default) to heal before it counts.
+        A loss gets `regain_s` (default: a session) for the group to give the lease
+        back; then `_settle` waits for the group's verdict (brokers unreachable: up
+        to `outage_s`).
         """
         regain_s = self.session_timeout_s if regain_s is None else regain_s
         if time.monotonic() - self._last_poll > self.session_timeout_s / 2:
             self._after_stall()
-        if self._lost.is_set() and self._error is None:
+        if self._lost.is_set() and self._error is None and self._verdict is None:
             self._held.wait(regain_s)  # set again by the poller if the group gives it back
-            # A member the group kept (cooperative-sticky: no new assignment, so no
-            # callback) holds it still: ask the settled group before giving up.
-            if self._lost.is_set() and self._group_says_held():
-                self._lost.clear()
-                self._held.set()
-                self.regained += 1
+            if self._lost.is_set():
+                self._settle()
+                if not self._lost.is_set():
+                    log.warning("the lease of Kafka group %r is held again", self.group)
         if self._lost.is_set():
-            why = f": {self._error}" if self._error else ""
+            why = f": {self._error or self._verdict}" if self._error or self._verdict else ""
             raise FencedError(
                 f"this driver lost the lease of Kafka group {self.group!r}{why}; another driver "
                 "may run the pipeline now, so this one stops without writing a checkpoint"
             )
 
+    def _settle(self) -> None:
+        """Wait for the group to show the lease held again, or taken (`lease_verdict`).
+
+        A group that answers but leaves the lease open gets two sessions and some
+        to give it back (a member of ours from before the outage to expire, our
+        consumer to rejoin); `on_assign` then clears the loss.
+        """
+        deadline = time.monotonic() + self.outage_s
+        answered: float | None = None
+        while self._lost.is_set():
+            now = time.monotonic()
+            if answered is not None and now - answered > 2 * self.session_timeout_s + 5:
+                self._verdict = "the group answers but did not give it back"
+                return
+            if now > deadline:
+                self._verdict = f"no group coordinator answered for {self.outage_s:.0f} s"
+                return
+            try:
+                found = describe_group(self._kafka, self.group)
+            except GroupAskFailed:
+                self._held.wait(0.5)
+                continue
+            answered = now if answered is None else answered
+            verdict = lease_verdict(found, self.topic, self._member_id, self._member_ids)
+            if verdict is LeaseVerdict.TAKEN:
+                self._verdict = "another member of the group holds it now"
+                return
+            if verdict is LeaseVerdict.HELD and self._lost.is_set():
+                # Kept by the group (cooperative-sticky: no new assignment, no callback).
+                self._lost.clear()
+                self._held.set()
+                self.regained += 1
+                return
+            self._held.wait(0.5)
+
     def _after_stall(self) -> None:
         """This process stood still for half a session or more: find out from the group.
 
         The poller serves the rebalance callbacks, and it stood still too. Once it
-        polled again, the group itself is asked whether this member still holds the
-        partition; if not (or the group cannot be asked), the lease counts as lost.
+        polled again, the lease is in doubt until the group's verdict (`_settle`).
         """
         self.stalls += 1
         self._polled.clear()
         self._polled.wait(self.session_timeout_s)
-        if self._lost.is_set():
-            return
-        held = self._group_says_held()
-        if held is None:
-            self._error = "cannot ask the group after this driver stood still"
-        if not held:
+        if not self._lost.is_set():
             self._held.clear()
             self._lost.set()
-
-    def _group_says_held(self) -> bool | None:
-        """Whether the settled group assigns partition 0 to this member; None if the group
-        cannot be asked, or does not settle, within a session.
-
-        A group that is rebalancing (its coordinator just came back after a broker
-        bounce, say) shows no assignment yet: only a stable group's answer counts.
-        """
-        deadline = time.monotonic() + self.session_timeout_s
-        while time.monotonic() < deadline:
-            try:
-                found = describe_group(self._kafka, self.group)
-            except GroupAskFailed:
-                time.sleep(0.5)
-                continue
-            if not found.stable:
-                time.sleep(0.5)
-                continue
-            mine = [m for m in found.members if m.member_id == self._member_id]
-            return any(self._holds(m.assigned) for m in mine)
-        return None
+            self._settle()
 
     def release(self) -> None:
         """Leave the group at once, so that a successor need not wait for the session timeout."""

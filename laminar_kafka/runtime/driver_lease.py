@@ -6,9 +6,12 @@ is taken before anything is written, is checked before every write of the driver
 of their staged files, a checkpoint id's reservation, every announcement and
 manifest: a driver that lost it stops instead of acting for a newer driver's
 run), and is released on exit so that a restart need not wait for the session
-timeout. The check cannot close the gap between itself and the write; what a
-paused driver could still write there, its checkpoint id's reservation and a
-create-only manifest refuse (`checkpoint.reservation`).
+timeout. A broker outage alone does not cost the lease: the check waits for the
+group and carries on if nobody took the lease (`kafka/lease_verdict.py`), and
+after that the fence below proves no other driver wrote. The check cannot close
+the gap between itself and the write; what a paused driver could still write
+there, its checkpoint id's reservation and a create-only manifest refuse
+(`checkpoint.reservation`).
 """
 
 from __future__ import annotations
@@ -53,7 +56,8 @@ def hold_driver_lease(config: RuntimeConfig, pipeline: str) -> GroupLease:
     control = config.control_topic(pipeline)
     ensure_topics(config.kafka, {control: 1}, config=CONTROL_RETENTION)
     group = driver_group(pipeline)
-    lease = GroupLease(config.kafka, group, control)
+    # Cut off from the brokers, it waits for them as long as the runner does.
+    lease = GroupLease(config.kafka, group, control, outage_s=config.ready_timeout_s)
     try:
         lease.acquire(on_wait=lambda why: log.warning("pipeline %r: %s", pipeline, why))
     except LeaseHeld as exc:

@@ -71,8 +71,10 @@ class ChaosRun:
     """Rounds of fault injection against one pipeline file; `close()` (or `with`) at the end.
 
     Broker-bounce rounds run on a broker the run may kill (`BounceableBroker`),
-    started at the first such round and stopped by `close()`; every other
-    round runs on `settings.bootstrap`.
+    started by `use_bounce_broker` (at the latest by the first such round) and
+    stopped by `close()`. From then on every round of the run uses that broker:
+    `settings.bootstrap` is replaced by its address, so that rounds of other
+    kinds never go to an address that serves nothing.
     """
 
     def __init__(
@@ -123,6 +125,12 @@ class ChaosRun:
             self._broker = BounceableBroker(home)
         return self._broker
 
+    def use_bounce_broker(self) -> str:
+        """Start the bounce broker if need be and run every later round on it; its address."""
+        bootstrap = self.bounce_broker().start()
+        self.settings = dataclasses.replace(self.settings, bootstrap=bootstrap)
+        return bootstrap
+
     def rng(self, index: int) -> random.Random:
         """Round `index`'s own draws: replaying one round needs only the seed."""
         return random.Random(f"{self.seed}:{index}")
@@ -154,13 +162,14 @@ class ChaosRun:
     ) -> RoundResult:
         """Round `index`: a kill at crash point `point`, else a random kill of `kind` (else
         drawn); or, by `fault`, a broker bounce or a paused worker at a drawn moment."""
+        if fault is FaultKind.BROKER_BOUNCE:
+            self.use_bounce_broker()
         s = self.settings
         rng = self.rng(index)
         round_dir = s.work_dir / f"round-{index}"
         fault_env: dict[str, str] = {}
         injected: Fault
         if fault is FaultKind.BROKER_BOUNCE:
-            s = dataclasses.replace(s, bootstrap=self.bounce_broker().start())
             injected = BrokerBounce(self.bounce_broker(), rng, s.checkpoint_timeout_s)
             label = "broker-bounce"
         elif fault is FaultKind.PAUSE:

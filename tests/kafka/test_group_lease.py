@@ -120,10 +120,10 @@ def test_a_holder_paused_past_its_session_learns_it_lost_the_lease(
     holder.wait(10)
 
 
-def test_check_raises_fenced_error_once_lost() -> None:
-    lease = GroupLease(KafkaConnection("127.0.0.1:1"), "g", "t")
+def test_check_raises_fenced_error_once_lost_and_no_broker_answers_for_its_outage_bound() -> None:
+    lease = GroupLease(KafkaConnection("127.0.0.1:1"), "g", "t", outage_s=1)
     lease.check()
     lease._lost.set()
-    with pytest.raises(FencedError, match="lost the lease of Kafka group 'g'"):
+    with pytest.raises(FencedError, match="lost the lease of Kafka group 'g': no group coord"):
         lease.check(regain_s=0.2)
     lease.release()

@@ -90,3 +90,29 @@ def test_alignment_timeout_stays_below_a_short_checkpoint_timeout(tmp_path: Path
     assert alignment_s() == 5.0
     assert alignment_s(checkpoint_timeout_s=5.0) == 1.25
     assert alignment_s(alignment_timeout_s=0.5) == 0.5
+
+
+class StubBroker:
+    """A bounce broker that starts nothing: its address, and how often it was asked."""
+
+    def __init__(self) -> None:
+        self.starts = 0
+
+    def start(self) -> str:
+        self.starts += 1
+        return "127.0.0.1:4242"
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_run_with_bounce_rounds_runs_every_round_on_the_bounced_broker(
+    tmp_path: Path,
+) -> None:
+    run = chaos_run(tmp_path)
+    stub = StubBroker()
+    run._broker = stub  # type: ignore[assignment]
+    assert run.use_bounce_broker() == "127.0.0.1:4242"
+    # The settings every later round (pause and kill ones too) is run with.
+    assert run.settings.bootstrap == "127.0.0.1:4242"
+    assert stub.starts == 1
