@@ -29,7 +29,7 @@ from laminar_kafka.api.pipeline import Flow, Pipeline
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.operators.join import JoinTableOp
 from laminar_kafka.operators.keyed import KeyByOp, key_bytes
-from laminar_kafka.operators.partitioning import murmur2_partition
+from laminar_kafka.operators.partitioning import PARTITIONERS, murmur2_partition
 from laminar_kafka.testing.chaos_checks import ExactlyOnceReport
 from laminar_kafka.testing.chaos_producer import InputRecord
 from laminar_kafka.testing.join_workload import batch_join
@@ -156,10 +156,12 @@ class JoinWorkload:
         return self.shape.sink
 
     def plan(self, topics: Mapping[str, str], partitions: int) -> list[InputRecord]:
-        """Table rows and orders, both placed by murmur2 of the join key, as the join
-        looks a key up in the table partition its order's partition maps to."""
+        """Table rows placed by murmur2 of their key, orders by the source's partitioner
+        of their join key: the join looks a key up in the table partition its order's
+        partition (after a repartition by murmur2, if any) maps to."""
         table = self.shape.join.table
         orders_topic = topics[self.shape.source.source.topic]
+        order_partition = PARTITIONERS[self.shape.source.source.partitioner]
         planned: list[InputRecord] = []
         changes = iter(self.table)
         change = next(changes, None)
@@ -172,7 +174,7 @@ class JoinWorkload:
                 change = next(changes, None)
             if i < self.records:
                 key, data = self._order_data[i]
-                where = murmur2_partition(key, partitions)
+                where = order_partition(key, partitions)
                 planned.append(InputRecord(orders_topic, where, key, data))
         return planned
 
