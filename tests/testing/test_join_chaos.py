@@ -13,6 +13,7 @@ from laminar_kafka.errors import ConfigError
 from laminar_kafka.testing.chaos_workloads import OrderWorkload, round_workload
 from laminar_kafka.testing.join_chaos import JoinWorkload, join_shape
 from laminar_kafka.testing.join_workload import batch_join
+from laminar_kafka.testing.retarget import retarget
 
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
 EXAMPLE = load_pipeline(str(PIPELINES / "orders_with_customers.py"))
@@ -83,3 +84,10 @@ def test_the_oracle_accepts_a_state_of_the_table_and_nothing_else() -> None:
     assert (report.duplicates, report.losses) == (1, 1)
     rowless = workload.check(_outputs(workload, {}))
     assert not rowless.exact and "never read" in rowless.example
+
+
+def test_a_retargeted_join_reads_the_round_s_table() -> None:
+    moved = retarget(EXAMPLE, "round", {"customers": "t2", "orders": "o2"})
+    assert set(moved.source_topics) == {"o2", "t2"}
+    likes = [f.sink.partitions_like for f in moved.flows if f.sink.internal]
+    assert likes == ["t2"]  # the repartition takes the round table's partition count
