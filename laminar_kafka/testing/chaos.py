@@ -43,7 +43,7 @@ from laminar_kafka.testing.chaos_workloads import (
     GeneratorWorkload,
     InputFunction,
     Workload,
-    order_workload,
+    round_workload,
 )
 from laminar_kafka.testing.crash_points import pick_points
 
@@ -95,7 +95,7 @@ class ChaosRun:
                 self.pipeline, settings.records, make_input, settings.partitions
             )
         else:
-            self.workload = order_workload(self.pipeline, settings.records, settings.partitions)
+            self.workload = round_workload(self.pipeline, settings.records, settings.partitions)
         if self.workload.expected_outputs() == 0:
             raise ConfigError("the input yields no output at all: a round would prove nothing")
         self.results: list[RoundResult] = []

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -85,12 +85,22 @@ class InFlight:
     unpublished: int = 0
     """Rows of file sinks staged and not published: their input is reflected once
     the checkpoint transaction committed, their output is not visible yet."""
+    by_topic: tuple[tuple[str, int], ...] = ()
+    """Of the input produced and not reflected, how much each source topic had
+    (a join's round shows both of its sides in flight)."""
 
     @property
     def records(self) -> int:
         """Input not yet reflected in committed output, records committed by one
         stage but not yet by the next, and staged file rows: what the kill put at risk."""
         return self.produced - self.reflected + self.between_stages + self.unpublished
+
+    @property
+    def sides(self) -> str:
+        """`(customers:2,orders:5)` when input was in flight on several source topics."""
+        if len(self.by_topic) < 2:
+            return ""
+        return "(" + ",".join(f"{t}:{n}" for t, n in self.by_topic) + ")"
 
 
 def hit_work_in_flight(in_flight: InFlight, point: FaultPoint | None) -> bool:
@@ -153,12 +163,18 @@ def measure_in_flight(
     sinks: Iterable[str],
     internal: Iterable[str] = (),
     files: Iterable[str] = (),
+    names: Mapping[str, str] | None = None,
 ) -> InFlight:
-    """Read, right after a kill at `at`, how much input it left uncommitted."""
+    """Read, right after a kill at `at`, how much input it left uncommitted; `names`:
+    the pipeline's name of each round topic, for `by_topic`."""
     partitions = {(d.topic, d.partition) for d in delivered}
-    produced, reflected = count_in_flight(
-        delivered, committed_offsets(bootstrap, pipeline, partitions), at
-    )
+    offsets = committed_offsets(bootstrap, pipeline, partitions)
+    produced, reflected = count_in_flight(delivered, offsets, at)
+    by_topic: dict[str, int] = {}
+    for d in delivered:
+        if d.at <= at and d.offset >= offsets.get((d.topic, d.partition), 0):
+            name = (names or {}).get(d.topic, d.topic)
+            by_topic[name] = by_topic.get(name, 0) + 1
     output = sum(len(read_committed_records(bootstrap, sink)) for sink in sinks)
     output += sum(len(read_published(url)) for url in files)
     between = [
@@ -167,7 +183,7 @@ def measure_in_flight(
     read = committed_offsets(bootstrap, pipeline, {(t, r.partition) for t, r in between})
     pending = sum(1 for t, r in between if r.offset >= read.get((t, r.partition), 0))
     staged = sum(e.rows for url in files for e in staged_epochs(url))
-    return InFlight(produced, reflected, output, pending, staged)
+    return InFlight(produced, reflected, output, pending, staged, tuple(sorted(by_topic.items())))
 
 
 def recovered_in_place(events: Sequence[Event], generation: int) -> Event | None:

@@ -81,7 +81,8 @@ class RoundResult:
         r = self.report
         text = (
             f"{self.label:<30} kill={self.kill.kind.value}:{self.kill.target}"
-            f" in_flight={self.in_flight.records} committed_out={self.in_flight.committed_output}"
+            f" in_flight={self.in_flight.records}{self.in_flight.sides}"
+            f" committed_out={self.in_flight.committed_output}"
             f" recovery={self.recovery.value} detected_s={_seconds(self.detected_s)}"
             f" running_s={_seconds(self.running_s)} recovery_s={self.recovery_s:.1f}"
         )
@@ -220,6 +221,7 @@ class ChaosRound:
                 self.sinks.values(),
                 self.internal,
                 self.files.values(),
+                {round_topic: topic for topic, round_topic in self.sources.items()},
             )
             if not hit_work_in_flight(in_flight, getattr(fault, "point", None)):
                 raise LaminarError(

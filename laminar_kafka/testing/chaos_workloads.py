@@ -8,6 +8,9 @@
   pipelines whose sink a window step feeds, checked window by window against a
   plain-Python batch computation (`window_checks`); `order_workload` picks it
   or `OrderWorkload` by the pipeline's shape.
+- `JoinWorkload` (`join_chaos`): orders and table rows for a pipeline whose
+  sink a stream-table join feeds, checked order by order against a batch join;
+  `round_workload` picks it, else what `order_workload` picks.
 - `GeneratorWorkload`: any pipeline, fed by the user's input function; the
   expected output is what the in-memory runner (`run_pipeline`) computes from
   the same input, compared with the committed output as a multiset.
@@ -35,6 +38,7 @@ from laminar_kafka.operators.keyed import KeyByOp, key_bytes
 from laminar_kafka.operators.partitioning import murmur2_partition
 from laminar_kafka.testing.chaos_checks import ExactlyOnceReport, compare_ids, compare_totals
 from laminar_kafka.testing.chaos_producer import InputRecord
+from laminar_kafka.testing.join_chaos import JoinWorkload, join_shape
 from laminar_kafka.testing.memory_log import partition_for
 from laminar_kafka.testing.memory_run import run_pipeline
 from laminar_kafka.testing.oracle import compare_outputs
@@ -122,6 +126,11 @@ class OrderWorkload:
     watermarked_from: int | None = None
 
     def __init__(self, pipeline: Pipeline, records: int) -> None:
+        if any(f.tables for f in pipeline.flows):
+            raise ConfigError(
+                f"pipeline {pipeline.name} joins a table: order rounds cannot check it "
+                "(chaos checks it with the join workload)"
+            )
         self.source_flow, self.sink_flow = _outer_flows(pipeline)
         self.records = records
         # Running totals come from a stateful step; a table join alone enriches each order.
@@ -165,6 +174,14 @@ def order_workload(
     if window_shape(pipeline) is not None:
         return WindowWorkload(pipeline, records, partitions)
     return OrderWorkload(pipeline, records)
+
+
+def round_workload(pipeline: Pipeline, records: int, partitions: int) -> Workload:
+    """The workload of a chaos round without --input: the join's for a stream-table
+    join feeding the sink, else the order workload that fits (`order_workload`)."""
+    if join_shape(pipeline) is not None:
+        return JoinWorkload(pipeline, records)
+    return order_workload(pipeline, records, partitions)
 
 
 class GeneratorWorkload:

@@ -35,6 +35,7 @@ from laminar_kafka.testing.chaos_producer import InputRecord
 from laminar_kafka.testing.chaos_workloads import GeneratorWorkload, OrderWorkload, Workload
 from laminar_kafka.testing.crash_points import pick_points
 from laminar_kafka.testing.engine import InProcessRun, in_process_config, run_in_process
+from laminar_kafka.testing.join_chaos import JoinWorkload
 from laminar_kafka.testing.memory_broker import MemoryBroker
 from laminar_kafka.testing.memory_ports import MemoryReader
 from laminar_kafka.testing.retarget import retarget
@@ -126,7 +127,7 @@ def _verdict(
         if workload.late_topic is not None:
             late = committed_values(broker, workload.late_topic, workload.decode_late)
         return workload.check(output(workload.sink_flow.sink.topic), late)
-    if isinstance(workload, OrderWorkload):
+    if isinstance(workload, OrderWorkload | JoinWorkload):
         return workload.check(output(workload.sink_flow.sink.topic))
     if isinstance(workload, GeneratorWorkload):
         return workload.check({t: output(t) for t in workload.expected})

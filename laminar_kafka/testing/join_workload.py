@@ -8,7 +8,8 @@ order merged with its customer's row, or with None for an unknown customer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from operator import itemgetter
 from typing import Any
 
 from laminar_kafka.api.pipeline import Pipeline
@@ -46,13 +47,19 @@ def join_pipeline(
 
 
 def batch_join(
-    orders: Iterable[Mapping[str, Any]], table: Mapping[str, Mapping[str, Any]]
-) -> dict[int, dict[str, Any]]:
-    """Order id → what the join must emit for it, computed in one pass."""
-    return {
-        o["id"]: enrich(dict(o), dict(table[o["customer"]]) if o["customer"] in table else None)
-        for o in orders
-    }
+    orders: Iterable[Mapping[str, Any]],
+    table: Mapping[Any, Any],
+    merge: Callable[[Any, Any], Any] = enrich,
+    on: str | Callable[[Any], Any] = "customer",
+) -> dict[int, Any]:
+    """Order id → what a left join with `table` (key → row) must emit for it, computed
+    in one pass: `merge(order, row)`, row None for a key the table lacks."""
+    key_of = on if callable(on) else itemgetter(on)
+    return {o["id"]: merge(dict(o), _copy(table.get(key_of(o)))) for o in orders}
+
+
+def _copy(row: Any) -> Any:
+    return dict(row) if isinstance(row, Mapping) else row
 
 
 def compare(expected: Mapping[int, Any], got: list[dict[str, Any]]) -> list[str]:

@@ -3,7 +3,8 @@
 Tests and fault-injection rounds run a user's pipeline on fresh topics and a
 fresh checkpoint identity without touching the pipeline's file. Internal topics
 (`<pipeline>.<step>.repartition`) follow the new name; the topics windows send late
-records to (`late_to`) are replaced like sinks.
+records to (`late_to`) are replaced like sinks, the tables a flow joins like
+sources (with the repartition that takes its partition count from one).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import replace
 
 from laminar_kafka.api.pipeline import Flow, Pipeline, SinkSpec, SourceSpec
 from laminar_kafka.operators import AggregateOp, Operator
+from laminar_kafka.operators.join import JoinTableOp
 
 
 def retarget(pipeline: Pipeline, name: str, topics: Mapping[str, str]) -> Pipeline:
@@ -35,11 +37,18 @@ def retarget(pipeline: Pipeline, name: str, topics: Mapping[str, str]) -> Pipeli
         return replace(spec, topic=moved(spec.topic, spec.internal))
 
     def sink(spec: SinkSpec) -> SinkSpec:
-        return replace(spec, topic=moved(spec.topic, spec.internal))
+        like = spec.partitions_like
+        return replace(
+            spec,
+            topic=moved(spec.topic, spec.internal),
+            partitions_like=None if like is None else moved(like, False),
+        )
 
     def operator(op: Operator) -> Operator:
         if isinstance(op, AggregateOp) and op.window is not None and op.window.late_to:
             return replace(op, window=replace(op.window, late_to=moved(op.window.late_to, False)))
+        if isinstance(op, JoinTableOp):
+            return replace(op, table=replace(op.table, topic=moved(op.table.topic, False)))
         return op
 
     for flow in pipeline.flows:

@@ -1,7 +1,7 @@
 """The example pipelines of `pipelines/` with the workload a chaos round gives each:
-numbered orders (windowed ones for a window feeding the sink), or, for the
-silent-sensors example, sensor readings (orders and payments for orders-paid)
-checked against the in-memory runner."""
+numbered orders (windowed ones for a window feeding the sink, with table rows
+for a stream-table join), or, for the silent-sensors example, sensor readings
+(orders and payments for orders-paid) checked against the in-memory runner."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from laminar_kafka.api.loader import load_pipeline
 from laminar_kafka.api.pipeline import Pipeline
-from laminar_kafka.testing.chaos_workloads import GeneratorWorkload, Workload, order_workload
+from laminar_kafka.testing.chaos_workloads import GeneratorWorkload, Workload, round_workload
 
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
 EXAMPLES = sorted(p.stem for p in PIPELINES.glob("*.py"))
@@ -58,4 +58,4 @@ def workload(pipeline: Pipeline, records: int, partitions: int) -> Workload:
         return GeneratorWorkload(pipeline, records, readings, partitions)
     if pipeline.source_topics == ("orders", "payments"):
         return GeneratorWorkload(pipeline, records, orders_and_payments, partitions)
-    return order_workload(pipeline, records, partitions)
+    return round_workload(pipeline, records, partitions)

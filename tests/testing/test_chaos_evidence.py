@@ -232,3 +232,9 @@ def test_round_line_shows_how_long_a_fault_lasted_and_when_the_stale_task_went()
     assert "stale_exit_s" not in bounce, bounce
     kill = result(KillKind.WORKER, RecoveryPath.IN_PLACE).line()
     assert "fault_s" not in kill and "stale_exit_s" not in kill, kill
+
+
+def test_input_in_flight_is_told_apart_by_source_topic() -> None:
+    both = InFlight(10, 3, committed_output=3, by_topic=(("customers", 2), ("orders", 5)))
+    assert both.sides == "(customers:2,orders:5)"
+    assert InFlight(10, 3, committed_output=3, by_topic=(("orders", 7),)).sides == ""
