@@ -7,14 +7,12 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -28,27 +26,12 @@ from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import produce_orders
 from laminar_kafka.testing.run import BackgroundRun
 from laminar_kafka.testing.worker_pids import worker_pids
+from tests.status.test_page_graph import nodes as graph_nodes
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.chaos]
 
 SCREENSHOT = Path(os.environ.get("LAMINAR_STATUS_SCREENSHOT", ""))
 """Set to a path to keep a copy of the screenshot (the README's picture)."""
-
-
-@pytest.fixture
-def browser() -> Iterator[webdriver.Chrome]:
-    """Debian's chromium driven by its chromium-driver (.ci/run installs both)."""
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        options.add_argument(flag)
-    options.add_argument("--window-size=1280,1100")
-    service = Service(shutil.which("chromedriver") or "/usr/bin/chromedriver")
-    driver = webdriver.Chrome(options=options, service=service)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def shown(driver: webdriver.Chrome, element_id: str) -> str:
@@ -143,6 +126,8 @@ def test_the_page_shows_checkpoints_and_a_killed_workers_restart(
         assert shown(browser, "state") == "running" and shown(browser, "generation") == "1"
         plan_rows = table_rows(browser, "plan")
         assert len(plan_rows) == 1 and plan_rows[0][1] == source
+        assert plan_rows[0][6].endswith("/s")  # records in per second, between two commits
+        assert set(graph_nodes(browser)) == {"t:" + source, "s:0", "t:" + source + "-out"}
 
         victim = next(w for w in worker_pids(pid_dir) if w.pipeline == name)
         os.kill(victim.pid, signal.SIGKILL)
