@@ -10,16 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from laminar_kafka.runtime.stats import quantile
+
 __all__ = ["RunResult", "format_table", "quantile"]
-
-
-def quantile(samples: Sequence[float], q: float) -> float | None:
-    """The `q` quantile (0..1, nearest rank) of `samples`, or None when there are none."""
-    if not samples:
-        return None
-    ordered = sorted(samples)
-    rank = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[rank]
 
 
 @dataclass(frozen=True)

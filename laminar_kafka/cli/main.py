@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "laminar_kafka.cli.demo_cmd",
     "laminar_kafka.cli.chaos_cmd",
     "laminar_kafka.cli.inspect_cmd",
+    "laminar_kafka.cli.status_cmd",
 )
 
 EXIT_ERROR = 2

@@ -69,6 +69,9 @@ class StageProgress:
     """Tasks that reported a watermark (every partition of theirs had one): when it is
     `tasks`, every task of the stage had one at the checkpoint, and a stateful stage's
     snapshot keeps it for a restore."""
+    watermark_ms: int | None = None
+    """The stage's event-time watermark (the least of its tasks' local ones), in Unix
+    milliseconds; None unless every task of the stage reported one."""
 
 
 @dataclass(frozen=True)

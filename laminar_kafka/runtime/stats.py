@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from laminar_kafka.checkpoint.coordinator import PendingCheckpoint
 from laminar_kafka.runtime.events import CheckpointCommitted, StageProgress
+
+
+def quantile(samples: Sequence[float], q: float) -> float | None:
+    """The `q` quantile (0..1, nearest rank) of `samples`, or None when there are none."""
+    if not samples:
+        return None
+    ordered = sorted(samples)
+    rank = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[rank]
 
 
 @dataclass
@@ -46,6 +56,7 @@ def stage_progress(result: PendingCheckpoint) -> tuple[StageProgress, ...]:
     out = []
     for stage, seconds in sorted(result.stage_durations_s.items()):
         acks = [a for a in result.acks.values() if a.stage == stage]
+        local = [a.local_watermark_ms for a in acks if a.local_watermark_ms is not None]
         out.append(
             StageProgress(
                 stage,
@@ -55,7 +66,8 @@ def stage_progress(result: PendingCheckpoint) -> tuple[StageProgress, ...]:
                 sum(a.dead_letters for a in acks),
                 seconds,
                 sum(a.late_records for a in acks),
-                sum(1 for a in acks if a.local_watermark_ms is not None),
+                len(local),
+                min(local) if acks and len(local) == len(acks) else None,
             )
         )
     return tuple(out)

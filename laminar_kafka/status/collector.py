@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from laminar_kafka.kafka.names import PartitionKey
@@ -27,6 +27,7 @@ from laminar_kafka.runtime.events import (
     Stopped,
     WorkerLost,
 )
+from laminar_kafka.runtime.stats import quantile
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,26 @@ KEEP = 300
 
 def _ms(seconds: float) -> float:
     return round(seconds * 1000, 1)
+
+
+def _rate(
+    before: Mapping[str, Any] | None, event: CheckpointCommitted, key: str, count: int
+) -> float | None:
+    """Records per second since the stage's previous commit; None across a restart,
+    where the new generation's tasks count from zero."""
+    if before is None or before["generation"] != event.generation:
+        return None
+    elapsed = event.at - before["at"]
+    return round((count - before[key]) / elapsed, 1) if elapsed > 0 else None
+
+
+def _percentiles(checkpoints: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    durations = [c["duration_ms"] for c in checkpoints if c["outcome"] == "committed"]
+    return {
+        "p50": quantile(durations, 0.5),
+        "p99": quantile(durations, 0.99),
+        "over": len(durations),
+    }
 
 
 class StatusCollector:
@@ -120,6 +141,7 @@ class StatusCollector:
         )
         self._committed += 1
         for s in event.stages:
+            before = self._stages.get(s.stage)
             self._stages[s.stage] = {
                 "stage": s.stage,
                 "tasks": s.tasks,
@@ -128,8 +150,12 @@ class StatusCollector:
                 "dead_letters": s.dead_letters,
                 "late_records": s.late_records,
                 "tasks_with_watermark": s.watermarks,
+                "watermark_ms": s.watermark_ms,
                 "generation": event.generation,
                 "checkpoint": event.checkpoint_id,
+                "at": event.at,
+                "records_in_per_s": _rate(before, event, "records_in", s.records_in),
+                "records_out_per_s": _rate(before, event, "records_out", s.records_out),
             }
 
     def _on_generation(self, event: GenerationStarted) -> None:
@@ -179,6 +205,7 @@ class StatusCollector:
                     "aborted": self._aborted,
                     "restarts": self._restarts[-1]["restart"] if self._restarts else 0,
                 },
+                "checkpoint_ms": _percentiles(self._checkpoints),
                 "plan": self._plan,
                 "parallelism_capped": self._capped,
                 "stages": [dict(self._stages[k]) for k in sorted(self._stages)],

@@ -1,22 +1,23 @@
 """The status page in headless Chromium, beside a real pipeline on the broker and Spark:
-the rendered page shows checkpoints rising, then a killed worker's restart with its cause."""
+the rendered page shows checkpoints rising, then a killed worker's restart with its cause,
+and, once the run is stopped and more input waits, the lag the broker tells."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from laminar_kafka import AvroFormat, Pipeline, RuntimeConfig
+from laminar_kafka.kafka.names import consumer_group
 from laminar_kafka.metrics import LagPoller
 from laminar_kafka.runtime.events import GenerationStarted, RuntimeEvent, WorkerLost
 from laminar_kafka.serving import RouteServer
@@ -25,27 +26,12 @@ from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import produce_orders
 from laminar_kafka.testing.run import BackgroundRun
 from laminar_kafka.testing.worker_pids import worker_pids
+from tests.status.test_page_graph import nodes as graph_nodes
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.chaos]
 
 SCREENSHOT = Path(os.environ.get("LAMINAR_STATUS_SCREENSHOT", ""))
 """Set to a path to keep a copy of the screenshot (the README's picture)."""
-
-
-@pytest.fixture
-def browser() -> Iterator[webdriver.Chrome]:
-    """Debian's chromium driven by its chromium-driver (.ci/run installs both)."""
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        options.add_argument(flag)
-    options.add_argument("--window-size=1280,1100")
-    service = Service(shutil.which("chromedriver") or "/usr/bin/chromedriver")
-    driver = webdriver.Chrome(options=options, service=service)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def shown(driver: webdriver.Chrome, element_id: str) -> str:
@@ -57,14 +43,44 @@ def committed_shown(driver: webdriver.Chrome) -> int:
     return int(text) if text.isdigit() else -1
 
 
+def table_rows(driver: webdriver.Chrome, table_id: str) -> list[list[str]]:
+    """The cells' text of a table's body, read in one script: the page replaces its rows
+    every second, so reading them element by element could meet a replaced one."""
+    script = (
+        "return Array.from(document.querySelectorAll(arguments[0])).map("
+        "r => Array.from(r.cells).map(c => c.textContent));"
+    )
+    return list(driver.execute_script(script, f"#{table_id} tbody tr"))
+
+
 def first_stage_records_in(driver: webdriver.Chrome) -> int:
-    text = driver.find_element(By.CSS_SELECTOR, "#plan tbody td:nth-child(5)").text
+    rows = table_rows(driver, "plan")
+    text = rows[0][4] if rows else ""
     return int(text) if text.isdigit() else -1
 
 
 def restart_rows(driver: webdriver.Chrome) -> list[list[str]]:
-    rows = driver.find_elements(By.CSS_SELECTOR, "#restarts tbody tr")
-    return [[td.text for td in row.find_elements(By.TAG_NAME, "td")] for row in rows]
+    return table_rows(driver, "restarts")
+
+
+def lag_shown(driver: webdriver.Chrome) -> dict[tuple[str, int], int]:
+    rows = table_rows(driver, "lag")
+    return {(c[0], int(c[1])): int(c[2].replace(",", "")) for c in rows if len(c) >= 3}
+
+
+def broker_lag(bootstrap: str, pipeline: str, topic: str) -> dict[tuple[str, int], int]:
+    """End offset less the group's committed offset, per partition, read with a plain client."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": consumer_group(pipeline)})
+    try:
+        partitions = sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+        committed = consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=10)
+        lags = {}
+        for tp in committed:
+            _, high = consumer.get_watermark_offsets(tp, timeout=10)
+            lags[(topic, tp.partition)] = high - tp.offset
+        return lags
+    finally:
+        consumer.close()
 
 
 def test_the_page_shows_checkpoints_and_a_killed_workers_restart(
@@ -100,6 +116,7 @@ def test_the_page_shows_checkpoints_and_a_killed_workers_restart(
         poller.on_event(event)
 
     run = BackgroundRun(pipeline, config, spark_context, listener=listener)
+    stopped = False
     try:
         browser.get(server.url("/"))
         wait = WebDriverWait(browser, 90, poll_frequency=0.2)
@@ -107,8 +124,10 @@ def test_the_page_shows_checkpoints_and_a_killed_workers_restart(
         before = committed_shown(browser)
         wait.until(lambda d: committed_shown(d) > before)  # rising, page refreshing by itself
         assert shown(browser, "state") == "running" and shown(browser, "generation") == "1"
-        plan_rows = browser.find_elements(By.CSS_SELECTOR, "#plan tbody tr")
-        assert len(plan_rows) == 1 and source in plan_rows[0].text
+        plan_rows = table_rows(browser, "plan")
+        assert len(plan_rows) == 1 and plan_rows[0][1] == source
+        assert plan_rows[0][6].endswith("/s")  # records in per second, between two commits
+        assert set(graph_nodes(browser)) == {"t:" + source, "s:0", "t:" + source + "-out"}
 
         victim = next(w for w in worker_pids(pid_dir) if w.pipeline == name)
         os.kill(victim.pid, signal.SIGKILL)
@@ -120,7 +139,7 @@ def test_the_page_shows_checkpoints_and_a_killed_workers_restart(
         wait.until(lambda d: committed_shown(d) > after_restart)
         # The new generation's tasks count from zero: its first records show in the plan.
         wait.until(lambda d: first_stage_records_in(d) > 0)
-        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#lag tbody tr")) == 2)
+        wait.until(lambda d: len(table_rows(d, "lag")) == 2)
         [row] = restart_rows(browser)
         assert row[:3] == ["1", "1", lost.reason]
         assert row[4] == "generation 2" and row[5].endswith(" s")
@@ -128,9 +147,21 @@ def test_the_page_shows_checkpoints_and_a_killed_workers_restart(
         browser.save_screenshot(str(tmp_path / "status-page.png"))
         if SCREENSHOT.name:
             shutil.copyfile(tmp_path / "status-page.png", SCREENSHOT)
+
+        # Input stopped and settled: the committed offsets no longer move, and the
+        # records produced now wait. The page (its poller still reading) must show
+        # the lag the broker tells, partition by partition.
+        run.stop()
+        stopped = True
+        produce_orders(kafka_bootstrap, source, range(800, 900))
+        expected = broker_lag(kafka_bootstrap, name, source)
+        assert sum(expected.values()) >= 100  # the check below is not 0 == 0
+        wait.until(lambda d: lag_shown(d) == expected)
+        assert int(shown(browser, "lag-total").replace(",", "")) == sum(expected.values())
     finally:
         try:
-            run.stop()
+            if not stopped:
+                run.stop()
         finally:
             poller.close(2.0)
             server.close()

@@ -75,11 +75,13 @@ def committed(*watermarks: int | None) -> dict[str, Any]:
 def test_a_checkpoint_holds_every_watermark_once_every_task_of_every_stage_reports_one() -> None:
     every = committed(5, 7, 4, 6)
     assert [(s["tasks"], s["watermarks"]) for s in every["stages"]] == [(2, 2), (2, 2)]
+    assert [s["watermark_ms"] for s in every["stages"]] == [5, 4]  # each stage's least
     assert every_watermark_held([every])
     # Stage 1's second task has none (its writers' Watermarks had not reached it): the
     # checkpoint's minimum watermark, 4, hides that; the stage's count does not.
     missing = committed(5, 7, 4, None)
     assert [s["watermarks"] for s in missing["stages"]] == [2, 1]
+    assert [s["watermark_ms"] for s in missing["stages"]] == [5, None]  # not yet the stage's
     assert not every_watermark_held([missing])
     assert every_watermark_held([missing, every])
     # Events written before the count existed, and other events, hold nothing.

@@ -32,9 +32,12 @@ function clock(unixSeconds) {
 
 function ms(value) { return value === undefined || value === null ? "–" : value.toFixed(0) + " ms"; }
 
-function percentile(sorted, p) {
-  if (!sorted.length) return null;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+function rate(value) { return value === undefined || value === null ? "–" : Math.round(value).toLocaleString() + "/s"; }
+
+function watermarkText(now) {
+  if (!now.tasks) return null;
+  const time = now.watermark_ms ? new Date(now.watermark_ms).toISOString().replace("T", " ").slice(0, 19) : null;
+  return time || `${now.tasks_with_watermark} of ${now.tasks} tasks`;
 }
 
 function renderTiles(s) {
@@ -45,10 +48,8 @@ function renderTiles(s) {
   text("committed", s.counts.committed);
   text("aborted", s.counts.aborted);
   text("restarts-count", s.counts.restarts);
-  const durations = s.checkpoints.filter((c) => c.outcome === "committed")
-    .map((c) => c.duration_ms).sort((a, b) => a - b);
-  const p50 = percentile(durations, 50), p99 = percentile(durations, 99);
-  text("percentiles", p50 === null ? "–" : `${ms(p50)} / ${ms(p99)}`);
+  const p = s.checkpoint_ms;
+  text("percentiles", p.p50 === null ? "–" : `${ms(p.p50)} / ${ms(p.p99)}`);
   text("lag-total", s.lag ? s.lag.total.toLocaleString() : "–");
 }
 
@@ -56,13 +57,75 @@ function renderPlan(s) {
   const live = Object.fromEntries(s.stages.map((st) => [st.stage, st]));
   fill("plan", s.plan.stages, (st) => {
     const now = live[st.stage] || {};
-    const watermark = now.tasks ? `${now.tasks_with_watermark} of ${now.tasks} tasks` : null;
     return [st.stage, st.inputs.join(", "), st.internal_outputs.concat(st.sinks).join(", "),
-      now.tasks ?? st.parallelism, now.records_in, now.records_out, now.dead_letters,
-      now.late_records, watermark];
+      now.tasks ?? st.parallelism, now.records_in, now.records_out, rate(now.records_in_per_s),
+      rate(now.records_out_per_s), now.dead_letters, now.late_records, watermarkText(now)];
   });
   const internal = s.plan.internal_topics.map((t) => `${t.topic} (stage ${t.writers.join("+")} → ${t.reader})`);
   text("internal", internal.length ? "internal topics: " + internal.join("; ") : "no internal topic");
+}
+
+// The plan as a graph: topics (sources, internal, sinks) and stages in columns by
+// depth, edges from what a stage reads to what it writes.
+function planLayout(plan) {
+  const internal = new Set(plan.internal_topics.map((t) => t.topic));
+  const nodes = new Map(), edges = [];
+  const node = (id, kind, label) => {
+    if (!nodes.has(id)) nodes.set(id, { id, kind, label, level: 0 });
+    return nodes.get(id);
+  };
+  plan.sources.forEach((t) => node("t:" + t, "source", t));
+  plan.stages.forEach((st) => {
+    node("s:" + st.stage, "stage", "stage " + st.stage);
+    st.inputs.forEach((t) => edges.push([node("t:" + t, internal.has(t) ? "internal" : "source", t), nodes.get("s:" + st.stage)]));
+    st.internal_outputs.forEach((t) => edges.push([nodes.get("s:" + st.stage), node("t:" + t, "internal", t)]));
+    st.sinks.forEach((t) => edges.push([nodes.get("s:" + st.stage), node("t:" + t, "sink", t)]));
+  });
+  for (let pass = 0; pass < nodes.size; pass++) {
+    edges.forEach(([from, to]) => { to.level = Math.max(to.level, from.level + 1); });
+  }
+  const columns = [];
+  nodes.forEach((n) => { (columns[n.level] = columns[n.level] || []).push(n); });
+  columns.forEach((column) => column.forEach((n, row) => { n.row = row; }));
+  return { nodes: [...nodes.values()], edges, columns: columns.length, rows: Math.max(1, ...columns.map((c) => (c || []).length)) };
+}
+
+function svgElement(kind, attributes, content) {
+  const element = document.createElementNS("http://www.w3.org/2000/svg", kind);
+  Object.entries(attributes).forEach(([k, v]) => element.setAttribute(k, String(v)));
+  if (content !== undefined) element.textContent = content;
+  return element;
+}
+
+function renderGraph(s) {
+  const live = Object.fromEntries(s.stages.map((st) => [st.stage, st]));
+  const layout = planLayout(s.plan);
+  const W = 210, H = 74, boxW = 170, boxH = 58;
+  const svg = $("graph");
+  svg.setAttribute("width", layout.columns * W);
+  svg.setAttribute("height", layout.rows * H + 8);
+  const at = (n) => ({ x: n.level * W + 4, y: n.row * H + 4 });
+  const parts = layout.edges.map(([from, to]) => {
+    const a = at(from), b = at(to);
+    return svgElement("path", { class: "edge", d: `M${a.x + boxW},${a.y + boxH / 2} C${a.x + boxW + 20},${a.y + boxH / 2} ${b.x - 20},${b.y + boxH / 2} ${b.x},${b.y + boxH / 2}` });
+  });
+  layout.nodes.forEach((n) => {
+    const { x, y } = at(n);
+    const group = svgElement("g", { class: "node " + n.kind, "data-node": n.id });
+    group.appendChild(svgElement("title", {}, n.label));
+    group.appendChild(svgElement("rect", { x, y, width: boxW, height: boxH, rx: 6 }));
+    let lines = [n.label.length > 26 ? n.label.slice(0, 25) + "…" : n.label, n.kind];
+    if (n.kind === "stage") {
+      const stage = s.plan.stages.find((st) => "s:" + st.stage === n.id);
+      const now = live[stage.stage] || {};
+      lines = [`${n.label} · ${now.tasks ?? stage.parallelism} tasks${stage.stateful ? " · state" : ""}`,
+        `in ${rate(now.records_in_per_s)} · out ${rate(now.records_out_per_s)}`,
+        now.watermark_ms ? "watermark " + watermarkText(now).slice(11) : "no watermark"];
+    }
+    lines.forEach((line, i) => group.appendChild(svgElement("text", { x: x + 8, y: y + 17 + i * 16, class: i ? "sub" : "" }, line)));
+    parts.push(group);
+  });
+  svg.replaceChildren(...parts);
 }
 
 function renderChart(s) {
@@ -116,7 +179,7 @@ async function refresh() {
     const response = await fetch("api/status", { cache: "no-store" });
     if (!response.ok) throw new Error(`HTTP ${response.status}`);
     const s = await response.json();
-    [renderTiles, renderPlan, renderChart, renderCheckpoints, renderRestarts, renderLag]
+    [renderTiles, renderGraph, renderPlan, renderChart, renderCheckpoints, renderRestarts, renderLag]
       .forEach((render) => render(s));
     text("updated", "updated " + clock(s.now));
   } catch (error) {

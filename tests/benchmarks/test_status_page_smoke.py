@@ -1,0 +1,22 @@
+"""`benchmarks.status_page` at a small size: the filled collector is what a long run
+leaves, and the command prints its figures and meets its target."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import status_page
+from laminar_kafka.status import KEEP
+
+
+def test_the_collector_is_filled_to_its_limits() -> None:
+    s = status_page.filled_collector(partitions=64).snapshot()
+    assert len(s["checkpoints"]) == KEEP and s["counts"]["restarts"] == 20
+    assert len(s["lag"]["partitions"]) == 64
+    assert any(c["outcome"] == "aborted" for c in s["checkpoints"])
+
+
+def test_the_command_prints_both_costs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert status_page.main(["--partitions", "32", "--refreshes", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "  route " in out and "  http " in out and "status_cpu_ms=" in out
