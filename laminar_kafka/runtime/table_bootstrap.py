@@ -51,6 +51,6 @@ def bootstrap_tables(
         quiet = 0 if messages else quiet + 1
         if messages:
             due = process(messages)
-    if others and not due:
+    if others:  # also when due: a checkpoint's commit resumes only held partitions
         inputs.reader.continue_at({k: inputs.positions[k] for k in others if k not in inputs.held})
     return due
