@@ -78,22 +78,29 @@ class ThreadJob:
             thread.start()
 
     def _run(self, spec: TaskSpec) -> None:
-        error: str | None = None
+        # The job ends however the thread does: a report that raises must not hang it.
+        error: str | None = f"task {spec.task} ended without a summary"
         try:
             self.summaries.append(WorkerTask(spec, self._ports(spec)).run())
+            error = None
         except faults.Killed as exc:
             error = f"task {spec.task} died: {exc}"
         except IncurableError as exc:
-            self._report_incurable(spec, str(exc))
             error = f"IncurableError: {exc}"
+            self._report_incurable(spec, str(exc))
         except Exception as exc:
             log.info("task %d of generation %d ends: %s", spec.task, spec.generation, exc)
             error = f"{type(exc).__name__}: {exc}"
-        self._task_ended(error)
+        finally:
+            self._task_ended(error)
 
     def _report_incurable(self, spec: TaskSpec, error: str) -> None:
         """Send the driver the error no restart can cure, on a control link of its own."""
-        control = self._ports(spec).control
+        try:
+            control = self._ports(spec).control
+        except Exception as exc:
+            log.warning("task %d could not report its failure: %s", spec.task, exc)
+            return
         identity = TaskIdentity(spec.pipeline.name, spec.task, spec.generation, spec.stage_index)
         try:
             report_incurable(control, identity, error)

@@ -1,0 +1,32 @@
+"""The in-process executor's job ends however a task thread does."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+from typing import Any
+
+from laminar_kafka.errors import IncurableError
+from laminar_kafka.runtime.thread_executor import ThreadJob
+
+
+def test_a_job_ends_when_reporting_an_incurable_failure_fails_too() -> None:
+    calls = 0
+
+    def ports(spec: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise IncurableError("the task cannot start")
+        raise RuntimeError("no control link either")  # the report's own ports
+
+    ended = threading.Event()
+    spec = SimpleNamespace(task=0, generation=1)
+    job = ThreadJob(ports, [spec], "g1", ended.set)  # type: ignore[list-item]
+
+    job.start()
+
+    assert job.join(10.0)
+
+    assert ended.is_set()
+    assert job.lost() == "IncurableError: the task cannot start"
