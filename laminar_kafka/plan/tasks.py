@@ -70,6 +70,7 @@ def with_tables(
     the join looks a record of stream partition p up in table partition p."""
     holder = {key: i for i, keys in enumerate(assigned) for key in keys}
     added: list[list[PartitionKey]] = [[] for _ in assigned]
+    _one_stream_per_table(stage)
     for table, stream in stage.tables.items():
         if counts[table] != counts[stream]:
             raise ConfigError(
@@ -80,6 +81,22 @@ def with_tables(
         for p in range(counts[table]):
             added[holder[(stream, p)]].append((table, p))
     return [(*keys, *more) for keys, more in zip(assigned, added, strict=True)]
+
+
+def _one_stream_per_table(stage: Stage) -> None:
+    """A table partition is state of one task, which holds that partition of one stream
+    only: the records of a second stream joining it would find no rows there."""
+    streams: dict[str, set[str]] = {}
+    for flow in stage.flows:
+        for table in flow.tables:
+            streams.setdefault(table.topic, set()).add(flow.source.topic)
+    for table, found in streams.items():
+        if len(found) > 1:
+            raise ConfigError(
+                f"table {table!r} is joined by {len(found)} streams in stage {stage.index} "
+                f"({', '.join(sorted(found))}): a stage can join a table with one stream "
+                "only; union the streams before join_table"
+            )
 
 
 def tasks_by_stage(layouts: list[TaskLayout]) -> list[frozenset[int]]:

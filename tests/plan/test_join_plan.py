@@ -94,3 +94,26 @@ def test_an_interval_join_repartitions_both_streams_into_one_stage() -> None:
     assert step_signatures(pipeline.flows[-1].operators) == {
         "paid": "interval_join by field 'customer' and field 'customer' (murmur2)"
     }
+
+
+def test_a_table_joined_by_two_streams_of_one_stage_is_refused() -> None:
+    # Each stream's partition p may sit on another task than table partition p.
+    pipeline = Pipeline("two")
+    table = pipeline.table("customers")
+    pipeline.source("a").join_table(table, on="customer", name="ja").sink("out-a")
+    pipeline.source("b").join_table(table, on="customer", name="jb").sink("out-b")
+    counts = {"a": 2, "b": 2, "customers": 2, "two.ja.repartition": 2, "two.jb.repartition": 2}
+    with pytest.raises(ConfigError, match="union the streams before join_table"):
+        lay_out_tasks(plan_stages(pipeline), counts, 3)
+
+
+def test_a_union_of_two_streams_joins_a_table() -> None:
+    pipeline = Pipeline("two")
+    table = pipeline.table("customers")
+    a, b = pipeline.source("a"), pipeline.source("b")
+    a.union(b).join_table(table, on="customer").sink("out")
+    counts = {"a": 2, "b": 2, "customers": 2, "two.join-customers.repartition": 2}
+    layouts = lay_out_tasks(plan_stages(pipeline), counts, 3)
+    for layout in layouts:
+        streams = {p for t, p in layout.partitions if t == "two.join-customers.repartition"}
+        assert streams == {p for t, p in layout.partitions if t == "customers"}
