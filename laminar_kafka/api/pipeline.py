@@ -173,8 +173,8 @@ class Pipeline:
         twice = sorted({t for t in readers if readers.count(t) > 1})
         if twice:
             raise ConfigError(
-                f"two key_by steps repartition through {twice[0]!r}: pass name= to key_by "
-                "to give each its own internal topic"
+                f"two steps repartition through {twice[0]!r}: pass name= to key_by (or "
+                "join_table, join_interval) to give each its own internal topic"
             )
         self._flows.extend(flows)
 
