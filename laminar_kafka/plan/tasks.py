@@ -88,8 +88,8 @@ def _one_stream_per_table(stage: Stage) -> None:
     only: the records of a second stream joining it would find no rows there."""
     streams: dict[str, set[str]] = {}
     for flow in stage.flows:
-        for table in flow.tables:
-            streams.setdefault(table.topic, set()).add(flow.source.topic)
+        for spec in flow.tables:
+            streams.setdefault(spec.topic, set()).add(flow.source.topic)
     for table, found in streams.items():
         if len(found) > 1:
             raise ConfigError(
