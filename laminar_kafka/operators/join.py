@@ -19,6 +19,8 @@ from typing import Any, Literal
 from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats import Format, JsonFormat, StringFormat
 from laminar_kafka.operators.base import BatchContext, describe_error
+from laminar_kafka.operators.keyed import key_bytes
+from laminar_kafka.operators.partitioning import PARTITIONERS
 
 JoinHow = Literal["inner", "left"]
 
@@ -51,7 +53,10 @@ def update_table(
 ) -> None:
     """Apply a batch of table records to `rows`, in offset order. A record whose key or
     value cannot be decoded (or whose key cannot be a dict key) is a dead letter;
-    a tombstone for a key never seen changes nothing."""
+    a tombstone for a key never seen changes nothing. So is a record whose decoded
+    key maps to another partition (murmur2, as the join's repartition routes stream
+    records): no stream record with that key would ever look it up here."""
+    partition_of, n, here = PARTITIONERS["murmur2"], ctx.num_partitions, ctx.partition
     for m in messages:
         offset = m.offset()
         try:
@@ -63,6 +68,9 @@ def update_table(
         except TypeError as exc:
             ctx.reject(offset, f"table {spec.topic}: unhashable key: {exc}")
             continue
+        if n > 1 and (owner := partition_of(key_bytes(key), n)) != here:
+            ctx.reject(offset, _misplaced(spec, key, here, owner))
+            continue
         data = m.value()
         if data is None:
             rows.pop(key, None)
@@ -71,6 +79,15 @@ def update_table(
             rows[key] = spec.value_format.decode_one(data)
         except RecordDecodeError as exc:
             ctx.reject(offset, f"table {spec.topic}: undecodable value: {exc}")
+
+
+def _misplaced(spec: TableSpec, key: Any, here: int, owner: int) -> str:
+    return (
+        f"table {spec.topic}: key {key!r:.60} was read from partition {here} but maps to"
+        f" partition {owner} (murmur2 of the key), where the join looks it up: write the"
+        " table with murmur2 of its key, Kafka's Java default; e.g. confluent-kafka's"
+        " partitioner=murmur2_random"
+    )
 
 
 @dataclass(frozen=True)

@@ -76,3 +76,19 @@ def test_undecodable_table_records_are_dead_letters() -> None:
     assert rows == {}
     assert [d.offset for d in ctx.dead_letters] == [0, 1]
     assert all("table customers: undecodable" in d.reason for d in ctx.dead_letters)
+
+
+def test_a_table_row_in_another_partition_than_its_key_maps_to_is_a_dead_letter() -> None:
+    # murmur2 puts "a" in partition 1 of 3 and "y" in partition 0 (CRC32 elsewhere).
+    rows: dict[Any, Any] = {}
+    ctx = BatchContext("customers", 0, 3)
+    update_table(TABLE, [_message(0, b"a", b'{"v": 1}'), _message(1, b"y", b'{"v": 2}')], rows, ctx)
+    assert rows == {"y": {"v": 2}}
+    [letter] = ctx.dead_letters
+    assert letter.offset == 0
+    assert "read from partition 0 but maps to partition 1" in letter.reason
+    assert "partitioner=murmur2_random" in letter.reason
+    values, _ = JoinTableOp(TABLE, "c").apply(
+        [{"c": "y"}], [7], BatchContext("orders", 0, 3, side={"customers": rows})
+    )
+    assert values == [{"c": "y", "v": 2}]

@@ -87,6 +87,8 @@ def test_updates_and_tombstones_reach_the_records_joined_after_them(tmp_path: Pa
 def test_bad_input_on_either_side_is_a_dead_letter(tmp_path: Path) -> None:
     broker = _broker()
     broker.append((CUSTOMERS, 0), b"{broken", b"c0")
+    # c1 maps to partition 2 of 3 (murmur2): written by CRC32, say, to partition 0.
+    broker.append((CUSTOMERS, 0), JSON.encode_one({"name": "misplaced"}), b"c1")
     broker.append((ORDERS, 0), JSON.encode_one({"id": 99}))  # no customer field
     _send(broker, range(4))
     pipeline = join_pipeline()
@@ -95,10 +97,11 @@ def test_bad_input_on_either_side_is_a_dead_letter(tmp_path: Path) -> None:
 
     letters = _read(broker, config.dead_letters_to(pipeline.name))
     reasons = sorted(dict(m.headers())["laminar.error"].decode() for m in letters)
-    assert len(letters) == 2, reasons
+    assert len(letters) == 3, reasons
     # The repartition by the join key meets the missing field first.
     assert any("raised KeyError: 'customer'" in r for r in reasons), reasons
     assert any(r.startswith("table customers: undecodable") for r in reasons), reasons
+    assert any("'c1' was read from partition 0 but maps to partition 2" in r for r in reasons)
     assert len(_read(broker, ENRICHED)) == 4
 
 
