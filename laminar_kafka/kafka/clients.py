@@ -79,6 +79,9 @@ def transactional_producer_settings(
             "queue.buffering.max.messages": 500000,
             "compression.type": "lz4",
             "transaction.timeout.ms": transaction_timeout_ms,
+            # A keyed sink record lands where the Java clients, Kafka Streams and a
+            # join's table lookup expect its key (librdkafka's default is CRC32).
+            "partitioner": "murmur2_random",
         },
         {
             "transactional.id": txn_id,
