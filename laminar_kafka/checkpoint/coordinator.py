@@ -166,14 +166,9 @@ class CheckpointCoordinator:
         )
         # No barrier anywhere: one flag rather than every partition's name.
         none = bool(skipped) and not pending.barrier_offsets
-        self._announce(
-            pending.checkpoint_id,
-            Phase.PREPARE,
-            flags=flags,
-            stage=0,
-            skipped=() if none else skipped,
-            no_barriers=none,
-        )
+        pending.skipped, pending.no_barriers = (() if none else skipped), none
+        skips = {"skipped": pending.skipped, "no_barriers": none}
+        self._announce(pending.checkpoint_id, Phase.PREPARE, flags=flags, stage=0, **skips)
         opened = time.monotonic()
         for stage in range(len(self.stages)):
             pending.stage = stage
@@ -269,7 +264,9 @@ class CheckpointCoordinator:
             Phase.COMMIT,
             min_watermark_ms=manifest.min_watermark_ms,
             stage=stage,
-            flags=pending.flags,  # the next stage opens on it and must know of a DRAIN
+            flags=pending.flags,  # the next stage opens on it: of a DRAIN, of the skipped
+            skipped=pending.skipped,  # partitions (its tables are source partitions too)
+            no_barriers=pending.no_barriers,
         )  # 3.
         committed = time.monotonic()
         pending.decided_stages.append(stage)

@@ -106,6 +106,10 @@ class PendingCheckpoint:
     duration_s: float = 0.0
     injection_s: float = 0.0
     """How long writing Barrier(N) into every source partition took (part of duration_s)."""
+    skipped: tuple[str, ...] = ()
+    """Source partitions Barrier(N) was not written into (`Announcement.skipped`)."""
+    no_barriers: bool = False
+    """Barrier(N) was written into no source partition (`Announcement.no_barriers`)."""
     missing_tasks: tuple[int, ...] = ()
     """Tasks that did not acknowledge in time: stalled or cut off, not merely failed."""
 

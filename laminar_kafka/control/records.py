@@ -162,9 +162,11 @@ class Announcement:
     flags: BarrierFlags = BarrierFlags.NONE
     stage: int = 0
     skipped: tuple[str, ...] = ()
-    """On PREPARE: source partitions (`partition_key`) Barrier(N) was not written into."""
+    """On PREPARE and COMMIT (which opens the next stage, whose tables are source
+    partitions too): source partitions (`partition_key`) Barrier(N) was not written into."""
     no_barriers: bool = False
-    """On PREPARE: Barrier(N) was written into no source partition (`skipped` is empty)."""
+    """On PREPARE and COMMIT: Barrier(N) was written into no source partition (`skipped`
+    is empty)."""
 
     def __post_init__(self) -> None:
         check_str(self, "pipeline")

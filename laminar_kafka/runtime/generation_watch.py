@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from laminar_kafka.control.records import Ack, ControlRecord, Heartbeat
+from laminar_kafka.control.records import Ack, Announcement, BarrierFlags, ControlRecord, Heartbeat
 from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.liveness import LivenessTracker
 from laminar_kafka.runtime.ports import ControlLink
@@ -42,10 +42,15 @@ class GenerationWatch:
     """Reads the control topic for a generation's coordinator; says when the generation is lost."""
 
     def __init__(
-        self, channel: WatchedControl, tracker: LivenessTracker, suspect_s: float = 0.0
+        self,
+        channel: WatchedControl,
+        tracker: LivenessTracker,
+        suspect_s: float = 0.0,
+        stages: Sequence[frozenset[int]] = (),
     ) -> None:
         self._channel = channel
         self.tracker = tracker
+        self._stages = tuple(stages)  # the task ids of each stage, stage 0 first
         self._suspect_s = suspect_s
         self._suspect_until = -math.inf
         self._held: list[Ack] = []
@@ -53,14 +58,19 @@ class GenerationWatch:
 
     @classmethod
     def open(
-        cls, config: RuntimeConfig, channel: WatchedControl, generation: int, tasks: int
+        cls,
+        config: RuntimeConfig,
+        channel: WatchedControl,
+        generation: int,
+        stages: Sequence[frozenset[int]],
     ) -> GenerationWatch:
         """A watch on `channel`, which reads the control log from its end (what this
-        generation writes) for Acks and Heartbeats."""
+        generation writes) for Acks and Heartbeats of the tasks of `stages`."""
         interval = config.heartbeat_interval_s
         probe = lambda: channel.reachable(min(1.0, interval))  # noqa: E731
+        tasks = sum(len(s) for s in stages)
         tracker = LivenessTracker(generation, tasks, config.heartbeat_timeout_s, interval, probe)
-        return cls(channel, tracker, config.checkpoint_timeout_s)
+        return cls(channel, tracker, config.checkpoint_timeout_s, stages)
 
     def close(self) -> None:
         self._channel.close()
@@ -130,6 +140,13 @@ class GenerationWatch:
     # -- ControlLink ------------------------------------------------------
     def send(self, record: ControlRecord, timeout_s: float = 30.0) -> None:
         self._channel.send(record, timeout_s)
+        if isinstance(record, Announcement) and record.is_commit:
+            self._committed(record)
+
+    def _committed(self, commit: Announcement) -> None:
+        """The tasks of a stage whose DRAIN committed exit now: their silence is no loss."""
+        if BarrierFlags.DRAIN in commit.flags and self._stages:
+            self.tracker.finished(self._stages[commit.stage])
 
     def receive(self, timeout_s: float) -> list[Any]:
         """The Acks that arrived within `timeout_s` (held ones at once); beats are filed."""

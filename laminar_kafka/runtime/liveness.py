@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from laminar_kafka.control.records import Heartbeat
 
@@ -54,6 +54,8 @@ class LivenessTracker:
         self._probe, self._clock = probe, clock
         self._beats: dict[int, tuple[float, Heartbeat]] = {}
         """Per task: its last beat, and when it was received."""
+        self._finished: set[int] = set()
+        """Tasks that exit after a drain committed: their silence is no loss."""
         self._ready_at: float | None = None
         self._counted_from = -math.inf
         """Silence counts from here at the earliest (ready, or the driver could see again)."""
@@ -79,6 +81,10 @@ class LivenessTracker:
         self._beats[beat.task] = (now, beat)
         self._heard_any = now
 
+    def finished(self, tasks: Iterable[int]) -> None:
+        """These tasks exit now (the DRAIN of their stage committed): not silent, done."""
+        self._finished.update(tasks)
+
     def silent(self) -> str | None:
         """Why the generation is lost (its silent tasks), or None while every task is heard."""
         if self._ready_at is None:
@@ -93,7 +99,11 @@ class LivenessTracker:
             self._ask_topic(now)
         if self._blind:
             return None
-        quiet = [t for t in range(self.tasks) if now - self._since(t) > self.timeout_s]
+        quiet = [
+            t
+            for t in range(self.tasks)
+            if t not in self._finished and now - self._since(t) > self.timeout_s
+        ]
         if not quiet:
             return None
         longest = max(now - self._last(t, self._ready_at) for t in quiet)

@@ -174,7 +174,8 @@ class PipelineRunner:
         info = start_generation(self._lease, self._store, parallelism)
         generation = self._generation = info.generation
         self.stats.generations += 1
-        watch = GenerationWatch.open(cfg, ports.watch_control(name), generation, parallelism)
+        stages = tasks_by_stage(layouts)
+        watch = GenerationWatch.open(cfg, ports.watch_control(name), generation, stages)
         barriers = {t for stage in self._plan.stages for t in stage.barrier_inputs}
         injector = ports.injector([k for k in partitions if k[0] in barriers])
         markers = ports.markers(name, partitions, self._store)
@@ -192,7 +193,7 @@ class PipelineRunner:
             self._store.highest_id() + 1,
             lowest_marker=markers.lowest,
             topology=self.pipeline.topology(),
-            stages=tasks_by_stage(layouts),
+            stages=stages,
             explain=watch.explain,
         )
         coordinator.announce_generation()  # each step after the lease check (the store's fence)

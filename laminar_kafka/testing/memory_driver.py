@@ -1,11 +1,12 @@
 """The driver's ports on a `MemoryBroker`: a run's driver side on the in-memory transport.
 
 Each class implements a port of `runtime/driver_ports.py` the way the Kafka one
-behaves, as far as the runner and the coordinator rely on it. Two simplify:
-the lease is held by whoever holds the checkpoint store's lock (one process),
-and a barrier goes into every source partition, idle or not (the Kafka injector
-skips idle ones: a barrier too many costs time, never correctness). Nothing is
-ever deleted from memory, so the internal topics need no purge.
+behaves, as far as the runner and the coordinator rely on it. The lease is
+simpler: whoever holds the checkpoint store's lock (one process) holds it.
+Like the Kafka injector, a barrier skips the source partitions that received
+nothing since the previous one, so the tasks meet `Announcement.skipped` as
+they do on Kafka. Nothing is ever deleted from memory, so the internal topics
+need no purge.
 """
 
 from __future__ import annotations
@@ -48,15 +49,22 @@ class MemoryLease:
 
 
 class MemoryInjector:
-    """Writes each barrier into every source partition (the `BarrierWriter` port)."""
+    """Writes each barrier into the source partitions that moved since the last one
+    (before the first, since the injector started), as `BarrierInjector` does."""
 
     def __init__(self, broker: MemoryBroker, partitions: Sequence[PartitionKey]) -> None:
         self._broker = broker
         self.partitions = tuple(partitions)
+        self._seen_end = {k: broker.bounds(k)[1] for k in self.partitions}
 
     def inject(self, barrier: Barrier, timeout_s: float) -> dict[PartitionKey, int]:
         value, headers = encode(barrier), control_headers(barrier)
-        return {k: self._broker.append(k, value, CONTROL_KEY, headers) for k in self.partitions}
+        offsets: dict[PartitionKey, int] = {}
+        for key in self.partitions:
+            if self._broker.bounds(key)[1] != self._seen_end[key]:
+                offsets[key] = self._broker.append(key, value, CONTROL_KEY, headers)
+                self._seen_end[key] = offsets[key] + 1
+        return offsets
 
     def close(self) -> None:
         pass

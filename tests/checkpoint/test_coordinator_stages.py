@@ -293,3 +293,19 @@ def test_stages_must_split_the_tasks(tmp_path: Path, stages: tuple[frozenset[int
         CheckpointCoordinator(
             "p", 1, 3, store, FakeInjector(), FakeControl(), 1.0, 2, 1, stages=stages
         )
+
+
+def test_the_commit_opening_the_next_stage_names_the_partitions_the_barrier_skipped(
+    tmp_path: Path,
+) -> None:
+    # Stage 1 opens on Commit(N, 0), not on Prepare(N): its table partitions are
+    # source partitions too, and it must not wait for a barrier never written.
+    control = _respond(_stage_0_acks, _stage_1_acks)
+    store = CheckpointStore(str(tmp_path), "p")
+    injector = FakeInjector(idle=frozenset({("orders", 1)}))
+    coordinator = CheckpointCoordinator(
+        "p", 1, 3, store, injector, control, 5.0, 2, 1, stages=STAGES
+    )
+    assert coordinator.run_checkpoint(_alive).committed
+    commits = [r for r in control.sent if isinstance(r, Announcement) and r.is_commit]
+    assert [(c.stage, c.skipped, c.no_barriers) for c in commits[:1]] == [(0, ("orders:1",), False)]

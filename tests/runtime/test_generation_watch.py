@@ -7,7 +7,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from laminar_kafka.control.records import Heartbeat
+from laminar_kafka.control.records import (
+    Announcement,
+    BarrierFlags,
+    ControlRecord,
+    Heartbeat,
+    Phase,
+)
 from laminar_kafka.runtime.generation_watch import GenerationWatch
 from laminar_kafka.runtime.liveness import LivenessTracker
 from tests.checkpoint.fakes import ack
@@ -28,6 +34,11 @@ class FakeChannel:
     clock: Clock
     arriving: list[list[Any]] = field(default_factory=list)
     reads: int = 0
+
+    sent: list[ControlRecord] = field(default_factory=list)
+
+    def send(self, record: ControlRecord, timeout_s: float = 30.0) -> None:
+        self.sent.append(record)
 
     def receive(self, timeout_s: float) -> list[Any]:
         self.reads += 1
@@ -80,3 +91,19 @@ def test_a_silent_task_ends_the_wait_between_checkpoints() -> None:
     reason = w.lost()
     assert reason is not None and reason.startswith("task 1 sent no heartbeat for 5.")
     assert 5.0 < clock.now < 6.0
+
+
+def test_tasks_of_a_stage_whose_drain_committed_may_fall_silent() -> None:
+    # Stage 0 (task 0) exits on Commit(N, 0) of a DRAIN, while stage 1 (task 1) may
+    # still align N for longer than the heartbeat timeout: task 0 is done, not lost.
+    clock = Clock()
+    channel = FakeChannel(clock, [[Heartbeat("p", 1, 1)] for _ in range(80)])
+    tracker = LivenessTracker(1, 2, 5.0, 1.0, clock=clock)
+    stages = (frozenset({0}), frozenset({1}))
+    w = GenerationWatch(channel, tracker, stages=stages)  # type: ignore[arg-type]
+    w.ready()
+    w.send(Announcement("p", 1, 1, Phase.COMMIT, flags=BarrierFlags.DRAIN, stage=0))
+    for _ in range(70):  # 7 s: task 1 beats on, task 0 has exited
+        assert w.lost() is None
+    w.send(Announcement("p", 2, 1, Phase.COMMIT, stage=1))  # no drain: nobody is done
+    assert tracker.silent() is None

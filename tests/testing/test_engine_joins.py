@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +157,25 @@ def test_a_declared_stream_joins_in_its_stage_after_the_table_bootstrapped(
 def test_the_step_by_step_tester_refuses_joins_and_says_where_they_are_tested() -> None:
     with pytest.raises(ConfigError, match="run_in_process"):
         PipelineTester(join_pipeline())
+
+
+def test_a_joining_stage_aligns_without_waiting_for_its_idle_table(tmp_path: Path) -> None:
+    """Barrier(N) skips the table partitions that received nothing since Barrier(N-1)
+    (as on Kafka): the stage joining them, opened by the Commit of the stage above,
+    must know which, or it waits the alignment timeout out in every checkpoint."""
+    broker = _broker()
+    _send(broker, range(10))
+    batches = iter([range(10, 20), range(20, 30), range(30, 40)])
+
+    def feed(event: RuntimeEvent) -> None:
+        if isinstance(event, CheckpointCommitted):
+            _send(broker, next(batches, range(0)))
+
+    config = replace(in_process_config(tmp_path, 2), alignment_timeout_s=2.0)
+    run = run_in_process(join_pipeline(), broker, config, 5, listener=feed)
+
+    committed = [e for e in run.events if isinstance(e, CheckpointCommitted)]
+    assert len(committed) == 5
+    assert [e.unaligned_tasks for e in committed] == [()] * 5
+    assert max(e.duration_s for e in committed) < 1.0
+    assert len(_read(broker, ENRICHED)) == 40
