@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from laminar_kafka.errors import LaminarError
-from laminar_kafka.runtime import runner as runner_module
+from laminar_kafka.runtime import kafka_driver_ports as driver_ports_module
 from laminar_kafka.runtime.config import RestartPolicy
 from laminar_kafka.runtime.runner import PipelineRunner
 from laminar_kafka.testing import TopicFactory
@@ -25,7 +25,7 @@ def test_a_transaction_timeout_the_broker_refuses_stops_the_run_without_restarts
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # As when the brokers' maximum cannot be read before the start: the tasks find out.
-    monkeypatch.setattr(runner_module, "check_transaction_timeout", lambda _config: None)
+    monkeypatch.setattr(driver_ports_module, "check_transaction_timeout", lambda _config: None)
     source = topic_factory.create("orders", partitions=2)
     cfg = config(
         kafka_bootstrap,
