@@ -68,9 +68,9 @@ class MemoryTransaction:
             return
         if self.state is not TxnState.OPEN or self._txn is None:
             self._to("produce")
-        if partition is None:  # librdkafka's default: CRC32 of the key, any one without
+        if partition is None:  # as a task's Kafka producer: murmur2 of the key (kafka/clients.py)
             count = self._broker.partitions(topic)
-            partition = 0 if key is None or count < 2 else PARTITIONERS["crc32"](key, count)
+            partition = 0 if key is None or count < 2 else PARTITIONERS["murmur2"](key, count)
         self._broker.append((topic, partition), value, key, headers, timestamp, self._txn)
 
     def produce_batch(
