@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from types import TracebackType
 from typing import Protocol
@@ -44,6 +46,11 @@ __all__ = ["BeatSender", "ControlTopicBeats", "TaskLiveness", "UserCode"]
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
+
+STACK_AFTER_S = 3.0
+"""A main loop stalled this long outside user code has its stack logged (at INFO), once
+per stall, with how long the stall lasted when it ends: what a task waits on in a
+client call after a broker outage (`LAMINAR_LOG_LEVEL=INFO` shows it in the worker log)."""
 
 
 class UserCode:
@@ -110,6 +117,9 @@ class TaskLiveness:
         self._parent = os.getppid()
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
+        self._main = threading.get_ident()
+        self._logged_stall: float | None = None
+        """The `_went_round` of the stall whose stack was logged."""
 
     @classmethod
     def for_task(cls, spec: TaskSpec, sender: BeatSender, clock: Clock) -> TaskLiveness:
@@ -140,6 +150,7 @@ class TaskLiveness:
 
     def start(self) -> None:
         """Beat now, then every interval, until `close()`."""
+        self._main = threading.get_ident()  # the main loop's thread: where stalls are
         self._thread = threading.Thread(
             target=self._run, name=f"laminar-heartbeat-t{self._task}", daemon=True
         )
@@ -151,8 +162,34 @@ class TaskLiveness:
                 self._sender.send(self.beat())
             except Exception as exc:  # the thread must go on: a silent task is replaced
                 log.warning("task %d: cannot send a heartbeat: %s", self._task, exc)
+            self._log_stall()
             if self._stopped.wait(self._interval_s):
                 return
+
+    def _log_stall(self) -> None:
+        """Log the main loop's stack once it stalls outside user code for `STACK_AFTER_S`,
+        and how long the stall lasted once it goes round again."""
+        went_round, now = self._went_round, self._clock()
+        if self._logged_stall is not None and self._logged_stall != went_round:
+            log.info(
+                "task %d: main loop went round again after a stall of %.1fs",
+                self._task,
+                went_round - self._logged_stall,
+            )
+            self._logged_stall = None
+        if self.user_code.since is not None or now - went_round < STACK_AFTER_S:
+            return
+        if self._logged_stall == went_round:
+            return
+        self._logged_stall = went_round
+        frame = sys._current_frames().get(self._main)
+        stack = "".join(traceback.format_stack(frame, limit=6)) if frame else "(gone)\n"
+        log.info(
+            "task %d: main loop stalled for %.1fs outside user code, in:\n%s",
+            self._task,
+            now - went_round,
+            stack.rstrip(),
+        )
 
     def close(self) -> None:
         """Stop beating (a Spark worker process may run later tasks: the thread must end)."""

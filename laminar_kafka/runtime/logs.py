@@ -13,6 +13,8 @@ def configure_worker_logging() -> None:
     root = logging.getLogger("laminar_kafka")
     if not root.handlers:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("[worker %(process)d] %(levelname)s %(message)s"))
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s [worker %(process)d] %(levelname)s %(message)s")
+        )
         root.addHandler(handler)
     root.setLevel(level)

@@ -81,3 +81,28 @@ def test_check_stops_a_task_whose_spark_worker_is_gone(monkeypatch: pytest.Monke
     monkeypatch.setattr(heartbeat.os, "getppid", lambda: gone)  # re-parented: the worker died
     with pytest.raises(FencedError, match="Spark worker that started this task is gone"):
         live.check()
+
+
+def test_a_main_loop_stalled_outside_user_code_has_its_stack_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = Clock()
+    live = TaskLiveness("p", 1, 0, 1.0, Beats(), clock)
+    live._main = threading.get_ident()  # as `start` does, without the thread
+    caplog.set_level("INFO", logger=heartbeat.log.name)
+    clock.now += heartbeat.STACK_AFTER_S - 0.5
+    live._log_stall()
+    assert not caplog.records  # not stalled long enough
+    clock.now += 1.0
+    live._log_stall()
+    live._log_stall()  # the same stall: logged once
+    (stalled,) = caplog.records
+    assert "stalled for 3.5s" in stalled.getMessage()
+    assert "test_a_main_loop_stalled_outside_user_code" in stalled.getMessage()  # the stack
+    live.check()
+    live._log_stall()
+    assert "went round again after a stall of 3.5s" in caplog.records[-1].getMessage()
+    with live.user_code:  # a long user function is not a stall
+        clock.now += 10.0
+        live._log_stall()
+    assert len(caplog.records) == 2
