@@ -79,6 +79,12 @@ def transactional_producer_settings(
             "queue.buffering.max.messages": 500000,
             "compression.type": "lz4",
             "transaction.timeout.ms": transaction_timeout_ms,
+            # librdkafka 2.16 decommissions the known brokers when all are down
+            # (re-bootstrap) but keeps the group coordinator it had cached: the
+            # next send_offsets_to_transaction then waits forever, its timeout
+            # ignored (librdkafka #5511, #5456). Without re-bootstrap the known
+            # broker reconnects and serves the TxnOffsetCommit.
+            "metadata.recovery.strategy": "none",
         },
         {
             "transactional.id": txn_id,
