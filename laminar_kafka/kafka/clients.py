@@ -82,6 +82,12 @@ def transactional_producer_settings(
             # A keyed sink record lands where the Java clients, Kafka Streams and a
             # join's table lookup expect its key (librdkafka's default is CRC32).
             "partitioner": "murmur2_random",
+            # librdkafka 2.16 decommissions the known brokers when all are down
+            # (re-bootstrap) but keeps the group coordinator it had cached: the
+            # next send_offsets_to_transaction then waits forever, its timeout
+            # ignored (librdkafka #5511, #5456). Without re-bootstrap the known
+            # broker reconnects and serves the TxnOffsetCommit.
+            "metadata.recovery.strategy": "none",
         },
         {
             "transactional.id": txn_id,

@@ -52,6 +52,18 @@ def holder_name() -> str:
     return f"laminar-driver@{socket.gethostname()}:{os.getpid()}"
 
 
+LEASE_SESSION_MS = 6_000
+"""The lease group's session: the brokers' least (`group.min.session.timeout.ms`).
+
+A holder's consumer whose session lapsed in a broker outage rejoins as a new
+member once the broker is back, and the group gives the partition back only when
+the session of its member from before the outage (restarted by the reloading
+coordinator) expires: every checkpoint waits for that, about a session after the
+broker's return. Heartbeats come from librdkafka's own thread, so only a stop of
+the whole process (or the network) lets a session lapse.
+"""
+
+
 class GroupLease:
     """Acquire, keep and release the lease of `group` over the one-partition `topic`."""
 
@@ -60,7 +72,7 @@ class GroupLease:
         kafka: KafkaConnection,
         group: str,
         topic: str,
-        session_timeout_ms: int = 10_000,
+        session_timeout_ms: int = LEASE_SESSION_MS,
         outage_s: float = 120.0,
     ) -> None:
         self.group = group
