@@ -131,9 +131,9 @@ class LivenessTracker:
         return not self._blind
 
     def not_moving(self, since: float) -> list[int]:
-        """Tasks not heard since `since` (a `clock` time) with a main loop that went round
-        lately or a user function running: after a broker outage, those still stuck in a
-        client call (or not heard at all)."""
+        """Tasks not heard since `since` (a `clock` time), or whose main loop has stood
+        still outside user code for a few intervals: after a broker outage, those still
+        stuck in a client call. A task in a long user function is not among them."""
         fresh_ms = QUIET_INTERVALS * self.interval_s * 1000
         stuck = []
         for task in range(self.tasks):
