@@ -93,8 +93,11 @@ class RuntimeConfig:
     one at a time per connection: about 10 ms each on a loaded broker."""
     heartbeat_interval_s: float = 1.0
     """How often each task tells the driver it lives (`runtime/heartbeat.py`)."""
-    heartbeat_timeout_s: float = 5.0
-    """A task silent this long has its generation replaced at once (`runtime/liveness.py`)."""
+    heartbeat_timeout_s: float = 4.0
+    """A task silent this long has its generation replaced at once (`runtime/liveness.py`).
+    The driver notices a stopped task this long after its last beat, up to an interval
+    after the stop itself: 4 s puts the detection of a stop under 4 s, a beat more than
+    the three intervals every timeout must allow for."""
 
     def __post_init__(self) -> None:
         if not self.bootstrap:
