@@ -82,8 +82,14 @@ class BounceableBroker:
         await_group_coordinator(bootstrap, BROKER_START_TIMEOUT_S)
         return bootstrap
 
-    def bounce(self, reacted: Callable[[], bool], max_down_s: float) -> Bounce:
-        """SIGKILL the broker; start it again once `reacted()` or after `max_down_s`.
+    def bounce(
+        self,
+        reacted: Callable[[], bool],
+        max_down_s: float,
+        killed: Callable[[], None] = lambda: None,
+    ) -> Bounce:
+        """SIGKILL the broker; call `killed()`; start it again once `reacted()` or after
+        `max_down_s`.
 
         Fails unless it comes back on the address it had: a pipeline told that
         address once could never find it otherwise.
@@ -101,6 +107,7 @@ class BounceableBroker:
         if not wait_exit(info.pid, 30):
             raise LaminarError(f"broker pid {info.pid} survived SIGKILL for 30s")
         settle_child(info.pid)
+        killed()
         deadline = time.monotonic() + max_down_s
         while not reacted() and time.monotonic() < deadline:
             time.sleep(POLL_S)  # the events file gives no notification

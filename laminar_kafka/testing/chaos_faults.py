@@ -29,6 +29,7 @@ from laminar_kafka.errors import ConfigError, LaminarError
 from laminar_kafka.testing.chaos_app import POLL_S, ChaosApp, Event, first
 from laminar_kafka.testing.chaos_broker import Bounce, BounceableBroker
 from laminar_kafka.testing.chaos_evidence import (
+    InFlight,
     Kill,
     KillKind,
     RecoveryPath,
@@ -102,13 +103,20 @@ class BrokerBounce:
     ) -> None:
         self.broker, self.rng, self.timeout_s = broker, rng, checkpoint_timeout_s
         self.bounce: Bounce | None = None
+        self.in_flight: InFlight | None = None
+        """Measured at the kill on a cluster, whose other nodes serve on meanwhile."""
 
     def inject(self, round_: ChaosRound, app: ChaosApp) -> Kill:
         round_.producer.wait_delivered(draw_threshold(len(round_.planned), self.rng), 120)
         generation = generation_at(app.events(), time.time())
         reacted = _trouble_since(time.time())
+
+        def killed() -> None:
+            if self.broker.cluster is not None:
+                self.in_flight = round_.in_flight(time.time())
+
         self.bounce = self.broker.bounce(
-            lambda: reacted(app.events()) is not None, BROKER_MAX_DOWN_S
+            lambda: reacted(app.events()) is not None, BROKER_MAX_DOWN_S, killed
         )
         return Kill(KillKind.BROKER, f"pid {self.bounce.pid}", self.bounce.killed_at, generation)
 

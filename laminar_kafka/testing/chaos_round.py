@@ -204,6 +204,14 @@ class ChaosRound:
         app.wait_event(f"application {n}'s first generation", started, START_TIMEOUT_S)
         return app
 
+    def in_flight(self, at: float) -> InFlight:
+        """How much of the input delivered by `at` the pipeline has not committed (now)."""
+        names = {round_topic: topic for topic, round_topic in self.sources.items()}
+        return measure_in_flight(
+            self.s.bootstrap, self.name, self.producer.delivered(), at, self.sinks.values(),
+            self.internal, self.files.values(), names,
+        )  # fmt: skip
+
     def run(
         self, label: str, env: dict[str, str], fault_env: dict[str, str], fault: Fault
     ) -> RoundResult:
@@ -213,16 +221,7 @@ class ChaosRound:
             self.producer.start()
             done = fault.inject(self, app)
             self.hold.released.set()
-            in_flight = measure_in_flight(
-                self.s.bootstrap,
-                self.name,
-                self.producer.delivered(),
-                done.at,
-                self.sinks.values(),
-                self.internal,
-                self.files.values(),
-                {round_topic: topic for topic, round_topic in self.sources.items()},
-            )
+            in_flight = getattr(fault, "in_flight", None) or self.in_flight(done.at)
             if not hit_work_in_flight(in_flight, getattr(fault, "point", None)):
                 raise LaminarError(
                     f"{label}: nothing in flight at the fault ({in_flight}): it proves nothing"
