@@ -100,6 +100,9 @@ class PacedProducer:
             "enable.idempotence": True,
             "acks": "all",
             "linger.ms": 5,
+            # As the task producers (`kafka/clients.py`): librdkafka 2.16's re-bootstrap
+            # after a bounce can leave an idempotent producer's deliveries waiting for good.
+            "metadata.recovery.strategy": "none",
             **(config or {}),
         }
         self._delivered: list[Delivered] = []
