@@ -12,6 +12,7 @@ from typing import Any
 
 from laminar_kafka.api.loader import load_pipeline
 from laminar_kafka.api.pipeline import Pipeline
+from laminar_kafka.cli.exit_codes import ExitCode, starting
 from laminar_kafka.cli.options import (
     add_metrics_options,
     add_runtime_options,
@@ -20,11 +21,14 @@ from laminar_kafka.cli.options import (
     runtime_config,
     ui_address,
 )
+from laminar_kafka.cli.print_config import config_lines
 from laminar_kafka.cli.progress import ProgressPrinter
+from laminar_kafka.cli.settings_sources import RUN_SETTINGS, document_settings
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.metrics import LagPoller, PipelineMetrics, metrics_routes
 from laminar_kafka.metrics.lag import LagSink
 from laminar_kafka.plan.describe import describe_plan
+from laminar_kafka.plan.topology import describe_topology
 from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.events import Listener, RuntimeEvent, Stopped
 from laminar_kafka.runtime.preflight import check_brokers_answer
@@ -52,7 +56,28 @@ def register(subparsers: Any) -> None:
     )
     add_metrics_options(parser)
     add_ui_options(parser)
-    parser.set_defaults(handler=run)
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="read settings from this TOML file, keys named as the options without their "
+        "dashes (checkpoint-interval = 5); the command line and LAMINAR_* variables win "
+        "[env LAMINAR_CONFIG]",
+    )
+    instead = parser.add_mutually_exclusive_group()
+    instead.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the settings in effect and where each came from (secrets masked), "
+        "then exit without starting anything",
+    )
+    instead.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the stages, their steps, the internal topics with their partitions, "
+        "the tasks per stage and the sinks, then exit without starting anything",
+    )
+    document_settings(parser, RUN_SETTINGS)
+    parser.set_defaults(handler=run, settings=RUN_SETTINGS)
 
 
 def install_stop_handlers(runner: PipelineRunner) -> None:
@@ -163,16 +188,24 @@ def lag_sinks(metrics: PipelineMetrics | None, status: StatusCollector | None) -
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.print_config:
+        print("\n".join(config_lines(args, args.sources)), flush=True)
+        runtime_config(args)  # after the listing: a bad setting is an error (exit 2)
+        return ExitCode.OK
     pipeline = load_pipeline(args.pipeline)
+    if args.plan:
+        print("\n".join(describe_topology(pipeline, args.parallelism)), flush=True)
+        return ExitCode.OK
     config = runtime_config(args)
+    metrics_address(args), ui_address(args)  # their usage errors before anything starts
     print(f"running {pipeline.name}: {config.describe()}", file=sys.stderr, flush=True)
     for line in describe_plan(pipeline):
         print(f"  {line}", file=sys.stderr, flush=True)
-    with observed(pipeline, config, args) as (listener, metrics):
+    with starting(), observed(pipeline, config, args) as (listener, metrics):
         runner = PipelineRunner(pipeline, config, listener=listener)
         if metrics is not None:
             metrics.follow(runner.stats)
         install_stop_handlers(runner)
         stats = runner.run()
         listener(Stopped(stats.committed, stats.aborted, stats.restarts))
-    return 0
+    return ExitCode.OK
