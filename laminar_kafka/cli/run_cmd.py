@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import signal
-import sys
 from collections.abc import Iterator, Mapping
 from types import FrameType
 from typing import Any
@@ -37,6 +37,9 @@ from laminar_kafka.serving import Route, RouteServer
 from laminar_kafka.status import StatusCollector, plan_view, status_routes
 
 __all__ = ["register"]
+
+log = logging.getLogger(__name__)
+"""The run's own lines (what runs, where it serves): plain on stderr, or JSON lines."""
 
 
 def register(subparsers: Any) -> None:
@@ -87,7 +90,7 @@ def install_stop_handlers(runner: PipelineRunner) -> None:
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         asked["n"] += 1
         if asked["n"] == 1:
-            print("stopping: taking a final checkpoint (again to stop at once)", file=sys.stderr)
+            log.info("stopping: taking a final checkpoint (again to stop at once)")
             runner.stop()
         else:
             raise KeyboardInterrupt
@@ -126,7 +129,7 @@ def serve(stack: contextlib.ExitStack, wanted: list[Wanted]) -> None:
         server = RouteServer(routes, port, host, what=" and ".join(w for w, _ in shown))
         stack.callback(server.close)
         for what, path in shown:
-            print(f"serving {what} at {server.url(path)}", file=sys.stderr, flush=True)
+            log.info("serving %s at %s", what, server.url(path))
 
 
 @contextlib.contextmanager
@@ -198,9 +201,9 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.OK
     config = runtime_config(args)
     metrics_address(args), ui_address(args)  # their usage errors before anything starts
-    print(f"running {pipeline.name}: {config.describe()}", file=sys.stderr, flush=True)
+    log.info("running %s: %s", pipeline.name, config.describe())
     for line in describe_plan(pipeline):
-        print(f"  {line}", file=sys.stderr, flush=True)
+        log.info("  %s", line)
     with starting(), observed(pipeline, config, args) as (listener, metrics):
         runner = PipelineRunner(pipeline, config, listener=listener)
         if metrics is not None:

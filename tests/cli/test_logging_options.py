@@ -98,3 +98,25 @@ def test_a_json_line_carries_the_exception() -> None:
 def test_an_unknown_level_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["inspect", str(Path.cwd()), "--log-level", "loud"]) == 2
     assert "invalid choice: 'loud'" in capsys.readouterr().err
+
+
+def test_a_runs_own_lines_are_json_lines_too(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.cli.test_exit_codes import RUN, with_runner
+
+    with_runner(monkeypatch, None)
+    assert main([*RUN, "--log-format", "json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    assert lines[0]["message"].startswith("running orders-enrich: bootstrap=127.0.0.1:1")
+    assert {line["logger"] for line in lines} == {"laminar_kafka.cli.run_cmd"}
+
+
+def test_warning_keeps_a_run_quiet(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.cli.test_exit_codes import RUN, with_runner
+
+    with_runner(monkeypatch, None)
+    assert main(["--log-level", "warning", *RUN]) == 0
+    assert capsys.readouterr().err == ""
