@@ -157,32 +157,49 @@ def apply_settings(
     argv: Sequence[str],
     environ: Mapping[str, str],
 ) -> dict[str, Resolved]:
-    """Set each of `settings` in `args` from its winning source; also kept in `args.sources`."""
+    """Set each of `settings` in `args` from its winning source; also kept in `args.sources`.
+
+    `parser` is the command's own parser and `argv` its arguments (after the
+    command's name), which tell a flag given from a default.
+    """
     actions = {a.dest: a for a in parser._actions if a.dest in settings}
     given = given_on_command_line(parser, argv, list(actions))
     path = getattr(args, "config", None) or environ.get(CONFIG_ENV) or None
     found = read_config_file(Path(path), [_key(a) for a in actions.values()]) if path else {}
     resolved: dict[str, Resolved] = {}
     for dest, action in actions.items():
-        key, env = _key(action), settings[dest]
-        in_file = f"{path} key {key}"
-        if isinstance(action, argparse._AppendAction):  # file entries first, flags override
-            from_file = _from_file(action, found[key], in_file) if key in found else []
-            sources = [s for s, on in (("file", from_file), ("flag", dest in given)) if on]
-            value = [*from_file, *(getattr(args, dest) if dest in given else [])]
-            resolved[dest] = Resolved(key, value, "+".join(sources) or "default")
-        elif dest in given:
-            resolved[dest] = Resolved(key, getattr(args, dest), "flag")
-        elif env is not None and environ.get(env):  # set and not empty
-            value = _from_text(action, environ[env], f"${env}")
-            resolved[dest] = Resolved(key, value, f"env {env}")
-        elif key in found:
-            resolved[dest] = Resolved(key, _from_file(action, found[key], in_file), f"file {path}")
-        else:
-            resolved[dest] = Resolved(key, getattr(args, dest), "default")
+        flag = getattr(args, dest) if dest in given else None
+        env = settings[dest]
+        text = environ.get(env, "") if env is not None else ""  # an empty variable is unset
+        from_env = (env, text) if env is not None and text else None
+        resolved[dest] = _resolve(action, flag, from_env, found, path)
         setattr(args, dest, resolved[dest].value)
     args.sources = resolved
     return resolved
+
+
+def _resolve(
+    action: argparse.Action,
+    flag: Any,
+    env: tuple[str, str] | None,
+    found: Mapping[str, Any],
+    path: str | None,
+) -> Resolved:
+    """One setting: the flag's value (None: not given), else the variable's, else the
+    file's, else the default; Kafka client settings are the file's, then the flags'."""
+    key = _key(action)
+    in_file = f"{path} key {key}"
+    if isinstance(action, argparse._AppendAction):
+        from_file = _from_file(action, found[key], in_file) if key in found else []
+        sources = [s for s, on in (("file", from_file), ("flag", flag is not None)) if on]
+        return Resolved(key, [*from_file, *(flag or [])], "+".join(sources) or "default")
+    if flag is not None:
+        return Resolved(key, flag, "flag")
+    if env is not None:
+        return Resolved(key, _from_text(action, env[1], f"${env[0]}"), f"env {env[0]}")
+    if key in found:
+        return Resolved(key, _from_file(action, found[key], in_file), f"file {path}")
+    return Resolved(key, action.default, "default")
 
 
 def document_settings(parser: argparse.ArgumentParser, settings: Settings) -> None:

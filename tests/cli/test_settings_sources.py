@@ -72,6 +72,14 @@ def test_a_flag_equal_to_the_default_still_wins(
     assert got["parallelism"] == 2 and source_of(out, "parallelism") == "flag"
 
 
+def test_an_empty_variable_is_unset(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("LAMINAR_PARALLELISM", "")
+    got, out = printed(capsys)
+    assert got["parallelism"] == 2 and source_of(out, "parallelism") == "default"
+
+
 def test_the_bootstrap_keeps_its_variable(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
