@@ -22,7 +22,7 @@ from laminar_kafka.errors import ConfigError
 
 __all__ = ["JsonFormatter", "add_logging_options", "cli_logging", "logging_choice"]
 
-LEVELS = ("debug", "info", "warning", "error")
+LEVELS = ("debug", "info", "warning", "error", "critical")
 FORMATS = ("text", "json")
 LEVEL_ENV, FORMAT_ENV = "LAMINAR_LOG_LEVEL", "LAMINAR_LOG_FORMAT"
 
