@@ -10,11 +10,12 @@ from laminar_kafka.broker.cluster import ClusterInfo, LocalCluster, is_cluster_h
 from laminar_kafka.broker.jars import ensure_jars
 from laminar_kafka.broker.local import DEFAULT_KAFKA_VERSION, BrokerInfo, LocalBroker, default_home
 from laminar_kafka.cli import daemons
+from laminar_kafka.cli.exit_codes import ExitCode
 from laminar_kafka.errors import BrokerError
 
 __all__ = ["register"]
 
-EXIT_DEGRADED = 1  # some nodes of a cluster run, not all
+EXIT_DEGRADED = ExitCode.FAILURE  # some nodes of a cluster run, not all
 
 
 def register(subparsers: Any) -> None:

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from laminar_kafka.cli.exit_codes import ExitCode
 from laminar_kafka.cli.options import resolve_bootstrap
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.faults import FaultPoint
@@ -172,4 +173,4 @@ def chaos(args: argparse.Namespace) -> int:
             print(f"round {index}/{len(plan)}: {result.line()}", flush=True)
         print(run.summary_line(), flush=True)
         clean = all(r.report.exact for r in run.results)
-    return 0 if clean else 1
+    return ExitCode.OK if clean else ExitCode.FAILURE

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from laminar_kafka.cli.exit_codes import ExitCode
+
 __all__ = [
     "EXIT_NOT_RUNNING",
     "add_action",
@@ -20,7 +22,7 @@ __all__ = [
     "print_stopped",
 ]
 
-EXIT_NOT_RUNNING = 3  # as `status` of LSB init scripts
+EXIT_NOT_RUNNING = ExitCode.NOT_RUNNING
 
 Handler = Callable[[argparse.Namespace], int]
 

@@ -33,6 +33,7 @@ from laminar_kafka.cli.demo_show import (
     show_totals,
     show_windows,
 )
+from laminar_kafka.cli.exit_codes import ExitCode
 from laminar_kafka.cli.progress import describe
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.plan.stages import plan_stages
@@ -160,7 +161,7 @@ def demo(args: argparse.Namespace) -> int:
     for topic, internal in plan.internal.items():
         show_internal(bootstrap, topic, internal.reader)
     topics.cleanup()
-    return 0 if report.exact else 1
+    return ExitCode.OK if report.exact else ExitCode.FAILURE
 
 
 def _check(

@@ -21,12 +21,14 @@ from laminar_kafka.checkpoint.inspection_report import (
     PipelineReport,
     StoreReport,
 )
+from laminar_kafka.cli.exit_codes import ExitCode
 from laminar_kafka.cli.options import add_client_options, client_settings, resolve_bootstrap
+from laminar_kafka.errors import CheckpointError, ConfigError
 from laminar_kafka.kafka.clients import KafkaConnection
 
 __all__ = ["format_report", "register"]
 
-EXIT_PROBLEM = 1
+EXIT_PROBLEM = ExitCode.FAILURE
 
 MARKER_TIMEOUT_S = 10.0
 """How long to wait for a broker named with --bootstrap."""
@@ -69,17 +71,20 @@ def register(subparsers: Any) -> None:
 def inspect(args: argparse.Namespace) -> int:
     bootstrap = resolve_bootstrap(args.bootstrap)
     timeout_s = MARKER_TIMEOUT_S if args.bootstrap else GUESSED_MARKER_TIMEOUT_S
-    report = inspect_store(
-        args.checkpoint_dir,
-        args.pipeline,
-        read_markers=kafka_marker_reader(
-            KafkaConnection(bootstrap, client_settings(args)), timeout_s
-        ),
-        bootstrap=bootstrap,
-        markers_required=bool(args.bootstrap),
-    )
+    try:
+        report = inspect_store(
+            args.checkpoint_dir,
+            args.pipeline,
+            read_markers=kafka_marker_reader(
+                KafkaConnection(bootstrap, client_settings(args)), timeout_s
+            ),
+            bootstrap=bootstrap,
+            markers_required=bool(args.bootstrap),
+        )
+    except CheckpointError as exc:  # no store, or not this pipeline's: nothing to inspect
+        raise ConfigError(str(exc)) from exc
     print(report.to_json() if args.json else "\n".join(format_report(report)))
-    return EXIT_PROBLEM if report.problems else 0
+    return EXIT_PROBLEM if report.problems else ExitCode.OK
 
 
 def format_report(report: StoreReport) -> list[str]:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import signal
-import sys
 from collections.abc import Iterator, Mapping
 from types import FrameType
 from typing import Any
 
 from laminar_kafka.api.loader import load_pipeline
 from laminar_kafka.api.pipeline import Pipeline
+from laminar_kafka.cli.exit_codes import ExitCode, starting
 from laminar_kafka.cli.options import (
     add_metrics_options,
     add_runtime_options,
@@ -20,11 +21,14 @@ from laminar_kafka.cli.options import (
     runtime_config,
     ui_address,
 )
+from laminar_kafka.cli.print_config import config_lines
 from laminar_kafka.cli.progress import ProgressPrinter
+from laminar_kafka.cli.settings_sources import RUN_SETTINGS, document_settings
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.metrics import LagPoller, PipelineMetrics, metrics_routes
 from laminar_kafka.metrics.lag import LagSink
 from laminar_kafka.plan.describe import describe_plan
+from laminar_kafka.plan.topology import describe_topology
 from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.events import Listener, RuntimeEvent, Stopped
 from laminar_kafka.runtime.preflight import check_brokers_answer
@@ -33,6 +37,9 @@ from laminar_kafka.serving import Route, RouteServer
 from laminar_kafka.status import StatusCollector, plan_view, status_routes
 
 __all__ = ["register"]
+
+log = logging.getLogger(__name__)
+"""The run's own lines (what runs, where it serves): plain on stderr, or JSON lines."""
 
 
 def register(subparsers: Any) -> None:
@@ -52,7 +59,28 @@ def register(subparsers: Any) -> None:
     )
     add_metrics_options(parser)
     add_ui_options(parser)
-    parser.set_defaults(handler=run)
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="read settings from this TOML file, keys named as the options without their "
+        "dashes (checkpoint-interval = 5); the command line and LAMINAR_* variables win "
+        "[env LAMINAR_CONFIG]",
+    )
+    instead = parser.add_mutually_exclusive_group()
+    instead.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the settings in effect and where each came from (secrets masked), "
+        "then exit without starting anything",
+    )
+    instead.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the stages, their steps, the internal topics with their partitions, "
+        "the tasks per stage and the sinks, then exit without starting anything",
+    )
+    document_settings(parser, RUN_SETTINGS)
+    parser.set_defaults(handler=run, settings=RUN_SETTINGS)
 
 
 def install_stop_handlers(runner: PipelineRunner) -> None:
@@ -62,7 +90,7 @@ def install_stop_handlers(runner: PipelineRunner) -> None:
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         asked["n"] += 1
         if asked["n"] == 1:
-            print("stopping: taking a final checkpoint (again to stop at once)", file=sys.stderr)
+            log.info("stopping: taking a final checkpoint (again to stop at once)")
             runner.stop()
         else:
             raise KeyboardInterrupt
@@ -101,7 +129,7 @@ def serve(stack: contextlib.ExitStack, wanted: list[Wanted]) -> None:
         server = RouteServer(routes, port, host, what=" and ".join(w for w, _ in shown))
         stack.callback(server.close)
         for what, path in shown:
-            print(f"serving {what} at {server.url(path)}", file=sys.stderr, flush=True)
+            log.info("serving %s at %s", what, server.url(path))
 
 
 @contextlib.contextmanager
@@ -163,16 +191,24 @@ def lag_sinks(metrics: PipelineMetrics | None, status: StatusCollector | None) -
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.print_config:
+        print("\n".join(config_lines(args, args.sources)), flush=True)
+        runtime_config(args)  # after the listing: a bad setting is an error (exit 2)
+        return ExitCode.OK
     pipeline = load_pipeline(args.pipeline)
+    if args.plan:
+        print("\n".join(describe_topology(pipeline, args.parallelism)), flush=True)
+        return ExitCode.OK
     config = runtime_config(args)
-    print(f"running {pipeline.name}: {config.describe()}", file=sys.stderr, flush=True)
+    metrics_address(args), ui_address(args)  # their usage errors before anything starts
+    log.info("running %s: %s", pipeline.name, config.describe())
     for line in describe_plan(pipeline):
-        print(f"  {line}", file=sys.stderr, flush=True)
-    with observed(pipeline, config, args) as (listener, metrics):
+        log.info("  %s", line)
+    with starting(), observed(pipeline, config, args) as (listener, metrics):
         runner = PipelineRunner(pipeline, config, listener=listener)
         if metrics is not None:
             metrics.follow(runner.stats)
         install_stop_handlers(runner)
         stats = runner.run()
         listener(Stopped(stats.committed, stats.aborted, stats.restarts))
-    return 0
+    return ExitCode.OK

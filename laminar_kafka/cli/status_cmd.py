@@ -3,7 +3,8 @@
 Reads the page's `/api/status` (the JSON the page itself renders) and prints a
 short summary, or the JSON as it came with `--json`. Exit status 0 when the
 pipeline runs (or has stopped or drained), 1 while it restarts after a lost
-worker, 2 when the page cannot be read.
+worker, 3 (not running) when the page cannot be read, 2 for an address that is
+not http://.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
+from laminar_kafka.cli.exit_codes import ExitCode
+from laminar_kafka.errors import ConfigError
+
 __all__ = ["fetch_status", "format_status", "register"]
 
-EXIT_RESTARTING = 1
-EXIT_UNREACHABLE = 2
+EXIT_RESTARTING = ExitCode.FAILURE
+EXIT_UNREACHABLE = ExitCode.NOT_RUNNING
 
 API_PATH = "/api/status"
 SHOWN_PARTITIONS = 3
@@ -37,7 +41,7 @@ def register(subparsers: Any) -> None:
         help="print a running pipeline's status page (see run --ui-port) in the terminal",
         description="Read the status page a running pipeline serves (laminar-kafka run "
         "--ui-port) and print its essentials: state, generation, checkpoints, lag, stages "
-        "and restarts. Exit status 0 when it runs, 1 while it restarts, 2 when the page "
+        "and restarts. Exit status 0 when it runs, 1 while it restarts, 3 when the page "
         "cannot be read.",
     )
     parser.add_argument(
@@ -59,7 +63,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     print(body.decode() if args.json else format_status(status, time.time()))
-    return EXIT_RESTARTING if status.get("state") == "restarting" else 0
+    return EXIT_RESTARTING if status.get("state") == "restarting" else ExitCode.OK
 
 
 def fetch_status(url: str, timeout_s: float) -> tuple[bytes, dict[str, Any]]:
@@ -67,7 +71,7 @@ def fetch_status(url: str, timeout_s: float) -> tuple[bytes, dict[str, Any]]:
     base = url.rstrip("/")
     target = base if base.endswith(API_PATH) else base + API_PATH
     if not target.startswith(("http://", "https://")):
-        raise StatusUnreadable(f"{url!r} is not an http:// address (e.g. http://127.0.0.1:8080)")
+        raise ConfigError(f"{url!r} is not an http:// address (e.g. http://127.0.0.1:8080)")
     try:
         with urllib.request.urlopen(target, timeout=timeout_s) as answer:
             body = answer.read()

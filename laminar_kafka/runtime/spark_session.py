@@ -57,6 +57,12 @@ def on_this_machine(master: str) -> bool:
     return host in ("127.0.0.1", "localhost")
 
 
+def spark_log_level(master: str) -> str:
+    """Spark's own log level: ERROR on this machine (a terminal, the runner reports a lost
+    worker itself), WARN on a cluster, where its warnings are an operator's to read."""
+    return "ERROR" if master.startswith("local") or on_this_machine(master) else "WARN"
+
+
 def standalone_settings(master: str, tasks: int | None, python: str | None) -> dict[str, str]:
     """Settings for a Spark standalone master (none for any other master).
 
@@ -145,7 +151,7 @@ def spark_context(master: str, app_name: str, tasks: int | None = None) -> Any:
             builder = builder.config(key, value)
         session = builder.getOrCreate()
     sc = session.sparkContext
-    sc.setLogLevel("ERROR")
+    sc.setLogLevel(spark_log_level(master))
     return sc
 
 

@@ -168,8 +168,8 @@ def test_missing_maven_fails_the_fetch_cleanly(
         ensure_jars("4.1.1")
     assert not (tmp_path / "cache" / "kafka-4.1.1" / "lib").exists()
 
-    # The CLI turns it into one `error:` line and exit code 2, no traceback.
-    assert main(["broker", "fetch"]) == 2
+    # The CLI turns it into one `error:` line and exit code 1, no traceback.
+    assert main(["broker", "fetch"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: `mvn` was not found")
     assert "Traceback" not in err

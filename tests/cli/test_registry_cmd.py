@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from laminar_kafka.cli.daemons import EXIT_NOT_RUNNING
-from laminar_kafka.cli.main import EXIT_ERROR, main
+from laminar_kafka.cli.exit_codes import ExitCode
+from laminar_kafka.cli.main import main
 
 
 @pytest.mark.integration
@@ -38,6 +39,6 @@ def test_a_missing_maven_is_one_error_line(
 ) -> None:
     monkeypatch.setenv("LAMINAR_KAFKA_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    assert main(["registry", "fetch"]) == EXIT_ERROR
+    assert main(["registry", "fetch"]) == ExitCode.FAILURE
     err = capsys.readouterr().err
     assert err.startswith("error: `mvn` was not found on PATH") and "Traceback" not in err

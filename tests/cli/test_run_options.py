@@ -126,7 +126,7 @@ def test_a_taken_metrics_port_fails_the_run_before_it_starts(
         port = str(taken.getsockname()[1])
         code = main(["run", PIPELINE, "--bootstrap", "127.0.0.1:1", "--metrics-port", port])
     err = capsys.readouterr().err
-    assert code == 2
+    assert code == 1  # a refused start, not a usage error
     assert f"error: cannot serve metrics on 127.0.0.1:{port}" in err
     assert "Traceback" not in err
 
@@ -159,7 +159,7 @@ def test_no_broker_at_the_address_is_one_line_with_the_ways_out(
     code = main([command, str(pipeline), "--bootstrap", address])
 
     err = capsys.readouterr().err
-    assert code == 2, err
+    assert code == 1, err
     assert f"error: no Kafka broker answered at {address} within 1 s" in err
     assert "laminar-kafka broker start" in err and "--bootstrap" in err
     assert "Traceback" not in err

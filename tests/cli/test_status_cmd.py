@@ -88,19 +88,19 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_nothing_listening_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+def test_nothing_listening_is_one_line_and_exit_3(capsys: pytest.CaptureFixture[str]) -> None:
     url = f"http://127.0.0.1:{free_port()}"
-    assert main(["status", "--url", url, "--timeout", "2"]) == 2
+    assert main(["status", "--url", url, "--timeout", "2"]) == 3
     err = capsys.readouterr().err
     assert err.startswith(f"error: cannot reach {url}/api/status:") and err.count("\n") == 1
 
 
-def test_a_server_that_is_not_a_status_page_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_server_that_is_not_a_status_page_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
     server = RouteServer({"/api/status": lambda: Reply(b"[1, 2]", "application/json")}, port=0)
     try:
-        assert main(["status", "--url", server.url("/metrics")]) == 2  # only /metrics: a 404
+        assert main(["status", "--url", server.url("/metrics")]) == 3  # only /metrics: a 404
         assert "answered HTTP 404: not a status page" in capsys.readouterr().err
-        assert main(["status", "--url", server.url("/")]) == 2
+        assert main(["status", "--url", server.url("/")]) == 3
         assert "not a pipeline's status" in capsys.readouterr().err
     finally:
         server.close()

@@ -15,6 +15,7 @@ import pytest
 
 from laminar_kafka import Pipeline
 from laminar_kafka.api.loader import load_pipeline
+from laminar_kafka.cli.logging_setup import cli_logging
 from laminar_kafka.cli.main import build_parser
 from laminar_kafka.cli.options import ui_address
 from laminar_kafka.cli.run_cmd import serve
@@ -92,7 +93,7 @@ def test_the_same_port_for_metrics_and_page_is_one_server(
     port = probe.port
     probe.close()
     status, metrics = collector(), PipelineMetrics("orders")
-    with contextlib.ExitStack() as stack:
+    with cli_logging("info", "text"), contextlib.ExitStack() as stack:
         serve(
             stack,
             [
@@ -129,7 +130,10 @@ def test_run_with_a_ui_port_serves_the_runs_events_beside_its_metrics(
     flags = ["--lag-interval", "0", "--ui-port", "0", "--metrics-port", "0"]
     args = build_parser().parse_args(["run", pipeline_file, "--bootstrap", kafka_bootstrap, *flags])
     pipeline = load_pipeline(args.pipeline)
-    with observed(pipeline, runtime_config(args), args) as (listener, metrics):
+    with (
+        cli_logging("info", "text"),
+        observed(pipeline, runtime_config(args), args) as (listener, metrics),
+    ):
         listener(GenerationStarted(1, 2, 1.0))
         listener(WorkerLost(1, "a worker task process died", 1, 0.5))
         err = capsys.readouterr().err
