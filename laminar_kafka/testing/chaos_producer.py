@@ -77,6 +77,9 @@ class WaitAt:
     poll_s: float = 0.05
 
 
+FLUSH_TIMEOUT_S = 180.0
+
+
 class PacedProducer:
     """Produces `records` in `chunks` chunks, `pause_s` apart, on a daemon thread."""
 
@@ -145,11 +148,15 @@ class PacedProducer:
                         break
                     except BufferError:
                         producer.poll(0.1)
-            left = producer.flush(60)
+            # A chunk sent just before a bounce waits out the broker's restart, which
+            # takes half a minute and more on a loaded machine.
+            left = producer.flush(FLUSH_TIMEOUT_S)
             if failures:
                 raise LaminarError(f"producing the round's input failed: {failures[0].str()}")
             if left:
-                raise LaminarError(f"{left} input records still undelivered after 60s")
+                raise LaminarError(
+                    f"{left} input records still undelivered after {FLUSH_TIMEOUT_S:.0f}s"
+                )
 
         records, at = self._records, 0
         hold, wait = self._hold, self._wait
