@@ -53,7 +53,12 @@ def produce_json(bootstrap: str, topic: str, values: Iterable[dict[str, Any]]) -
 
 
 def wait_for_output(
-    proc: subprocess.Popen[bytes], bootstrap: str, sink: str, count: int, timeout_s: float, log: Path
+    proc: subprocess.Popen[bytes],
+    bootstrap: str,
+    sink: str,
+    count: int,
+    timeout_s: float,
+    log: Path,
 ) -> list[Any]:
     """The sink's committed records once there are `count`; fails if the run exits first."""
     deadline = time.monotonic() + timeout_s
