@@ -87,7 +87,7 @@ def test_the_master_is_the_submitted_one_else_the_asked_one_else_local() -> None
 
 def test_dynamic_allocation_is_refused_off_local() -> None:
     on = {"spark.master": "yarn", "spark.dynamicAllocation.enabled": "True"}
-    with pytest.raises(ConfigError, match=r"barrier stage, .* enabled=false"):
+    with pytest.raises(ConfigError, match=r"barrier stage, .*Allocation.enabled=false"):
         refuse_unsupported(on)
     refuse_unsupported({**on, "spark.master": "local[2]"})  # Spark ignores it in local mode
     refuse_unsupported({**on, "spark.dynamicAllocation.enabled": "false"})
