@@ -28,3 +28,9 @@ pipeline = Pipeline("customer-totals")
     )
     .sink("customer-totals", value_format=JsonFormat(), key="customer")
 )
+
+
+if __name__ == "__main__":  # `python` or `spark-submit` this file [run options]
+    from laminar_kafka.cli.script import run_this_file
+
+    run_this_file(__file__)

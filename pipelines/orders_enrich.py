@@ -13,3 +13,9 @@ pipeline = Pipeline("orders-enrich")
     .map(lambda order: {**order, "total_with_tax": round(order["amount"] * 1.2)})
     .sink("orders-enriched", value_format=JsonFormat(), key="customer")
 )
+
+
+if __name__ == "__main__":  # `python` or `spark-submit` this file [run options]
+    from laminar_kafka.cli.script import run_this_file
+
+    run_this_file(__file__)

@@ -47,3 +47,9 @@ def with_payment(order: dict[str, Any], payment: dict[str, Any] | None) -> dict[
         name="paid-within-10-min",
     ).sink("orders-paid", value_format=JsonFormat(), key="id")
 )
+
+
+if __name__ == "__main__":  # `python` or `spark-submit` this file [run options]
+    from laminar_kafka.cli.script import run_this_file
+
+    run_this_file(__file__)

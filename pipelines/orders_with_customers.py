@@ -41,3 +41,9 @@ def with_customer(order: dict[str, Any], customer: dict[str, Any] | None) -> dic
     .join_table(customers, on="customer", how="left", merge=with_customer)
     .sink("orders-with-customers", value_format=JsonFormat(), key="id")
 )
+
+
+if __name__ == "__main__":  # `python` or `spark-submit` this file [run options]
+    from laminar_kafka.cli.script import run_this_file
+
+    run_this_file(__file__)

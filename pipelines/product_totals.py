@@ -29,3 +29,9 @@ pipeline = Pipeline("product-totals")
     )
     .sink("product-totals", value_format=JsonFormat(), key="product")
 )
+
+
+if __name__ == "__main__":  # `python` or `spark-submit` this file [run options]
+    from laminar_kafka.cli.script import run_this_file
+
+    run_this_file(__file__)

@@ -28,3 +28,9 @@ pipeline = Pipeline("product-totals-files")
     )
     .sink_files("/tmp/laminar/product-totals", format="parquet", partition_by="product")
 )
+
+
+if __name__ == "__main__":  # `python` or `spark-submit` this file [run options]
+    from laminar_kafka.cli.script import run_this_file
+
+    run_this_file(__file__)

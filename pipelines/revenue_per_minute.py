@@ -39,3 +39,9 @@ pipeline = Pipeline("revenue-per-minute")
     )
     .sink("revenue-per-minute", value_format=JsonFormat(), key="product", timestamp="minute_end")
 )
+
+
+if __name__ == "__main__":  # `python` or `spark-submit` this file [run options]
+    from laminar_kafka.cli.script import run_this_file
+
+    run_this_file(__file__)

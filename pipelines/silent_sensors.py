@@ -63,3 +63,9 @@ pipeline = Pipeline("silent-sensors")
     .process(on_reading, on_timer=on_silence, name="silence")
     .sink("silent-sensors", value_format=JsonFormat(), key="sensor", timestamp="silent_since")
 )
+
+
+if __name__ == "__main__":  # `python` or `spark-submit` this file [run options]
+    from laminar_kafka.cli.script import run_this_file
+
+    run_this_file(__file__)

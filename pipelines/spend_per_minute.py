@@ -40,3 +40,9 @@ pipeline = Pipeline("spend-per-minute")
     )
     .sink("spend-per-minute", value_format=JsonFormat(), key="customer", timestamp="minute_end")
 )
+
+
+if __name__ == "__main__":  # `python` or `spark-submit` this file [run options]
+    from laminar_kafka.cli.script import run_this_file
+
+    run_this_file(__file__)

@@ -1,8 +1,9 @@
 """Loads a pipeline from a file path or `module:attribute`.
 
 A pipeline file is ordinary Python that defines a `Pipeline` at module level
-(named `pipeline`, or the only one). Its module is registered so that its
-functions are pickled by value to the Spark workers, which cannot import it.
+(named `pipeline`, or the only one). Its module, and the modules next to it,
+are registered so that their functions are pickled by value to the Spark
+workers, which cannot import them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 from laminar_kafka.api.pipeline import Pipeline
+from laminar_kafka.api.shipping import ship_modules_beside
 from laminar_kafka.errors import ConfigError
 
 
@@ -27,6 +29,10 @@ def _module_from_file(path: Path) -> ModuleType:
         raise ConfigError(f"cannot load {path} as Python")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    # Its own folder is importable, as a script's is: modules next to it (see shipping.py).
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
     except BaseException as exc:
@@ -54,12 +60,13 @@ def load_pipeline(target: str) -> Pipeline:
         location, attribute = target, ""
     else:
         location, _, attribute = target.partition(":")
-    if location.endswith(".py") or Path(location).exists():
-        module = _module_from_file(Path(location))
-    else:
-        module = _import_module(location)
     from pyspark import cloudpickle
 
+    if location.endswith(".py") or Path(location).exists():
+        module = _module_from_file(Path(location))
+        ship_modules_beside(Path(location).parent)
+    else:
+        module = _import_module(location)
     cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]
     if attribute:
         found = getattr(module, attribute, None)

@@ -99,9 +99,8 @@ class SparkExecutor:
     def prepare(self, tasks: int) -> None:
         from laminar_kafka.runtime.spark_session import check_local_slots, spark_context
 
-        if self._sc is None:
-            master = self._config.master or f"local[{tasks}]"
-            self._sc = spark_context(master, f"laminar-{self._pipeline}", tasks)
+        if self._sc is None:  # the application's own, or one on --master, else local[tasks]
+            self._sc = spark_context(self._config.master, f"laminar-{self._pipeline}", tasks)
         check_local_slots(self._sc, tasks)
 
     def launch(

@@ -1,5 +1,8 @@
 """The Spark context the worker job runs in, and the Python its workers run.
 
+Which context, and with which settings, is told in `spark_conf`: an
+application's own context or spark-submit's configuration is respected.
+
 Spark starts each worker's Python as `$PYSPARK_PYTHON`, else `python3` from
 the PATH: not the interpreter the driver runs in. A pipeline started as
 `/path/to/venv/bin/python -m laminar_kafka run ...` without an activated venv
@@ -24,15 +27,19 @@ import os
 import sys
 from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from laminar_kafka.cluster import check_cores
 from laminar_kafka.errors import ConfigError
-
-_LOG_CONFIG = Path(__file__).parent / "resources" / "spark-log4j2.properties"
-_DAEMON = "laminar_kafka.runtime.spark_daemon"
-"""Forks task workers with their imports done (a restart starts its tasks sooner)."""
+from laminar_kafka.runtime.spark_conf import (
+    chosen_master,
+    is_local,
+    on_this_machine,
+    refuse_unsupported,
+    session_settings,
+    spark_log_level,
+    unset_only,
+)
 
 
 def worker_python(master: str, environ: Mapping[str, str], executable: str) -> str | None:
@@ -47,53 +54,6 @@ def worker_python(master: str, environ: Mapping[str, str], executable: str) -> s
     if not (master.startswith("local") or on_this_machine(master)) or not executable:
         return None
     return executable
-
-
-def on_this_machine(master: str) -> bool:
-    """Whether `master` is a Spark standalone master on loopback (`spark://127.0.0.1:PORT`)."""
-    if not master.startswith("spark://"):
-        return False
-    host = master.removeprefix("spark://").split(",")[0].rsplit(":", 1)[0]
-    return host in ("127.0.0.1", "localhost")
-
-
-def spark_log_level(master: str) -> str:
-    """Spark's own log level: ERROR on this machine (a terminal, the runner reports a lost
-    worker itself), WARN on a cluster, where its warnings are an operator's to read."""
-    return "ERROR" if master.startswith("local") or on_this_machine(master) else "WARN"
-
-
-def standalone_settings(master: str, tasks: int | None, python: str | None) -> dict[str, str]:
-    """Settings for a Spark standalone master (none for any other master).
-
-    A barrier stage needs a free core per task, and a restarted generation may
-    be submitted while the executors replacing a lost worker's still register:
-    Spark checks again every second, for two minutes, instead of every 15 s.
-    With `tasks`, the application takes that many cores (so that pipelines can
-    share a cluster) and its first job waits until they registered.
-    """
-    if not master.startswith("spark://"):
-        return {}
-    conf = {
-        "spark.scheduler.barrier.maxConcurrentTasksCheck.interval": "1s",
-        "spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures": "120",
-    }
-    if tasks:
-        conf["spark.cores.max"] = str(tasks)
-        conf["spark.scheduler.minRegisteredResourcesRatio"] = "1.0"
-        conf["spark.scheduler.maxRegisteredResourcesWaitingTime"] = "60s"
-    if on_this_machine(master):  # the cluster of `laminar-kafka cluster start`
-        conf["spark.driver.host"] = "127.0.0.1"
-        conf["spark.driver.bindAddress"] = "127.0.0.1"
-        conf["spark.executor.memory"] = "512m"
-        if python:
-            conf["spark.executorEnv.PYSPARK_PYTHON"] = python
-        # Crash points and pid files of fault-injection runs reach the executors as
-        # they reach local[N] workers (which inherit the driver's environment).
-        for name, value in os.environ.items():
-            if name.startswith("LAMINAR_"):
-                conf[f"spark.executorEnv.{name}"] = value
-    return conf
 
 
 @contextmanager
@@ -122,36 +82,50 @@ def driver_python_for_local_workers(
             env["PYSPARK_PYTHON"] = previous
 
 
-def spark_context(master: str, app_name: str, tasks: int | None = None) -> Any:
-    """Get (or create) a SparkContext quiet enough for a terminal.
+SUBMITTED = "PYSPARK_GATEWAY_PORT"
+"""Set by spark-submit (and the pyspark shell) in the Python it launches: the JVM, and the
+configuration the launcher was given, are already there."""
 
-    `tasks`: how many tasks the barrier job runs; a local cluster with fewer
-    cores is refused before anything starts (see `cluster.check_cores`).
+
+def spark_context(master: str | None, app_name: str, tasks: int | None = None) -> Any:
+    """The SparkContext the workers run in: the application's own if it has one.
+
+    An active context is used as it is; under spark-submit the submitted
+    configuration stands and the run adds only what it leaves unset; otherwise
+    the run configures Spark on `master` (--master), else local[tasks] (see
+    `spark_conf`). Settings no barrier job can run with are refused. `tasks`:
+    how many tasks the barrier job runs; a local cluster with fewer cores is
+    refused before anything starts (see `cluster.check_cores`).
     """
-    from pyspark.sql import SparkSession
+    from pyspark import SparkConf, SparkContext
 
-    if tasks and master.startswith("spark://"):
-        check_cores(master, tasks)
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_LOG_CONFIG}")
-        # Barrier tasks run for the life of the pipeline: do not speculate.
-        .config("spark.speculation", "false")
-        .config("spark.python.daemon.module", _DAEMON)
-        # A cancelled generation's tasks never stop on Spark's interrupt: they are killed
-        # after this, and the next generation waits for their slots (default 2 s).
-        .config("spark.python.task.killTimeout", "500ms")
-    )
-    with driver_python_for_local_workers(master) as chosen:
+    active = SparkContext._active_spark_context
+    if active is not None:
+        given = dict(active.getConf().getAll())
+        chosen_master(master, given, tasks)
+        refuse_unsupported(given)
+        return active
+    submitted = SUBMITTED in os.environ
+    if submitted:
+        SparkContext._ensure_initialized()  # connects to the launcher's JVM
+    conf = SparkConf()
+    # What the launcher was given; without one, the run owns the whole configuration.
+    given = dict(conf.getAll()) if submitted else {}
+    run_master = chosen_master(master, given, tasks)
+    if tasks and run_master.startswith("spark://"):
+        check_cores(run_master, tasks)
+    with driver_python_for_local_workers(run_master) as chosen:
         python = chosen or os.environ.get("PYSPARK_PYTHON")
-        for key, value in standalone_settings(master, tasks, python).items():
-            builder = builder.config(key, value)
-        session = builder.getOrCreate()
-    sc = session.sparkContext
-    sc.setLogLevel(spark_log_level(master))
+        wanted = {
+            "spark.master": run_master,
+            "spark.app.name": app_name,
+            **session_settings(run_master, tasks, python, os.environ, own=not submitted),
+        }
+        conf.setAll(list(unset_only(given, wanted).items()))
+        sc = SparkContext.getOrCreate(conf)
+    refuse_unsupported(dict(sc.getConf().getAll()))
+    if not submitted or is_local(run_master):  # a submitted application's level stands
+        sc.setLogLevel(spark_log_level(run_master))
     return sc
 
 

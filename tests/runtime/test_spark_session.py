@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,3 +107,15 @@ def test_a_local_context_with_fewer_slots_than_tasks_is_refused() -> None:
         check_local_slots(_Context(), 4)
     _Context.master = "spark://127.0.0.1:7077"
     check_local_slots(_Context(), 4)  # a cluster's cores are checked elsewhere
+
+
+@pytest.mark.spark
+def test_an_active_context_is_used_as_it_is(spark_context: Any) -> None:
+    from laminar_kafka.errors import ConfigError
+    from laminar_kafka.runtime.spark_session import spark_context as context_for_run
+
+    assert context_for_run(None, "another-name", 2) is spark_context
+    assert context_for_run(spark_context.master, "another-name", 2) is spark_context
+    assert spark_context.appName == "laminar-tests"
+    with pytest.raises(ConfigError, match=r"--master local\[1\] differs"):
+        context_for_run("local[1]", "another-name", 1)
