@@ -80,8 +80,10 @@ def test_each_node_is_reachable_from_the_host(services: dict[str, Any]) -> None:
     assert bootstrap in COMPOSE.read_text(encoding="utf-8")  # the export the header shows
 
 
-def test_a_local_cluster_node_writes_those_settings(tmp_path: Path) -> None:
-    layout = ClusterLayout.fresh("bGFtaW5hci1jbHVzdGVyLTE", 3)
+def test_a_local_cluster_node_writes_those_settings(
+    tmp_path: Path, services: dict[str, Any]
+) -> None:
+    layout = ClusterLayout.fresh(services["kafka-1"]["environment"]["CLUSTER_ID"], 3)
     files = BrokerFiles(tmp_path / "node-2")
     files.home.mkdir()
     node = layout.node(2)
