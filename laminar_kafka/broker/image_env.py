@@ -14,11 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from laminar_kafka.broker.local import DEFAULT_KAFKA_VERSION
+from laminar_kafka.broker.settings import PROPERTIES_TEMPLATE, SINGLE_NODE_REPLICATION
 
 __all__ = [
     "KAFKA_IMAGE",
     "env_name",
     "image_settings",
+    "local_broker_settings",
     "parse_properties",
     "setting_name",
 ]
@@ -38,12 +40,9 @@ def setting_name(variable: str) -> str:
     """The server property the image writes for `KAFKA_*` variable `variable`."""
     if not variable.startswith(_PREFIX):
         raise ValueError(f"{variable} is not a KAFKA_* variable")
+    # The image's own order (KafkaDockerWrapper): `_` to `.`, then `...` to `-`, `..` to `_`.
     body = variable.removeprefix(_PREFIX).lower()
-    # Split on the longest escapes first: `___` is a dash, `__` an underscore.
-    return "-".join(
-        "_".join(part.replace("_", ".") for part in piece.split("__"))
-        for piece in body.split("___")
-    )
+    return body.replace("_", ".").replace("...", "-").replace("..", "_")
 
 
 def image_settings(environment: Mapping[str, object]) -> dict[str, str]:
@@ -64,3 +63,36 @@ def parse_properties(text: str) -> dict[str, str]:
             key, value = stripped.split("=", 1)
             settings[key.strip()] = value.strip()
     return settings
+
+
+_NODE_SETTINGS = frozenset(
+    {
+        "process.roles",
+        "node.id",
+        "controller.quorum.voters",
+        "listeners",
+        "advertised.listeners",
+        "controller.listener.names",
+        "listener.security.protocol.map",
+        "inter.broker.listener.name",
+        "log.dirs",
+    }
+)
+"""Where a node is and who it is: set per node, not shared by every Kafka we start."""
+
+
+class _Blank(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def local_broker_settings() -> dict[str, str]:
+    """What the local single-node broker sets besides its addresses, identity and paths.
+
+    A Kafka container started for tests gets the same, so that tests meet one
+    configuration whichever broker they run on.
+    """
+    # Every placeholder but the replication block is a node's own: left empty.
+    text = PROPERTIES_TEMPLATE.format_map(_Blank(replication=SINGLE_NODE_REPLICATION))
+    settings = parse_properties(text)
+    return {k: v for k, v in settings.items() if k not in _NODE_SETTINGS}
