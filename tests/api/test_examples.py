@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from laminar_kafka.api.examples import example_path, examples_dir
 from laminar_kafka.errors import ConfigError
-from tests.broker.compose_files import REPO
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_checkout_uses_its_own_pipelines_folder() -> None:
