@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from laminar_kafka.broker.image_env import KAFKA_IMAGE
+from tests.broker.compose_brokers import compose_nodes
 from tests.broker.compose_files import (
     CLUSTER,
     COMPOSE_FILES,
@@ -123,3 +124,20 @@ def test_the_demo_service_runs_the_demo_against_the_internal_listener() -> None:
 def test_the_cluster_file_has_no_demo_to_build() -> None:
     services = load_compose(CLUSTER)["services"]
     assert set(services) == set(kafka_services(load_compose(CLUSTER)))
+
+
+def test_on_loopback_each_voter_is_its_nodes_controller_listener() -> None:
+    """What test_compose_brokers.py starts: the file's settings, only the addresses moved."""
+    nodes = compose_nodes(load_compose(CLUSTER))
+    controllers = {
+        node.settings["node.id"]: _listeners(node.settings["listeners"])["CONTROLLER"]
+        for node in nodes
+    }
+    for node in nodes:
+        voters = dict(v.split("@") for v in node.settings["controller.quorum.voters"].split(","))
+        assert voters == controllers
+        assert _listeners(node.settings["advertised.listeners"]).keys() == {"INTERNAL", "PLAINTEXT"}
+        assert node.cluster_id == load_compose(CLUSTER)["x-kafka-env"]["CLUSTER_ID"]
+        assert node.settings["min.insync.replicas"] == "2"
+    internal = [node.listener("INTERNAL") for node in nodes]
+    assert len(set(internal)) == 3 and all(a.startswith("127.0.0.1:") for a in internal)
