@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from laminar_kafka.api.examples import examples_dir
 from laminar_kafka.api.loader import load_pipeline
 from laminar_kafka.cli.demo_show import (
     say,
@@ -51,7 +52,6 @@ from laminar_kafka.testing.worker_pids import kill_newest_worker
 
 __all__ = ["register"]
 
-_EXAMPLES = Path(__file__).resolve().parents[2] / "pipelines"
 PARALLELISM = 2
 """Worker tasks per stage."""
 PARTITIONS = 4
@@ -69,7 +69,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--bootstrap", help="use this Kafka instead of the local broker")
     parser.add_argument(
         "--pipeline",
-        default=str(_EXAMPLES / "product_totals.py"),
+        default=str(examples_dir() / "product_totals.py"),
         help="a pipeline over orders (schemas/order.avsc), one source and one sink (which a "
         "window may feed, as in pipelines/revenue_per_minute.py); %(default)s",
     )
@@ -100,7 +100,7 @@ class _Listener:
 
 def demo(args: argparse.Namespace) -> int:
     if not Path(args.pipeline).exists():
-        raise ConfigError(f"{args.pipeline} not found: run the demo from a laminar-kafka checkout")
+        raise ConfigError(f"pipeline file {args.pipeline} not found")
     original = load_pipeline(args.pipeline)
     # The input and the oracle that fit the pipeline.
     workload = order_workload(original, args.orders, PARTITIONS)

@@ -3,11 +3,12 @@
 `session_bootstrap()` picks where a test session's broker comes from, in order:
 
 1. `$LAMINAR_KAFKA_BOOTSTRAP`, when set: an existing broker, left alone;
-2. a testcontainers Kafka container, when a Docker engine answers;
+2. a Kafka container (`kafka_container.py`: apache/kafka of the local broker's
+   release, with its settings), when a Docker engine answers;
 3. a `LocalBroker` (Kafka jars on the machine's Java) in a temporary home.
 
 Either way the broker must run transactions on one node, so the
-transaction-log replication settings are set to 1 where we start it.
+transaction-log replication settings are 1 wherever we start it.
 
 `TopicFactory` creates uniquely named topics, waits until they are usable and
 deletes them afterwards, so tests never share or reuse a topic.
@@ -15,7 +16,6 @@ deletes them afterwards, so tests never share or reuse a topic.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import logging
 import os
@@ -35,6 +35,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from laminar_kafka.broker.local import LocalBroker
 from laminar_kafka.errors import BrokerError
+from laminar_kafka.testing.kafka_container import start_container
 
 __all__ = ["TopicFactory", "docker_available", "session_bootstrap"]
 
@@ -51,7 +52,7 @@ def session_bootstrap() -> tuple[str, Callable[[], None]]:
         log.info("using the Kafka broker at $LAMINAR_KAFKA_BOOTSTRAP=%s", env)
         return env, _nothing_to_release
     if docker_available():
-        return _container_bootstrap()
+        return start_container()
     return _local_bootstrap()
 
 
@@ -91,33 +92,6 @@ def _ping_unix_socket(path: str, timeout_s: float) -> bool:
 
 def _nothing_to_release() -> None:
     return None
-
-
-def _container_bootstrap() -> tuple[str, Callable[[], None]]:
-    try:
-        module: Any = importlib.import_module("testcontainers.community.kafka")
-    except ImportError:  # testcontainers before the community namespace
-        module = importlib.import_module("testcontainers.kafka")
-    container: Any = (
-        module.KafkaContainer()
-        .with_kraft()
-        .with_env("KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR", "1")
-        .with_env("KAFKA_TRANSACTION_STATE_LOG_MIN_ISR", "1")
-        .with_env("KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR", "1")
-    )
-    log.info("starting a Kafka container")
-    try:
-        container.start(timeout=180)
-        bootstrap = str(container.get_bootstrap_server())
-    except BaseException:
-        with contextlib.suppress(Exception):
-            container.stop()
-        raise
-
-    def release() -> None:
-        container.stop()
-
-    return bootstrap, release
 
 
 def _local_bootstrap() -> tuple[str, Callable[[], None]]:

@@ -12,21 +12,12 @@ from typing import Any
 import pytest
 
 from laminar_kafka.broker.cluster_node import CLUSTER_SETTINGS, ClusterLayout, cluster_replication
+from laminar_kafka.broker.image_env import env_name, parse_properties
 from laminar_kafka.broker.settings import BrokerFiles, write_properties
 
 yaml = pytest.importorskip("yaml")
 
 COMPOSE = Path(__file__).resolve().parents[2] / "docker-compose.cluster.yml"
-
-
-def _env_name(setting: str) -> str:
-    """The apache/kafka image's environment variable for a server property."""
-    return "KAFKA_" + setting.replace(".", "_").upper()
-
-
-def _parse_properties(text: str) -> dict[str, str]:
-    pairs = (line.split("=", 1) for line in text.splitlines() if line and line[0] != "#")
-    return {key: value for key, value in pairs}
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +45,9 @@ def test_same_replication_settings_as_the_local_cluster(services: dict[str, Any]
     for name, svc in services.items():
         env = svc["environment"]
         differs = {
-            key: (env.get(_env_name(key)), value)
+            key: (env.get(env_name(key)), value)
             for key, value in CLUSTER_SETTINGS.items()
-            if str(env.get(_env_name(key))) != value
+            if str(env.get(env_name(key))) != value
         }
         assert differs == {}, f"{name}: (compose, local) {differs}"
 
@@ -80,8 +71,10 @@ def test_each_node_is_reachable_from_the_host(services: dict[str, Any]) -> None:
     assert bootstrap in COMPOSE.read_text(encoding="utf-8")  # the export the header shows
 
 
-def test_a_local_cluster_node_writes_those_settings(tmp_path: Path) -> None:
-    layout = ClusterLayout.fresh("bGFtaW5hci1jbHVzdGVyLTE", 3)
+def test_a_local_cluster_node_writes_those_settings(
+    tmp_path: Path, services: dict[str, Any]
+) -> None:
+    layout = ClusterLayout.fresh(services["kafka-1"]["environment"]["CLUSTER_ID"], 3)
     files = BrokerFiles(tmp_path / "node-2")
     files.home.mkdir()
     node = layout.node(2)
@@ -93,7 +86,7 @@ def test_a_local_cluster_node_writes_those_settings(tmp_path: Path) -> None:
         voters=layout.voters,
         replication=cluster_replication(),
     )
-    written = _parse_properties(files.properties.read_text(encoding="utf-8"))
+    written = parse_properties(files.properties.read_text(encoding="utf-8"))
     assert {k: written[k] for k in CLUSTER_SETTINGS} == CLUSTER_SETTINGS
     assert written["node.id"] == "2"
     assert written["process.roles"] == "broker,controller"
