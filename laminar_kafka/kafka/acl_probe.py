@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicCollection
@@ -48,14 +49,19 @@ def missing_permissions(
 
     A source topic that does not exist is not a gap: the run refuses it by name.
     """
+    transactional = [n for n in needs if n.resource == TRANSACTIONAL_ID]
     admin = admin_client(kafka)  # held: a collected client never completes its futures
-    gaps, absent = topic_gaps(admin, [n for n in needs if n.resource == TOPIC], timeout_s)
-    gaps += _group_gaps(kafka, [n for n in needs if n.resource == GROUP], timeout_s)
-    for need in needs:
-        if need.resource == TRANSACTIONAL_ID and not _may_use(
-            kafka, probe_transactional_id, timeout_s
-        ):
-            gaps.append(Gap(need, need.operations))
+    # The transaction coordinator's answer is awaited while the other questions are asked.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        usable = (
+            pool.submit(_may_use, kafka, probe_transactional_id, timeout_s)
+            if transactional
+            else None
+        )
+        gaps, absent = topic_gaps(admin, [n for n in needs if n.resource == TOPIC], timeout_s)
+        gaps += _group_gaps(kafka, [n for n in needs if n.resource == GROUP], timeout_s)
+        if usable is not None and not usable.result():
+            gaps += [Gap(n, n.operations) for n in transactional]
     return gaps, absent
 
 
