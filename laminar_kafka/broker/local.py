@@ -29,6 +29,7 @@ from pathlib import Path
 
 from laminar_kafka.broker.jars import ensure_jars, require_java
 from laminar_kafka.broker.processes import await_metadata, children, reusable_ports, settle_child
+from laminar_kafka.broker.security import ScramSecurity
 from laminar_kafka.broker.settings import (
     BrokerFiles,
     format_storage,
@@ -78,10 +79,16 @@ class LocalBroker:
     """The JVM's maximum heap (a node of a local cluster gets less)."""
 
     def __init__(
-        self, home: Path | None = None, kafka_version: str = DEFAULT_KAFKA_VERSION
+        self,
+        home: Path | None = None,
+        kafka_version: str = DEFAULT_KAFKA_VERSION,
+        security: ScramSecurity | None = None,
     ) -> None:
+        """`security`: SASL/SCRAM and ACLs instead of a PLAINTEXT listener open to all
+        (given at the first start of a home: the users are created when it is formatted)."""
         self.home = (home if home is not None else default_home()).expanduser().resolve()
         self.kafka_version = kafka_version
+        self.security = security
         self.files = BrokerFiles(self.home)
         self._log_offset = 0
 
@@ -136,7 +143,8 @@ class LocalBroker:
             # it (LAMINAR_KAFKA_BOOTSTRAP, a pipeline riding out a bounce) reconnect.
             previous = reusable_ports(self.files.ports) if attempt == 0 else None
             port, controller_port = previous or free_ports(2)
-            write_properties(self.files, _NODE_ID, port, controller_port)
+            secured = self.security.broker_settings(port, controller_port) if self.security else {}
+            write_properties(self.files, _NODE_ID, port, controller_port, overrides=secured)
             self._format_once(java, lib)
             try:
                 info = self._launch(java, lib, port, timeout_s)
@@ -163,7 +171,9 @@ class LocalBroker:
         return True
 
     def _format_once(self, java: str, lib: Path) -> None:
-        format_storage([java, *self._jvm_flags()], lib, self.files.properties, self.files.data)
+        users = tuple(self.security.format_args()) if self.security else ()
+        flags = [java, *self._jvm_flags()]
+        format_storage(flags, lib, self.files.properties, self.files.data, extra=users)
 
     def _launch(self, java: str, lib: Path, port: int, timeout_s: float) -> BrokerInfo:
         cmd = [
@@ -214,7 +224,8 @@ class LocalBroker:
 
     def _await_ready(self, proc: subprocess.Popen[bytes], bootstrap: str, timeout_s: float) -> None:
         """Return when the broker answers a metadata request; raise if it dies or times out."""
-        problem = await_metadata(proc, bootstrap, timeout_s)
+        client = self.security.client_config() if self.security else {}
+        problem = await_metadata(proc, bootstrap, timeout_s, client)
         if problem is None:
             return
         if proc.returncode is not None:

@@ -11,6 +11,7 @@ import contextlib
 import json
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +56,13 @@ def reusable_ports(saved: Path) -> tuple[int, int] | None:
     return ports if ports_free(ports) else None
 
 
-def await_metadata(proc: subprocess.Popen[bytes], bootstrap: str, timeout_s: float) -> str | None:
-    """Wait until a starting broker answers a metadata request.
+def await_metadata(
+    proc: subprocess.Popen[bytes],
+    bootstrap: str,
+    timeout_s: float,
+    client: Mapping[str, str] | None = None,
+) -> str | None:
+    """Wait until a starting broker answers a metadata request (`client`: security settings).
 
     None when it does; else why not (the process exited, or the last error seen
     when `timeout_s` ran out).
@@ -69,6 +75,7 @@ def await_metadata(proc: subprocess.Popen[bytes], bootstrap: str, timeout_s: flo
         "reconnect.backoff.max.ms": 250,
         "log_level": 0,  # connection-refused noise while the JVM starts
         "error_cb": lambda err: errors.append(str(err)),
+        **(client or {}),
     }
     admin = AdminClient(config)
     deadline = time.monotonic() + timeout_s

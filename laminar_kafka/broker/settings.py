@@ -6,9 +6,11 @@ import base64
 import shutil
 import subprocess
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from laminar_kafka.broker.security import override_properties
 from laminar_kafka.errors import BrokerError
 from laminar_kafka.processes.files import tail_text, write_atomic
 
@@ -121,15 +123,23 @@ logger.request.level = WARN
 
 
 def format_storage(
-    java: list[str], lib: Path, properties: Path, data: Path, cluster_id: str | None = None
+    java: list[str],
+    lib: Path,
+    properties: Path,
+    data: Path,
+    cluster_id: str | None = None,
+    extra: tuple[str, ...] = (),
 ) -> None:
-    """Format KRaft storage with `cluster_id` (else a new one), unless it already is."""
+    """Format KRaft storage with `cluster_id` (else a new one), unless it already is.
+
+    `extra`: more arguments of `kafka-storage format` (`--add-scram ...`).
+    """
     if (data / "meta.properties").exists():
         return
     if data.exists():  # an interrupted format: start over
         shutil.rmtree(data)
     cmd = [*java, "-cp", f"{lib}/*", "kafka.tools.StorageTool", "format"]
-    cmd += ["-t", cluster_id or new_cluster_id(), "-c", str(properties)]
+    cmd += ["-t", cluster_id or new_cluster_id(), "-c", str(properties), *extra]
     try:
         done = subprocess.run(
             cmd,
@@ -162,8 +172,12 @@ def write_properties(
     controller_port: int,
     voters: str | None = None,
     replication: str = SINGLE_NODE_REPLICATION,
+    overrides: Mapping[str, str] | None = None,
 ) -> None:
-    """The node's server.properties; `voters` defaults to this node alone."""
+    """The node's server.properties; `voters` defaults to this node alone.
+
+    `overrides` replace (or add) settings: a secured listener (`broker/security.py`).
+    """
     text = PROPERTIES_TEMPLATE.format(
         node_id=node_id,
         voters=voters or f"{node_id}@127.0.0.1:{controller_port}",
@@ -172,4 +186,4 @@ def write_properties(
         data=str(files.data).replace("\\", "\\\\"),
         replication=replication,
     )
-    write_atomic(files.properties, text)
+    write_atomic(files.properties, override_properties(text, overrides or {}))

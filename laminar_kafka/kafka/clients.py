@@ -14,6 +14,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
+from laminar_kafka.kafka.java_properties import librdkafka_settings
 from laminar_kafka.kafka.names import PROBE_GROUP
 
 # Warnings such as "concurrent transactions" while a new task fences an old one
@@ -27,14 +28,18 @@ _QUICK_RECONNECT = {"reconnect.backoff.max.ms": 1000}
 
 @dataclass(frozen=True)
 class KafkaConnection:
-    """Where the cluster is and how to talk to it (security and other client settings)."""
+    """Where the cluster is and how to talk to it (security and other client settings).
+
+    `client_config` takes librdkafka's property names; the common Java ones are
+    translated or refused (`kafka/java_properties.py`).
+    """
 
     bootstrap: str
     client_config: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # A plain dict copy: read-only views cannot be pickled to the Spark tasks.
-        object.__setattr__(self, "client_config", dict(self.client_config))
+        # A plain dict: read-only views cannot be pickled to the Spark tasks.
+        object.__setattr__(self, "client_config", librdkafka_settings(self.client_config))
 
     def settings(
         self, defaults: Mapping[str, Any], fixed: Mapping[str, Any] | None = None

@@ -1,15 +1,16 @@
 """Run as a script by `kafka/group_view.py`: ask a group's coordinator one thing, print JSON.
 
 It imports nothing of laminar_kafka, so a child starts in about half the time.
-A request (stdin): {"config": {...}, "op": "describe" | "delete", "group": str,
-"timeout_s": float}. The answer (stdout): the op's result, or {"error": str,
-"code": the KafkaError's name or null}.
+A request (stdin): {"config": {...}, "op": "describe" | "delete" | "operations",
+"group": str (for "operations", a list of them), "timeout_s": float}. The answer
+(stdout): the op's result, or {"error": str, "code": the KafkaError's name or null}.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -38,7 +39,31 @@ def delete(admin: AdminClient, group: str, timeout_s: float) -> dict[str, Any]:
     return {}
 
 
-OPS = {"describe": describe, "delete": delete}
+def operations(admin: AdminClient, groups: list[str], timeout_s: float) -> dict[str, Any]:
+    """Per group, the operations this principal may do on it, or its error."""
+    futures = admin.describe_consumer_groups(
+        groups, include_authorized_operations=True, request_timeout=timeout_s
+    )
+    found: dict[str, Any] = {}
+    for group, future in futures.items():
+        try:
+            allowed = future.result().authorized_operations or []
+            found[group] = sorted(op.name for op in allowed)
+        except KafkaException as exc:
+            found[group] = _error(exc)
+    return {"groups": found}
+
+
+def _error(exc: KafkaException) -> dict[str, Any]:
+    err = exc.args[0] if exc.args else None
+    return {"error": str(exc), "code": err.name() if isinstance(err, KafkaError) else None}
+
+
+OPS: dict[str, Callable[[AdminClient, Any, float], dict[str, Any]]] = {
+    "describe": describe,
+    "delete": delete,
+    "operations": operations,
+}
 
 
 def main() -> None:
@@ -47,9 +72,7 @@ def main() -> None:
     try:
         answer = OPS[request["op"]](admin, request["group"], float(request["timeout_s"]))
     except KafkaException as exc:
-        err = exc.args[0] if exc.args else None
-        code = err.name() if isinstance(err, KafkaError) else None
-        answer = {"error": str(exc), "code": code}
+        answer = _error(exc)
     json.dump(answer, sys.stdout)
 
 

@@ -28,7 +28,14 @@ from laminar_kafka.errors import LaminarError
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.names import PartitionKey
 
-__all__ = ["GroupAskFailed", "GroupView", "Member", "delete_group", "describe_group"]
+__all__ = [
+    "GroupAskFailed",
+    "GroupView",
+    "Member",
+    "delete_group",
+    "describe_group",
+    "group_operations",
+]
 
 _SCRIPT = Path(__file__).with_name("group_ask.py")
 _SPARE_S = 15.0
@@ -88,7 +95,24 @@ def delete_group(kafka: KafkaConnection, group: str, timeout_s: float = 30.0) ->
     _ask(kafka, "delete", group, timeout_s)
 
 
-def _ask(kafka: KafkaConnection, op: str, group: str, timeout_s: float) -> dict[str, Any]:
+def group_operations(
+    kafka: KafkaConnection, groups: list[str], timeout_s: float = 10.0
+) -> dict[str, frozenset[str] | GroupAskFailed]:
+    """Per group, the operations (`AclOperation` names) this client's principal may do on
+    it, as the brokers' authorizer says; or why the group could not be described."""
+    body = _ask(kafka, "operations", groups, timeout_s)
+    found: dict[str, frozenset[str] | GroupAskFailed] = {}
+    for group, answer in body["groups"].items():
+        if isinstance(answer, dict):
+            found[group] = GroupAskFailed(str(answer["error"]), answer.get("code"))
+        else:
+            found[group] = frozenset(str(op) for op in answer)
+    return found
+
+
+def _ask(
+    kafka: KafkaConnection, op: str, group: str | list[str], timeout_s: float
+) -> dict[str, Any]:
     config = kafka.settings({})
     request = {"config": config, "op": op, "group": group, "timeout_s": timeout_s}
     try:

@@ -15,9 +15,20 @@ PROBE_GROUP = "laminar-probe"
 """Group id of short-lived consumers that only read offsets; they never commit."""
 
 
+def transactional_id_prefix(pipeline: str) -> str:
+    """Begins every transactional id of the pipeline's tasks (a prefixed ACL grants them)."""
+    return f"laminar-{pipeline}-task-"
+
+
 def transactional_id(pipeline: str, task: int) -> str:
     """The transactional id of task `task`: reused across checkpoints and generations."""
-    return f"laminar-{pipeline}-task-{task}"
+    return f"{transactional_id_prefix(pipeline)}{task}"
+
+
+def probe_transactional_id(pipeline: str) -> str:
+    """The transactional id that checks, before a run, that the tasks' ids may be used;
+    under their prefix, and never a task's own (initialising that would fence the task)."""
+    return f"{transactional_id_prefix(pipeline)}probe"
 
 
 def consumer_group(pipeline: str) -> str:

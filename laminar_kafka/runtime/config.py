@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.kafka import names
 from laminar_kafka.kafka.clients import KafkaConnection
+from laminar_kafka.kafka.java_properties import librdkafka_settings
 
 # Time a transaction may still need after its checkpoint timed out: the worker job's
 # restart, whose new tasks fence (abort) what the dead ones left open.
@@ -136,8 +137,8 @@ class RuntimeConfig:
                 "beat, and the driver calls itself cut off once it heard no task for two "
                 "(raise --heartbeat-timeout)"
             )
-        # A plain dict copy: read-only views cannot be pickled to the Spark tasks.
-        object.__setattr__(self, "client_config", dict(self.client_config))
+        # A plain dict in librdkafka's names: read-only views cannot be pickled to the tasks.
+        object.__setattr__(self, "client_config", librdkafka_settings(self.client_config))
 
     @property
     def kafka(self) -> KafkaConnection:

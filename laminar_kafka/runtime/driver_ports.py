@@ -43,8 +43,9 @@ class Purge(Protocol):
 class DriverPorts(Protocol):
     """The driver's side of a transport, for one pipeline's run."""
 
-    def preflight(self) -> None:
-        """Refuse settings the transport cannot honour, before anything is touched."""
+    def preflight(self, pipeline: Pipeline, plan: StagePlan) -> None:
+        """Refuse settings the transport cannot honour and permissions it lacks, before
+        anything is touched."""
         ...
 
     def hold_lease(self, pipeline: str) -> Lease:

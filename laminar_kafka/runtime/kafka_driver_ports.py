@@ -10,6 +10,7 @@ from laminar_kafka.checkpoint.committed_markers import CommittedMarkers
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import Ack, Heartbeat
 from laminar_kafka.control.transport import ControlChannel
+from laminar_kafka.kafka.acl_needs import Need
 from laminar_kafka.kafka.admin import delete_committed_offsets, end_offset
 from laminar_kafka.kafka.group_lease import GroupLease
 from laminar_kafka.kafka.names import PartitionKey
@@ -19,6 +20,7 @@ from laminar_kafka.runtime.driver_lease import hold_driver_lease
 from laminar_kafka.runtime.fencing import fence_removed_tasks
 from laminar_kafka.runtime.file_sinks import recover_staged_files
 from laminar_kafka.runtime.internal_purge import InternalPurge, check_internal_topics
+from laminar_kafka.runtime.permissions import check_created_topics, check_permissions, needs_of
 from laminar_kafka.runtime.preflight import check_brokers_answer, check_transaction_timeout
 from laminar_kafka.runtime.topics import PreparedTopics, prepare_topics
 
@@ -28,16 +30,22 @@ class KafkaDriverPorts:
 
     def __init__(self, config: RuntimeConfig) -> None:
         self._config = config
+        self._needs: tuple[Need, ...] = ()
+        self._created: list[str] = []  # topics whose permissions are checked once they exist
 
-    def preflight(self) -> None:
+    def preflight(self, pipeline: Pipeline, plan: StagePlan) -> None:
         check_brokers_answer(self._config.kafka)
         check_transaction_timeout(self._config)
+        self._needs = needs_of(self._config, pipeline, plan)
+        self._created = check_permissions(self._config, pipeline.name, self._needs)
 
     def hold_lease(self, pipeline: str) -> GroupLease:
         return hold_driver_lease(self._config, pipeline)
 
     def prepare_topics(self, pipeline: Pipeline, plan: StagePlan) -> PreparedTopics:
-        return prepare_topics(self._config, pipeline, plan)
+        topics = prepare_topics(self._config, pipeline, plan)
+        check_created_topics(self._config, self._needs, self._created)
+        return topics
 
     def check_internal_topics(
         self, pipeline: str, plan: StagePlan, counts: Mapping[str, int]

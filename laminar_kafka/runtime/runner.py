@@ -119,7 +119,7 @@ class PipelineRunner:
     def run(self) -> RunStats:
         ship_pipeline_code(self.pipeline)
         ports, name = self._ports, self.pipeline.name
-        ports.preflight()  # before anything is touched
+        ports.preflight(self.pipeline, self._plan)  # before anything is touched
         self._store.lock()
         try:
             self._lease = ports.hold_lease(name)

@@ -103,7 +103,7 @@ class MemoryDriverPorts:
         self._broker = broker
         self._config = config
 
-    def preflight(self) -> None:
+    def preflight(self, pipeline: Pipeline, plan: StagePlan) -> None:
         pass
 
     def hold_lease(self, pipeline: str) -> MemoryLease:

@@ -191,8 +191,8 @@ def test_client_settings_reach_the_marker_reader_and_reserved_ones_are_refused(
     args = ["inspect", str(tmp_path), "--client-config-file", str(properties)]
     assert main([*args, "--client-config", "sasl.mechanism=SCRAM-SHA-512"]) == 0
     assert brokers.settings == [
-        {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512"}
-    ]
+        {"security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512"}
+    ]  # Java's name made librdkafka's (kafka/java_properties.py)
     capsys.readouterr()
     assert main(["inspect", str(tmp_path), "--client-config", "group.id=mine"]) == 2
     assert "client setting 'group.id' is managed by laminar-kafka" in capsys.readouterr().err

@@ -19,7 +19,12 @@ import pytest
 from laminar_kafka.kafka import group_view
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.group_lease import GroupLease
-from laminar_kafka.kafka.group_view import GroupAskFailed, delete_group, describe_group
+from laminar_kafka.kafka.group_view import (
+    GroupAskFailed,
+    delete_group,
+    describe_group,
+    group_operations,
+)
 from laminar_kafka.testing import TopicFactory
 
 PACKAGE = Path(group_view.__file__).resolve().parents[1]
@@ -68,3 +73,16 @@ def test_describe_shows_the_lease_holder_and_delete_names_an_unknown_group(
     with pytest.raises(GroupAskFailed) as unknown:
         delete_group(kafka, topic + ".nobody")
     assert unknown.value.code == "GROUP_ID_NOT_FOUND"
+
+
+def test_operations_are_the_authorizers_answer_per_group(
+    kafka_bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """On a broker without an authorizer every operation is allowed, known group or not;
+    a denied group is the secured-cluster test's (tests/runtime/test_secured_cluster.py)."""
+    kafka = KafkaConnection(kafka_bootstrap)
+    name = topic_factory.create("ops", partitions=1)
+    found = group_operations(kafka, [name + ".a", name + ".b"])
+    assert set(found) == {name + ".a", name + ".b"}
+    for allowed in found.values():
+        assert isinstance(allowed, frozenset) and {"READ", "DESCRIBE", "DELETE"} <= allowed
