@@ -23,6 +23,7 @@ from laminar_kafka.operators.base import BatchContext
 from laminar_kafka.operators.event_time import NO_WATERMARK, Progress
 from laminar_kafka.operators.join import TableSpec, side_rows, update_table
 from laminar_kafka.runtime.event_clock import Clock, EventClock, wall_ms
+from laminar_kafka.runtime.format_check import FormatCheck
 from laminar_kafka.runtime.side_outputs import write_dead_letters, write_late
 from laminar_kafka.runtime.sink_writes import write_sink
 from laminar_kafka.sinks.output import OutputWriter
@@ -69,6 +70,7 @@ class FlowRunner:
         }
         self.clock = EventClock(clock)
         self.counts = ProcessCounts()
+        self._format_check = FormatCheck()
 
     def run(
         self,
@@ -220,19 +222,25 @@ class FlowRunner:
                 self._dlq, ctx.dead_letters, messages, txn
             )
 
-    @staticmethod
     def _decode(
-        flow: Flow, datas: list[Any], offsets: list[int], ctx: BatchContext
+        self, flow: Flow, datas: list[Any], offsets: list[int], ctx: BatchContext
     ) -> tuple[list[Any], list[int]]:
-        fmt = flow.source.value_format
+        """The values that decode, with their offsets; the others are dead letters
+        (or stop the task, when a source's first records are all in another encoding)."""
+        fmt, topic = flow.source.value_format, ctx.topic
         values = decode_batch(fmt, datas)
         if values is not None:
+            self._format_check.decoded(topic, datas)
             return values, offsets
         values, kept = [], []
+        key = (topic, ctx.partition)
         for data, offset in zip(datas, offsets, strict=True):
             try:
                 values.append(fmt.decode_one(data))
-                kept.append(offset)
             except RecordDecodeError as exc:
-                ctx.reject(offset, f"undecodable value: {exc}")
+                reason = self._format_check.failed(key, offset, data, fmt, str(exc))
+                ctx.reject(offset, f"undecodable value: {reason}")
+                continue
+            kept.append(offset)
+            self._format_check.decoded(topic, (data,))
         return values, kept
