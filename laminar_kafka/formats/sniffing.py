@@ -23,8 +23,7 @@ from laminar_kafka.formats.registry import MAGIC_BYTE, RegistryAvroFormat
 __all__ = ["Encoding", "sniff"]
 
 _REGISTRY_ADVICE = (
-    "use value_format=AvroFormat.from_registry(url, subject=...) "
-    "(see the README's 'Your own Kafka')"
+    "use value_format=AvroFormat.from_registry(url, subject=...) (README: Your own Kafka)"
 )
 
 
@@ -65,14 +64,14 @@ def _confluent(data: bytes, fmt: Format) -> Encoding | None:
         return None
     if _is_json(data[5:]):
         return Encoding(
-            "the Confluent wire format with JSON bodies (Confluent's JSON Schema serializer)",
-            f"schema id {schema_id}",
+            "the Confluent wire format with JSON bodies",
+            f"Confluent's JSON Schema serializer, schema id {schema_id}",
             "laminar-kafka reads only Avro from a registry: read BytesFormat() and "
             "json.loads(value[5:]) in a map, or have the producers write plain JSON",
         )
     return Encoding(
-        "the Confluent wire format (magic byte 0, then a schema registry id)",
-        f"schema id {schema_id}",
+        "the Confluent wire format",
+        f"magic byte 0, schema id {schema_id}",
         _REGISTRY_ADVICE,
     )
 

@@ -41,13 +41,13 @@ def test_the_confluent_wire_format_names_its_schema_id_and_the_registry_format(
 ) -> None:
     found = sniff(wire_header(42) + body(), fmt)
     assert found is not None
-    assert "Confluent wire format" in found.name and found.detail == "schema id 42"
+    assert "Confluent wire format" in found.name and found.detail == "magic byte 0, schema id 42"
     assert "AvroFormat.from_registry" in found.advice
 
 
 def test_confluent_json_schema_bodies_are_told_apart() -> None:
     found = sniff(wire_header(3) + b'{"x": 1}', AVRO)
-    assert found is not None and "JSON Schema" in found.name
+    assert found is not None and "JSON bodies" in found.name and "JSON Schema" in found.detail
     assert "from_registry" not in found.advice
 
 
