@@ -5,7 +5,7 @@ Confluent wire format found) would turn every record into a dead letter. The
 runtime asks `sniff` about the records that fail to decode; a known encoding
 names itself and the format to use instead, both for the dead letter's reason
 and for the error that stops a run whose first records all look alike
-(`runtime/format_check.py`). Only records that already failed are sniffed, so
+(`formats/format_check.py`). Only records that already failed are sniffed, so
 a topic in the right format costs nothing.
 """
 

@@ -17,13 +17,13 @@ from laminar_kafka.api.specs import Flow
 from laminar_kafka.control.records import Watermark
 from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats.batch import decode_batch
+from laminar_kafka.formats.format_check import FormatCheck
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators import runs_on_watermark
 from laminar_kafka.operators.base import BatchContext
 from laminar_kafka.operators.event_time import NO_WATERMARK, Progress
 from laminar_kafka.operators.join import TableSpec, side_rows, update_table
 from laminar_kafka.runtime.event_clock import Clock, EventClock, wall_ms
-from laminar_kafka.runtime.format_check import FormatCheck
 from laminar_kafka.runtime.side_outputs import write_dead_letters, write_late
 from laminar_kafka.runtime.sink_writes import write_sink
 from laminar_kafka.sinks.output import OutputWriter
@@ -216,7 +216,7 @@ class FlowRunner:
     ) -> None:
         """Table records change the partition's rows; bad ones are dead letters."""
         ctx = BatchContext(key[0], key[1], self._partition_counts[key[0]], states)
-        update_table(spec, messages, ctx.table(spec.state_name), ctx)
+        update_table(spec, messages, ctx.table(spec.state_name), ctx, self._format_check)
         if ctx.dead_letters:
             self.counts.dead_letters += write_dead_letters(
                 self._dlq, ctx.dead_letters, messages, txn

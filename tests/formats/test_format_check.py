@@ -8,8 +8,8 @@ import pytest
 from laminar_kafka import Pipeline
 from laminar_kafka.errors import ConfigError, FormatMismatchError, IncurableError
 from laminar_kafka.formats import AvroFormat, JsonFormat
+from laminar_kafka.formats.format_check import FORMAT_CHECK_RECORDS, FormatCheck
 from laminar_kafka.formats.registry import wire_header
-from laminar_kafka.runtime.format_check import FORMAT_CHECK_RECORDS, FormatCheck
 from laminar_kafka.testing import Raw, run_pipeline
 from tests.formats.test_sniffing import POINT, VALUE, body
 
