@@ -18,9 +18,14 @@ from pathlib import Path
 
 import pytest
 
+from laminar_kafka.errors import FormatMismatchError
+from laminar_kafka.formats import AvroFormat
+from laminar_kafka.formats.format_check import FormatCheck
+from laminar_kafka.formats.registry import wire_header
 from laminar_kafka.kafka.names import control_topic, dead_letter_topic
 from laminar_kafka.testing import TopicFactory
 from tests.docs.readme_steps import REPO, as_script, blocks, section
+from tests.formats.test_sniffing import POINT
 
 HEADING = "## Your own Kafka"
 
@@ -92,3 +97,14 @@ def test_your_own_kafka_runs_as_written(
     assert f"euros: {[float(i) for i in range(1, 10)]}" in stdout, said
     assert (work / f"{unique}.py").is_file()
     assert "drained at checkpoint" in stdout, said  # SIGTERM drained the run
+
+
+def test_the_sections_error_line_is_the_one_a_run_prints() -> None:
+    check = FormatCheck()
+    confluent = wire_header(7) + b"\x02"
+    with pytest.raises(FormatMismatchError) as stopped:
+        for offset in range(3):
+            check.failed(("payments", 0), offset, confluent, AvroFormat(POINT), "r")
+    # The driver's words for an error a task reported before it died (coordinator.py).
+    line = f"error: task 0 failed, and no restart can cure it: {stopped.value}"
+    assert f"\n{line}\n" in section(HEADING)
