@@ -5,7 +5,6 @@ no dead letters behind (not a topic full of them)."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -17,6 +16,7 @@ from laminar_kafka.formats.registry import wire_header
 from laminar_kafka.kafka.names import control_topic, dead_letter_topic
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import read_committed_records
+from tests.docs.readme_steps import run_in_own_group
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -50,15 +50,13 @@ def test_a_confluent_framed_topic_stops_the_run_with_one_clear_line(
     env = {**os.environ, "PYTHONPATH": str(REPO), "LAMINAR_KAFKA_BOOTSTRAP": kafka_bootstrap}
     command = [sys.executable, "-m", "laminar_kafka", "run", str(pipeline), "--parallelism", "1"]
     command += ["--checkpoint-dir", str(tmp_path / "checkpoints")]
-    done = subprocess.run(
-        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
-    )
-    said = f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr[-4000:]}"
-    assert done.returncode in (1, 2), said  # a refused run, not a crash nor a success
-    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    stdout, stderr, code = run_in_own_group(command, tmp_path, env)
+    said = f"exit {code}\nstdout:\n{stdout}\nstderr:\n{stderr[-4000:]}"
+    assert code in (1, 2), said  # a refused run, not a crash nor a success
+    errors = [line for line in stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1, said
     assert "Confluent wire format (magic byte 0, schema id 7)" in errors[0], said
     assert "AvroFormat.from_registry(url, subject=...)" in errors[0], said
-    assert "Traceback" not in done.stderr, said
-    assert "restart 1" not in done.stdout + done.stderr, said  # no restart cures a format
+    assert "Traceback" not in stderr, said
+    assert "restart 1" not in stdout + stderr, said  # no restart cures a format
     assert read_committed_records(kafka_bootstrap, dead_letter_topic(name), 30) == []

@@ -4,12 +4,19 @@ Shared by the tests that follow the README literally: ```bash blocks run as
 they are; a ```python block whose first line is `# NAME.py` is written to that
 file; any other ```python block runs with `python3 -`. One script, so that a
 job started in the background by one block (`... &`) is the `%1` of a later one.
+`run_in_own_group` runs such a script (or a command) so that a timeout kills
+whatever it left running, Spark included.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 _BLOCK = re.compile(r"^```(bash|python)\n(.*?)^```$", re.DOTALL | re.MULTILINE)
@@ -44,3 +51,26 @@ def as_script(steps: list[tuple[str, str]]) -> str:
         target = f"cat > {named.group(1)}" if named else "python3 -"
         lines.append(f"{target} <<'LAMINAR_README_EOF'\n{code}LAMINAR_README_EOF")
     return "\n".join(lines) + "\n"
+
+
+def run_in_own_group(
+    command: list[str], cwd: Path, env: dict[str, str], timeout_s: float = 300.0
+) -> tuple[str, str, int]:
+    """stdout, stderr and exit code of `command`; if it outlives `timeout_s`, it and
+    everything it started (a run in the background, its Spark) are killed."""
+    process = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        text=True,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+        pytest.fail(f"{command[0]} took over {timeout_s:.0f} s:\n{stdout}\n{stderr[-4000:]}")
+    return stdout, stderr, process.returncode

@@ -9,9 +9,7 @@ that runs do not meet each other's topics, offsets and transactions.
 from __future__ import annotations
 
 import os
-import signal
 import stat
-import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -24,7 +22,7 @@ from laminar_kafka.formats.format_check import FormatCheck
 from laminar_kafka.formats.registry import wire_header
 from laminar_kafka.kafka.names import control_topic, dead_letter_topic
 from laminar_kafka.testing import TopicFactory
-from tests.docs.readme_steps import REPO, as_script, blocks, section
+from tests.docs.readme_steps import REPO, as_script, blocks, run_in_own_group, section
 from tests.formats.test_sniffing import POINT
 
 HEADING = "## Your own Kafka"
@@ -38,29 +36,6 @@ def _laminar_kafka_command(folder: Path) -> Path:
     script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m laminar_kafka "$@"\n')
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return folder
-
-
-def run_in_own_group(
-    command: list[str], cwd: Path, env: dict[str, str], timeout_s: float = 300.0
-) -> tuple[str, str, int]:
-    """stdout, stderr and exit code of `command`; if it outlives `timeout_s`, it and
-    everything it started (a run in the background, its Spark) are killed."""
-    process = subprocess.Popen(
-        command,
-        cwd=cwd,
-        env=env,
-        text=True,
-        start_new_session=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        stdout, stderr = process.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        stdout, stderr = process.communicate()
-        pytest.fail(f"the steps took over {timeout_s:.0f} s:\n{stdout}\n{stderr[-4000:]}")
-    return stdout, stderr, process.returncode
 
 
 def test_the_sections_steps_are_what_this_test_runs() -> None:
