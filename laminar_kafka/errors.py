@@ -55,5 +55,12 @@ class IncurableError(LaminarError):
     """A failure no restart can cure: a setting the broker refuses, a missing permission."""
 
 
+class FormatMismatchError(ConfigError, IncurableError):
+    """A source's first records are all in another encoding than its value format.
+
+    A setting to change, which no restart cures: raised in a task, it stops the run.
+    """
+
+
 class WorkerStartError(LaminarError):
     """The worker job failed before every task of a generation was running."""

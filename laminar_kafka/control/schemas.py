@@ -3,7 +3,8 @@
 One loader for every schema of the project, control records and example data
 alike. A name is looked up first in the source tree's `schemas/` folder (a
 checkout or an editable install), then in the copy that the wheel installs
-as `laminar_kafka/_schemas`.
+as `laminar_kafka/_schemas`. `AvroFormat.from_schema` looks in the user's
+project first (`formats/schema_files.py`), then here.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ import fastavro
 
 from laminar_kafka.errors import ConfigError
 
-__all__ = ["ParsedSchema", "load_schema", "schema_dirs", "schema_path"]
+__all__ = ["ParsedSchema", "load_schema", "read_schema", "schema_dirs", "schema_path"]
 
 ParsedSchema = dict[str, Any] | list[Any] | str
 """What `fastavro.parse_schema` returns: a record, a union or a primitive name."""
@@ -32,20 +34,22 @@ def schema_dirs() -> tuple[Path, ...]:
     return (package.parent / "schemas", package / "_schemas")
 
 
-def schema_path(name: str) -> Path:
-    """Return the path of `schemas/<name>.avsc`, from the first folder that has it.
+def schema_path(name: str, dirs: Sequence[Path] | None = None, hint: str = "") -> Path:
+    """Return the path of `<name>.avsc` in the first of `dirs` (default: `schema_dirs()`)
+    that has it.
 
-    Raises ConfigError when the name is not a plain file stem or no folder has it.
+    Raises ConfigError when the name is not a plain file stem or no folder has it;
+    the message lists the folders searched, then `hint`.
     """
     if not _NAME.fullmatch(name) or name.endswith(".avsc"):
         raise ConfigError(f"schema name {name!r} must be a file stem such as 'barrier'")
-    dirs = schema_dirs()
+    dirs = schema_dirs() if dirs is None else dirs
     for folder in dirs:
         path = folder / f"{name}.avsc"
         if path.is_file():
             return path
     searched = ", ".join(str(d) for d in dirs)
-    raise ConfigError(f"schema {name!r} not found: no {name}.avsc in {searched}")
+    raise ConfigError(f"schema {name!r} not found: no {name}.avsc in {searched}{hint}")
 
 
 @functools.cache
@@ -55,7 +59,11 @@ def load_schema(name: str) -> ParsedSchema:
     The result is cached and shared: treat it as read-only. Raises ConfigError
     when the file is missing, is not JSON or is not a valid Avro schema.
     """
-    path = schema_path(name)
+    return read_schema(schema_path(name))
+
+
+def read_schema(path: Path) -> ParsedSchema:
+    """Read and parse the `.avsc` file at `path`; ConfigError if it is not a valid schema."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

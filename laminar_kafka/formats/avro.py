@@ -14,6 +14,7 @@ bytes are refused instead of becoming wrong values.
 from __future__ import annotations
 
 import io
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -93,10 +94,13 @@ class AvroFormat:
 
     @classmethod
     def from_schema(cls, name: str, framing: Framing = "single-object") -> AvroFormat:
-        """The format of `schemas/<name>.avsc`."""
-        from laminar_kafka.control.schemas import load_schema
+        """The format of `<name>.avsc`, looked up in `$LAMINAR_SCHEMAS`, then `schemas/`
+        beside the calling file (the pipeline), then `./schemas/`, then the package's
+        (`formats/schema_files.py`); a ConfigError lists where it looked."""
+        from laminar_kafka.formats.schema_files import load_project_schema
 
-        return cls(load_schema(name), framing=framing)
+        caller = sys._getframe(1).f_globals.get("__file__")
+        return cls(load_project_schema(name, caller), framing=framing)
 
     @staticmethod
     def from_registry(

@@ -34,7 +34,11 @@ def source_partition_counts(
     counts = partition_counts(kafka, timeout_s)
     missing = [t for t in topics if t not in counts]
     if missing:
-        raise ConfigError(f"source topic {missing[0]!r} does not exist on {kafka.bootstrap}")
+        raise ConfigError(
+            f"source topic {missing[0]!r} does not exist on {kafka.bootstrap}: create it "
+            "first (a run creates its sinks and internal topics, never a source, whose "
+            "partitions set the parallelism and where each key is)"
+        )
     return {t: counts[t] for t in topics}
 
 

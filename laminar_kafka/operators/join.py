@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats import Format, JsonFormat, StringFormat
+from laminar_kafka.formats.format_check import FormatCheck
 from laminar_kafka.operators.base import BatchContext, describe_error
 from laminar_kafka.operators.keyed import key_bytes
 from laminar_kafka.operators.partitioning import PARTITIONERS
@@ -49,13 +50,18 @@ def default_merge(record: Any, row: Any) -> Any:
 
 
 def update_table(
-    spec: TableSpec, messages: Sequence[Any], rows: dict[Any, Any], ctx: BatchContext
+    spec: TableSpec,
+    messages: Sequence[Any],
+    rows: dict[Any, Any],
+    ctx: BatchContext,
+    check: FormatCheck | None = None,
 ) -> None:
     """Apply a batch of table records to `rows`, in offset order. A record whose key or
     value cannot be decoded (or whose key cannot be a dict key) is a dead letter;
     a tombstone for a key never seen changes nothing. So is a record whose decoded
     key maps to another partition (murmur2, as the join's repartition routes stream
-    records): no stream record with that key would ever look it up here."""
+    records): no stream record with that key would ever look it up here. `check`
+    stops a table whose first values are all in another encoding (format_check.py)."""
     partition_of, n, here = PARTITIONERS["murmur2"], ctx.num_partitions, ctx.partition
     for m in messages:
         offset = m.offset()
@@ -78,7 +84,14 @@ def update_table(
         try:
             rows[key] = spec.value_format.decode_one(data)
         except RecordDecodeError as exc:
-            ctx.reject(offset, f"table {spec.topic}: undecodable value: {exc}")
+            reason = str(exc)
+            if check is not None:
+                where = (spec.topic, here)
+                reason = check.failed(where, offset, data, spec.value_format, reason)
+            ctx.reject(offset, f"table {spec.topic}: undecodable value: {reason}")
+            continue
+        if check is not None:
+            check.decoded(spec.topic, (data,))
 
 
 def _misplaced(spec: TableSpec, key: Any, here: int, owner: int) -> str:

@@ -17,6 +17,7 @@ from laminar_kafka.api.specs import Flow
 from laminar_kafka.control.records import Watermark
 from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats.batch import decode_batch
+from laminar_kafka.formats.format_check import FormatCheck
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators import runs_on_watermark
 from laminar_kafka.operators.base import BatchContext
@@ -69,6 +70,7 @@ class FlowRunner:
         }
         self.clock = EventClock(clock)
         self.counts = ProcessCounts()
+        self._format_check = FormatCheck()
 
     def run(
         self,
@@ -214,25 +216,31 @@ class FlowRunner:
     ) -> None:
         """Table records change the partition's rows; bad ones are dead letters."""
         ctx = BatchContext(key[0], key[1], self._partition_counts[key[0]], states)
-        update_table(spec, messages, ctx.table(spec.state_name), ctx)
+        update_table(spec, messages, ctx.table(spec.state_name), ctx, self._format_check)
         if ctx.dead_letters:
             self.counts.dead_letters += write_dead_letters(
                 self._dlq, ctx.dead_letters, messages, txn
             )
 
-    @staticmethod
     def _decode(
-        flow: Flow, datas: list[Any], offsets: list[int], ctx: BatchContext
+        self, flow: Flow, datas: list[Any], offsets: list[int], ctx: BatchContext
     ) -> tuple[list[Any], list[int]]:
-        fmt = flow.source.value_format
+        """The values that decode, with their offsets; the others are dead letters
+        (or stop the task, when a source's first records are all in another encoding)."""
+        fmt, topic = flow.source.value_format, ctx.topic
         values = decode_batch(fmt, datas)
         if values is not None:
+            self._format_check.decoded(topic, datas)
             return values, offsets
         values, kept = [], []
+        key = (topic, ctx.partition)
         for data, offset in zip(datas, offsets, strict=True):
             try:
                 values.append(fmt.decode_one(data))
-                kept.append(offset)
             except RecordDecodeError as exc:
-                ctx.reject(offset, f"undecodable value: {exc}")
+                reason = self._format_check.failed(key, offset, data, fmt, str(exc))
+                ctx.reject(offset, f"undecodable value: {reason}")
+                continue
+            kept.append(offset)
+            self._format_check.decoded(topic, (data,))
         return values, kept

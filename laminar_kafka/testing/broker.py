@@ -156,6 +156,10 @@ class TopicFactory:
         self._await_leaders(name, partitions)
         return name
 
+    def track(self, *names: str) -> None:
+        """Delete these topics too at cleanup: topics that the code under test creates."""
+        self._created.extend(n for n in names if n not in self._created)
+
     def cleanup(self) -> None:
         """Delete every topic this factory created; topics already gone are fine.
 

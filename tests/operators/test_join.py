@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from laminar_kafka.errors import FormatMismatchError
 from laminar_kafka.formats import JsonFormat, StringFormat
+from laminar_kafka.formats.format_check import FormatCheck
 from laminar_kafka.operators.base import BatchContext
 from laminar_kafka.operators.join import JoinTableOp, TableSpec, update_table
 from laminar_kafka.testing.memory_log import MemoryMessage
@@ -92,3 +96,31 @@ def test_a_table_row_in_another_partition_than_its_key_maps_to_is_a_dead_letter(
         [{"c": "y"}], [7], BatchContext("orders", 0, 3, side={"customers": rows})
     )
     assert values == [{"c": "y", "v": 2}]
+
+
+def test_a_table_topic_of_confluent_records_stops_at_its_first_records() -> None:
+    confluent = b"\x00\x00\x00\x00\x09\x02"
+    check = FormatCheck(records=2)
+    ctx = BatchContext("customers", 0, 1)
+    with pytest.raises(FormatMismatchError, match="source topic 'customers'"):
+        update_table(
+            TABLE, [_message(0, b"a", confluent), _message(1, b"b", confluent)], {}, ctx, check
+        )
+
+
+def test_after_a_good_table_record_a_confluent_one_is_a_dead_letter_naming_it() -> None:
+    confluent = b"\x00\x00\x00\x00\x09\x02"
+    check = FormatCheck(records=2)
+    ctx = BatchContext("customers", 0, 1)
+    batch = [
+        _message(0, b"a", b'{"v": 1}'),
+        _message(1, b"b", confluent),
+        _message(2, b"c", confluent),
+    ]
+    rows: dict[Any, Any] = {}
+    update_table(TABLE, batch, rows, ctx, check)
+    assert rows == {"a": {"v": 1}}
+    assert [d.offset for d in ctx.dead_letters] == [1, 2]
+    assert all(
+        "Confluent wire format (magic byte 0, schema id 9)" in d.reason for d in ctx.dead_letters
+    )
