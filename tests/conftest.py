@@ -97,9 +97,9 @@ def spark_context(pid_dir: Path, local_s3: LocalS3) -> Iterator[Any]:
         sc.stop()
 
 
-# Tests that start a JVM (Spark, the schema registry) take seconds each: they belong with
-# the broker's tests, out of the fast tier (`-m "not integration"`).
-_JVM_FIXTURES = {"schema_registry_url", "registry", "spark_context"}
+# Tests that start a JVM (Spark, the schema registry) or need the broker take seconds
+# each: they belong out of the fast tier (`-m "not integration"`), which runs without one.
+_JVM_FIXTURES = {"schema_registry_url", "registry", "spark_context", "kafka_bootstrap"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -117,7 +117,7 @@ def _not_creatable(admin: AdminClient, needs: list[Need], timeout_s: float) -> l
 def _group_gaps(kafka: KafkaConnection, needs: Sequence[Need], timeout_s: float) -> list[Gap]:
     if not needs:
         return []
-    found = _described_groups(kafka, [n.name for n in needs], timeout_s)
+    found = described_groups(kafka, [n.name for n in needs], timeout_s)
     gaps = []
     for need in needs:
         answer = found.get(need.name)
@@ -138,7 +138,7 @@ _NO_COORDINATOR_YET = (
 )
 
 
-def _described_groups(
+def described_groups(
     kafka: KafkaConnection, groups: list[str], timeout_s: float
 ) -> dict[str, frozenset[str] | GroupAskFailed]:
     """`group_operations`, asked again while a coordinator is not ready (on a new
