@@ -21,7 +21,7 @@ from laminar_kafka.testing.chaos_app import ChaosApp
 from laminar_kafka.testing.orders import produce_orders, read_committed
 from tests.cluster.test_cluster import wait_for_totals
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark]
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 

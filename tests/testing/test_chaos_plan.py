@@ -33,7 +33,7 @@ def test_two_random_rounds_or_more_kill_both_an_application_and_a_worker(
     tmp_path: Path,
 ) -> None:
     firsts = set()
-    for seed in range(30):
+    for seed in range(12):
         run = chaos_run(tmp_path, seed)
         kinds = run.random_kinds(5)
         assert set(kinds[:2]) == {KillKind.APPLICATION, KillKind.WORKER}, seed

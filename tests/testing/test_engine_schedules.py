@@ -18,13 +18,14 @@ replayed seed reruns the same schedule under fresh interleavings.
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from laminar_kafka.faults import ThreadCrash
+from laminar_kafka.faults import FaultPoint, ThreadCrash
 from laminar_kafka.testing.engine_rounds import in_process_points, run_round
 from tests.testing.engine_examples import EXAMPLES, example, workload
 
@@ -43,12 +44,17 @@ class Schedule:
     crashes: tuple[ThreadCrash, ...]
 
 
+@functools.cache
+def points_of(name: str) -> list[FaultPoint]:
+    return in_process_points(example(name))  # loading the example file takes a while
+
+
 def schedule(seed: int) -> Schedule:
     rng = random.Random(seed)
     name = rng.choice(EXAMPLES)
     partitions = rng.randint(1, 4)
     parallelism = rng.randint(1, partitions)
-    points = in_process_points(example(name))
+    points = points_of(name)
     crashes = tuple(
         ThreadCrash(rng.choice(points), rng.randint(1, 4), rng.choice([None, *range(parallelism)]))
         for _ in range(rng.choice([1, 1, 2]))
