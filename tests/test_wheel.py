@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.integration
 
-# The README's in-memory example, on the example pipeline the wheel ships.
+# The in-memory example of docs/testing.md, on the example pipeline the wheel ships.
 IN_MEMORY_RUN = """
 import json, laminar_kafka
 from laminar_kafka.api.examples import example_path

@@ -85,7 +85,7 @@ def _refuse(config: RuntimeConfig, gaps: list[Gap]) -> None:
     grants = acl_commands(missing, principal, config.bootstrap)
     raise IncurableError(
         "the Kafka principal of this run lacks permissions the run needs (the brokers' "
-        'authorizer says so; README, "Secured clusters"):\n'
+        "authorizer says so; docs/running/secured.md):\n"
         + "\n".join(lines)
         + "\ngrant them, e.g. (with --command-config for an admin's credentials):\n  "
         + "\n  ".join(grants)

@@ -1,4 +1,4 @@
-"""Exit codes: one table (exit_codes.py), used by every command, documented in the README."""
+"""Exit codes: one table (exit_codes.py), used by every command, documented in docs/running."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def test_a_bad_setting_found_before_the_start_is_a_usage_error(
     assert calls == []
 
 
-def test_the_readme_documents_every_code() -> None:
-    readme = (ROOT / "README.md").read_text()
-    table = dict(re.findall(r"^\| `(\d+)` \| (.+) \|$", readme, flags=re.MULTILINE))
+def test_the_docs_document_every_code() -> None:
+    page = (ROOT / "docs" / "running" / "index.md").read_text()
+    table = dict(re.findall(r"^\| `(\d+)` \| (.+) \|$", page, flags=re.MULTILINE))
     assert set(table) == {str(int(code)) for code in ExitCode}

@@ -1,6 +1,7 @@
-"""The fenced code blocks of a README section, made into one shell script.
+"""The fenced code blocks of a section of the docs (docs/*.md, README.md), made
+into one shell script.
 
-Shared by the tests that follow the README literally: ```bash blocks run as
+Shared by the tests that follow the docs literally: ```bash blocks run as
 they are; a ```python block whose first line is `# NAME.py` is written to that
 file; any other ```python block runs with `python3 -`. One script, so that a
 job started in the background by one block (`... &`) is the `%1` of a later one.
@@ -21,16 +22,23 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 _BLOCK = re.compile(r"^```(bash|python)\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 _FILE = re.compile(r"# ([\w.-]+\.py)\n")
+_HEADING = re.compile(r"^(#{1,6}) ")
 
 
-def section(heading: str, readme: Path = REPO / "README.md") -> str:
-    """The text under `heading` (a line such as '## Your own Kafka'), up to the next
-    heading of the same level."""
-    text = readme.read_text()
-    start = text.index(f"\n{heading}\n") + len(heading) + 2
-    level = heading.split(" ")[0]
-    end = text.find(f"\n{level} ", start)
-    return text[start : end if end >= 0 else len(text)]
+def section(heading: str, page: Path = REPO / "README.md") -> str:
+    """The text under `heading` (a line such as '## Metrics', or a page's title
+    '# Your own Kafka') of `page`, up to the next heading of the same level or
+    higher; lines in fenced code (a `# payments.py` comment) are not headings."""
+    lines = page.read_text().split("\n")
+    start = lines.index(heading) + 1
+    level = len(heading.split(" ")[0])
+    fenced = False
+    for n in range(start, len(lines)):
+        if lines[n].lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced and (found := _HEADING.match(lines[n])) and len(found[1]) <= level:
+            return "\n".join(lines[start:n])
+    return "\n".join(lines[start:])
 
 
 def blocks(text: str) -> list[tuple[str, str]]:

@@ -1,4 +1,4 @@
-"""README's "Your own Kafka" step by step, as written, against the real broker.
+"""docs/own-kafka.md ("Your own Kafka") step by step, as written, against the real broker.
 
 Create the source topic, write the pipeline, produce single-object Avro, run
 `laminar-kafka run` in the background, read its output read_committed, stop it
@@ -25,7 +25,8 @@ from laminar_kafka.testing import TopicFactory
 from tests.docs.readme_steps import REPO, as_script, blocks, run_in_own_group, section
 from tests.formats.test_sniffing import POINT
 
-HEADING = "## Your own Kafka"
+PAGE = REPO / "docs" / "own-kafka.md"
+HEADING = "# Your own Kafka"
 
 
 def _laminar_kafka_command(folder: Path) -> Path:
@@ -39,7 +40,7 @@ def _laminar_kafka_command(folder: Path) -> Path:
 
 
 def test_the_sections_steps_are_what_this_test_runs() -> None:
-    steps = blocks(section(HEADING))
+    steps = blocks(section(HEADING, PAGE))
     kinds = [kind for kind, _ in steps]
     assert kinds == ["python", "python", "python", "python", "bash", "python", "bash"]
     assert "isolation.level" in steps[5][1] and "read_committed" in steps[5][1]
@@ -51,7 +52,9 @@ def test_your_own_kafka_runs_as_written(
 ) -> None:
     unique = "payments" + uuid.uuid4().hex[:8]
     # The first block is the registry example, not a step.
-    steps = [(kind, code.replace("payments", unique)) for kind, code in blocks(section(HEADING))]
+    steps = [
+        (kind, code.replace("payments", unique)) for kind, code in blocks(section(HEADING, PAGE))
+    ]
     script = as_script(steps[1:])
     pipeline = unique  # the pipeline's name is made unique with its topics
     topic_factory.track(
@@ -82,4 +85,4 @@ def test_the_sections_error_line_is_the_one_a_run_prints() -> None:
             check.failed(("payments", 0), offset, confluent, AvroFormat(POINT), "r")
     # The driver's words for an error a task reported before it died (coordinator.py).
     line = f"error: task 0 failed, and no restart can cure it: {stopped.value}"
-    assert f"\n{line}\n" in section(HEADING)
+    assert f"\n{line}\n" in section(HEADING, PAGE)

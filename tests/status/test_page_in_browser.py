@@ -31,7 +31,7 @@ from tests.status.test_page_graph import nodes as graph_nodes
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.chaos]
 
 SCREENSHOT = Path(os.environ.get("LAMINAR_STATUS_SCREENSHOT", ""))
-"""Set to a path to keep a copy of the screenshot (the README's picture)."""
+"""Set to a path to keep a copy of the screenshot (docs/status-page.png is one)."""
 
 
 def shown(driver: webdriver.Chrome, element_id: str) -> str:
