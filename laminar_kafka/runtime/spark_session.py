@@ -99,6 +99,8 @@ def spark_context(master: str | None, app_name: str, tasks: int | None = None) -
     """
     from pyspark import SparkConf, SparkContext
 
+    if tasks and master and master.startswith("spark://"):
+        check_cores(master, tasks)  # the cluster asked for first, whatever runs here
     active = SparkContext._active_spark_context
     if active is not None:
         given = dict(active.getConf().getAll())
@@ -112,7 +114,7 @@ def spark_context(master: str | None, app_name: str, tasks: int | None = None) -
     # What the launcher was given; without one, the run owns the whole configuration.
     given = dict(conf.getAll()) if submitted else {}
     run_master = chosen_master(master, given, tasks)
-    if tasks and run_master.startswith("spark://"):
+    if tasks and run_master.startswith("spark://") and run_master != master:
         check_cores(run_master, tasks)
     with driver_python_for_local_workers(run_master) as chosen:
         python = chosen or os.environ.get("PYSPARK_PYTHON")
