@@ -34,6 +34,12 @@ from laminar_kafka.errors import ConfigError, LaminarError
 from laminar_kafka.kafka.clients import KafkaConnection, admin_client, idempotent_producer
 from laminar_kafka.kafka.names import PartitionKey
 
+ENDS_TIMEOUT_S = 2.0
+"""Longest wait for the end offsets that decide which partitions to skip. A ListOffsets
+request sent to a leader that just died is not re-routed when the cluster elects
+another: it waits out its timeout. Skipping nothing costs a few barriers; waiting
+kept the driver blind for the whole checkpoint timeout."""
+
 # Refusals that no retry will change: the run must stop and say what to do.
 _REFUSED = (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED)
 
@@ -48,11 +54,13 @@ class BarrierInjector:
         skip_idle: bool = True,
         start_timeout_s: float = 10.0,
         max_barriers: int | None = None,
+        ends_timeout_s: float = ENDS_TIMEOUT_S,
     ) -> None:
         self._producer = idempotent_producer(kafka)
         self._admin = admin_client(kafka) if skip_idle else None
         self.partitions = tuple(partitions)
         self._max_barriers = max_barriers
+        self._ends_timeout_s = ends_timeout_s
         # End offset per partition when last seen: right after our barrier, or at the start.
         self._seen_end: dict[PartitionKey, int] = self._ends(self.partitions, start_timeout_s)
 
@@ -91,7 +99,7 @@ class BarrierInjector:
     def inject(self, barrier: Barrier, timeout_s: float) -> dict[PartitionKey, int]:
         """Write `barrier` to every partition that moved; returns partition → barrier offset
         (a partition not in it was skipped)."""
-        skipped = self._skipped(timeout_s)
+        skipped = self._skipped(min(timeout_s, self._ends_timeout_s))
         value = encode(barrier)
         headers = control_headers(barrier)
         offsets: dict[PartitionKey, int] = {}

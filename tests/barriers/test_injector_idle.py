@@ -5,9 +5,9 @@ arrived, and nowhere else."""
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
-from laminar_kafka.barriers.injector import BarrierInjector
+from laminar_kafka.barriers.injector import ENDS_TIMEOUT_S, BarrierInjector
 from laminar_kafka.control import Barrier, BarrierFlags
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.testing import TopicFactory
@@ -35,7 +35,8 @@ def test_only_partitions_that_moved_get_the_next_barrier(
     parts = [(topic, p) for p in range(3)]
     producer = Producer({"bootstrap.servers": kafka_bootstrap})
     _write(producer, topic, 2)  # a backlog
-    injector = BarrierInjector(KafkaConnection(kafka_bootstrap), parts)
+    # A loaded machine may take longer than the default budget to list the ends.
+    injector = BarrierInjector(KafkaConnection(kafka_bootstrap), parts, ends_timeout_s=TIMEOUT_S)
     always = BarrierInjector(KafkaConnection(kafka_bootstrap), parts, skip_idle=False)
     try:
         # Nothing arrived since the injector (the generation) started, backlog or not.
@@ -73,7 +74,9 @@ def test_past_the_fan_out_limit_no_partition_gets_a_barrier(
 ) -> None:
     topic = topic_factory.create("wide", partitions=3)
     parts = [(topic, p) for p in range(3)]
-    injector = BarrierInjector(KafkaConnection(kafka_bootstrap), parts, max_barriers=1)
+    injector = BarrierInjector(
+        KafkaConnection(kafka_bootstrap), parts, max_barriers=1, ends_timeout_s=TIMEOUT_S
+    )
     producer = Producer({"bootstrap.servers": kafka_bootstrap})
     try:
         _write(producer, topic, 0, 2)
@@ -81,5 +84,27 @@ def test_past_the_fan_out_limit_no_partition_gets_a_barrier(
         _write(producer, topic, 2)
         # Counted from the cut of checkpoint 1: only partition 2 moved since.
         assert injector.inject(_barrier(2), TIMEOUT_S) == {(topic, 2): 2}
+    finally:
+        injector.close()
+
+
+def test_end_offsets_are_asked_within_a_short_budget_and_their_absence_skips_nothing(
+    kafka_bootstrap: str, topic_factory: TopicFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ListOffsets to a dead leader waits out its whole timeout: the injector asks with
+    a short one, whatever the checkpoint's, and writes every barrier when no answer came."""
+    topic = topic_factory.create("idle", partitions=2)
+    parts = [(topic, p) for p in range(2)]
+    injector = BarrierInjector(KafkaConnection(kafka_bootstrap), parts)
+    asked: list[float] = []
+
+    def unanswered(requests: object, request_timeout: float) -> object:
+        asked.append(request_timeout)
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
+
+    try:
+        monkeypatch.setattr(injector._admin, "list_offsets", unanswered)
+        assert sorted(injector.inject(_barrier(1), TIMEOUT_S)) == parts
+        assert asked and max(asked) <= ENDS_TIMEOUT_S
     finally:
         injector.close()
