@@ -28,11 +28,13 @@ from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.metrics import LagPoller, PipelineMetrics, metrics_routes
 from laminar_kafka.metrics.lag import LagSink
 from laminar_kafka.plan.describe import describe_plan
+from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.plan.topology import describe_topology
 from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.events import Listener, RuntimeEvent, Stopped
 from laminar_kafka.runtime.preflight import check_brokers_answer
 from laminar_kafka.runtime.runner import PipelineRunner
+from laminar_kafka.runtime.spark_session import master_in_use
 from laminar_kafka.serving import Route, RouteServer
 from laminar_kafka.status import StatusCollector, plan_view, status_routes
 
@@ -201,7 +203,9 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.OK
     config = runtime_config(args)
     metrics_address(args), ui_address(args)  # their usage errors before anything starts
-    log.info("running %s: %s", pipeline.name, config.describe())
+    tasks = len(plan_stages(pipeline).stages) * config.parallelism  # before any capping
+    master = master_in_use(config.master, tasks)
+    log.info("running %s: %s", pipeline.name, config.describe(master))
     for line in describe_plan(pipeline):
         log.info("  %s", line)
     with starting(), observed(pipeline, config, args) as (listener, metrics):

@@ -162,10 +162,11 @@ class RuntimeConfig:
     def with_parallelism(self, parallelism: int) -> RuntimeConfig:
         return replace(self, parallelism=parallelism)
 
-    def describe(self) -> str:
-        """One line for logs: no secrets."""
+    def describe(self, master: str | None = None) -> str:
+        """One line for logs: no secrets. `master`: the one the run uses, when the
+        configuration does not say (a submitted application's)."""
         return (
             f"bootstrap={self.bootstrap} checkpoints={self.checkpoint_dir} "
             f"parallelism={self.parallelism} interval={self.checkpoint_interval_s}s "
-            f"master={self.spark_master()} client={redact(self.client_config)}"
+            f"master={master or self.spark_master()} client={redact(self.client_config)}"
         )
