@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import signal
 from collections.abc import Iterator, Mapping
 from types import FrameType
@@ -13,6 +14,7 @@ from typing import Any
 from laminar_kafka.api.loader import load_pipeline
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.cli.exit_codes import ExitCode, starting
+from laminar_kafka.cli.logging_setup import logging_choice
 from laminar_kafka.cli.options import (
     add_metrics_options,
     add_runtime_options,
@@ -167,7 +169,8 @@ def observed(
             )
             stack.callback(poller.close, 2.0)
         lag = (lambda: poller.total) if poller is not None else None
-        progress = ProgressPrinter(events_file=args.events_file, lag=lag)
+        json_lines = logging_choice(args, os.environ)[1] == "json"
+        progress = ProgressPrinter(events_file=args.events_file, lag=lag, json_lines=json_lines)
         stack.callback(progress.close)
         listeners: list[Listener] = [progress]
         if metrics is not None:
