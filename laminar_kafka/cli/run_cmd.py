@@ -18,10 +18,12 @@ from laminar_kafka.cli.logging_setup import logging_choice
 from laminar_kafka.cli.options import (
     add_metrics_options,
     add_runtime_options,
+    add_schemas_option,
     add_ui_options,
     metrics_address,
     runtime_config,
     ui_address,
+    use_schemas,
 )
 from laminar_kafka.cli.print_config import config_lines
 from laminar_kafka.cli.progress import ProgressPrinter
@@ -56,6 +58,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("pipeline", help="pipelines/<file>.py or package.module:attr")
     add_runtime_options(parser)
+    add_schemas_option(parser)
     parser.add_argument(
         "--events-file",
         metavar="PATH",
@@ -196,6 +199,7 @@ def lag_sinks(metrics: PipelineMetrics | None, status: StatusCollector | None) -
 
 
 def run(args: argparse.Namespace) -> int:
+    use_schemas(args.schemas)  # before the pipeline file's formats look their schemas up
     if args.print_config:
         print("\n".join(config_lines(args, args.sources)), flush=True)
         runtime_config(args)  # after the listing: a bad setting is an error (exit 2)
