@@ -9,6 +9,8 @@ from typing import Any
 from laminar_kafka.broker.cluster import ClusterInfo, LocalCluster, is_cluster_home
 from laminar_kafka.broker.jars import ensure_jars
 from laminar_kafka.broker.local import DEFAULT_KAFKA_VERSION, BrokerInfo, LocalBroker, default_home
+from laminar_kafka.broker.scram_home import client_properties, is_scram_home, scram_security
+from laminar_kafka.broker.security import MECHANISM
 from laminar_kafka.cli import daemons
 from laminar_kafka.cli.exit_codes import ExitCode
 from laminar_kafka.errors import BrokerError
@@ -47,6 +49,14 @@ def register(subparsers: Any) -> None:
         default=None,
         help="seconds to wait for it (120 for a broker, 180 for a cluster)",
     )
+    start.add_argument(
+        "--sasl-scram",
+        action="store_true",
+        help="a SASL/SCRAM-SHA-512 listener with ACLs, as a secured cluster has: an admin "
+        "user (a super user) is made at the home's first start, its client settings "
+        "written to client.properties in the home (single broker; default: what the "
+        "home holds)",
+    )
 
     stop_help = "stop the broker or cluster (SIGTERM, then SIGKILL)"
     daemons.add_stop_timeout(daemons.add_action(actions, "stop", stop_help, _stop, "broker"))
@@ -83,14 +93,26 @@ def _start(args: argparse.Namespace) -> int:
     if args.brokers == 1 and cluster_home:
         raise BrokerError(f"{args.home or default_home()} is the home of a local cluster")
     if args.brokers == 3 or (args.brokers is None and cluster_home):
+        if args.sasl_scram:
+            raise BrokerError("--sasl-scram starts a single broker, not a cluster")
         cluster = LocalCluster(args.home, brokers=3, kafka_version=args.kafka_version)
         _print_cluster(cluster.start(timeout_s=args.timeout or 180.0))
         return 0
-    broker = LocalBroker(args.home, kafka_version=args.kafka_version)
-    info = broker.start(timeout_s=args.timeout or 120.0)
+    home = (args.home or default_home()).expanduser().resolve()
+    security = scram_security(home) if args.sasl_scram or is_scram_home(home) else None
+    broker = LocalBroker(home, kafka_version=args.kafka_version, security=security)
+    _print_broker(broker.start(timeout_s=args.timeout or 120.0))
+    return 0
+
+
+def _print_broker(info: BrokerInfo) -> None:
+    """Where the broker answers; for a secured one, its user and client settings."""
     print(f"local broker running: {_describe(info)}")
     print(f"bootstrap={info.bootstrap}")
-    return 0
+    if is_scram_home(info.home):
+        user = scram_security(info.home).admin
+        print(f"sasl=SASL_PLAINTEXT/{MECHANISM} user={user} (a super user)")
+        print(f"client-config-file={client_properties(info.home)}")
 
 
 def _stop(args: argparse.Namespace) -> int:
@@ -116,8 +138,7 @@ def _status(args: argparse.Namespace) -> int:
     info = broker.status()
     if info is None:
         return daemons.print_not_running("local broker", broker.home)
-    print(f"local broker running: {_describe(info)}")
-    print(f"bootstrap={info.bootstrap}")
+    _print_broker(info)
     return 0
 
 

@@ -20,7 +20,13 @@ from datetime import UTC, datetime
 
 from laminar_kafka.errors import ConfigError
 
-__all__ = ["JsonFormatter", "add_logging_options", "cli_logging", "logging_choice"]
+__all__ = [
+    "JsonFormatter",
+    "add_logging_options",
+    "cli_logging",
+    "json_event_line",
+    "logging_choice",
+]
 
 LEVELS = ("debug", "info", "warning", "error", "critical")
 FORMATS = ("text", "json")
@@ -75,19 +81,31 @@ def logging_choice(args: argparse.Namespace, environ: Mapping[str, str]) -> tupl
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per record: time (UTC, ISO 8601), level, logger, message, and
-    `exception` when the record carries one."""
+    """One JSON object per record: time (UTC, ISO 8601), level, logger, `event` when the
+    record tells a runtime event (its name), message, and `exception` when the record
+    carries one."""
 
     def format(self, record: logging.LogRecord) -> str:
         line = {
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
-            "message": record.getMessage(),
         }
+        event = getattr(record, "event", None)
+        if event is not None:
+            line["event"] = str(event)
+        line["message"] = record.getMessage()
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         return json.dumps(line, default=str)
+
+
+def json_event_line(logger: str, event: str, message: str) -> str:
+    """The JSON line of a progress line (`message`, telling runtime event `event`) that
+    goes to stdout rather than to the log: shaped as the log's JSON lines are."""
+    fields = {"name": logger, "levelno": logging.INFO, "levelname": "INFO", "msg": message}
+    record = logging.makeLogRecord({**fields, "event": event})
+    return JsonFormatter().format(record)
 
 
 def _formatter(level: str, fmt: str) -> logging.Formatter:

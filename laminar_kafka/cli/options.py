@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
 from laminar_kafka.errors import ConfigError
+from laminar_kafka.formats.schema_files import SCHEMAS_ENV
 from laminar_kafka.runtime.config import RuntimeConfig
 
 
@@ -88,6 +90,29 @@ def add_runtime_options(parser: Any) -> None:
         help="start over on purpose: delete the pipeline's checkpoints and committed offsets, "
         "then read the sources from their start",
     )
+
+
+def add_schemas_option(parser: Any) -> None:
+    """--schemas: where `AvroFormat.from_schema(name)` looks first."""
+    parser.add_argument(
+        "--schemas",
+        metavar="DIR",
+        help="look for the <name>.avsc of AvroFormat.from_schema(name) in DIR before the "
+        f"other places (several folders: separated by {os.pathsep!r})",
+    )
+
+
+def use_schemas(folders: str | None, environ: MutableMapping[str, str] = os.environ) -> None:
+    """Make the resolved --schemas what `from_schema` reads: ${SCHEMAS_ENV}, made absolute.
+
+    Set before the pipeline file is loaded (its formats look schemas up at
+    import), in the environment so that it goes where the other LAMINAR_*
+    settings go (a cluster's executors, see `runtime/spark_conf.py`); absolute,
+    because the process that reads it may have another working directory.
+    """
+    if folders:
+        dirs = [str(Path(d).expanduser().resolve()) for d in folders.split(os.pathsep) if d]
+        environ[SCHEMAS_ENV] = os.pathsep.join(dirs)
 
 
 def add_client_options(parser: Any) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from laminar_kafka.cli.options import client_settings, resolve_bootstrap
 from laminar_kafka.cli.settings_sources import Resolved
-from laminar_kafka.runtime.config import redact
+from laminar_kafka.kafka.secret_keys import redact
 
 __all__ = ["config_lines"]
 

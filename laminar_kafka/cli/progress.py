@@ -1,4 +1,9 @@
-"""What the CLI shows of a run: runtime events in a person's words, and an events file."""
+"""What the CLI shows of a run: runtime events in a person's words, and an events file.
+
+The lines go to stdout: plain, or with `--log-format json` JSON lines of the
+log's shape plus the event's name (`{"time", "level", "logger", "event",
+"message"}`), so that a script reading a run's output parses one format.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
+from laminar_kafka.cli.logging_setup import json_event_line
 from laminar_kafka.runtime.events import (
     CheckpointAborted,
     CheckpointCommitted,
@@ -105,14 +111,20 @@ class ProgressPrinter:
     records read per second since the last line and, with `lag` (a function
     giving the sources' total consumer lag, None while unknown), the lag. With
     `events_file`, every event is also written there as a JSON line, unthrottled.
+    With `json_lines`, the lines printed are JSON lines too (see the module's docstring).
     """
+
+    logger = "laminar_kafka.progress"
+    """The `logger` of the JSON lines."""
 
     def __init__(
         self,
         every_s: float = 10.0,
         events_file: str | None = None,
         lag: Callable[[], int | None] | None = None,
+        json_lines: bool = False,
     ) -> None:
+        self._json_lines = json_lines
         self._every_s = every_s
         self._last = 0.0
         self._fresh_generation = True
@@ -142,6 +154,8 @@ class ProgressPrinter:
                 self._fresh_generation = True
                 self._throughput.started(event)
             message = describe(event)
+        if self._json_lines:
+            message = json_event_line(self.logger, event.name, message)
         print(message, flush=True)
 
     def _details(self, event: CheckpointCommitted) -> list[str]:

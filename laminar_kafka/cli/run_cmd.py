@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import signal
 from collections.abc import Iterator, Mapping
 from types import FrameType
@@ -13,13 +14,16 @@ from typing import Any
 from laminar_kafka.api.loader import load_pipeline
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.cli.exit_codes import ExitCode, starting
+from laminar_kafka.cli.logging_setup import logging_choice
 from laminar_kafka.cli.options import (
     add_metrics_options,
     add_runtime_options,
+    add_schemas_option,
     add_ui_options,
     metrics_address,
     runtime_config,
     ui_address,
+    use_schemas,
 )
 from laminar_kafka.cli.print_config import config_lines
 from laminar_kafka.cli.progress import ProgressPrinter
@@ -28,11 +32,13 @@ from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.metrics import LagPoller, PipelineMetrics, metrics_routes
 from laminar_kafka.metrics.lag import LagSink
 from laminar_kafka.plan.describe import describe_plan
+from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.plan.topology import describe_topology
 from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.events import Listener, RuntimeEvent, Stopped
 from laminar_kafka.runtime.preflight import check_brokers_answer
 from laminar_kafka.runtime.runner import PipelineRunner
+from laminar_kafka.runtime.spark_session import master_in_use
 from laminar_kafka.serving import Route, RouteServer
 from laminar_kafka.status import StatusCollector, plan_view, status_routes
 
@@ -52,6 +58,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("pipeline", help="pipelines/<file>.py or package.module:attr")
     add_runtime_options(parser)
+    add_schemas_option(parser)
     parser.add_argument(
         "--events-file",
         metavar="PATH",
@@ -165,7 +172,8 @@ def observed(
             )
             stack.callback(poller.close, 2.0)
         lag = (lambda: poller.total) if poller is not None else None
-        progress = ProgressPrinter(events_file=args.events_file, lag=lag)
+        json_lines = logging_choice(args, os.environ)[1] == "json"
+        progress = ProgressPrinter(events_file=args.events_file, lag=lag, json_lines=json_lines)
         stack.callback(progress.close)
         listeners: list[Listener] = [progress]
         if metrics is not None:
@@ -191,6 +199,7 @@ def lag_sinks(metrics: PipelineMetrics | None, status: StatusCollector | None) -
 
 
 def run(args: argparse.Namespace) -> int:
+    use_schemas(args.schemas)  # before the pipeline file's formats look their schemas up
     if args.print_config:
         print("\n".join(config_lines(args, args.sources)), flush=True)
         runtime_config(args)  # after the listing: a bad setting is an error (exit 2)
@@ -201,7 +210,9 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.OK
     config = runtime_config(args)
     metrics_address(args), ui_address(args)  # their usage errors before anything starts
-    log.info("running %s: %s", pipeline.name, config.describe())
+    tasks = len(plan_stages(pipeline).stages) * config.parallelism  # before any capping
+    master = master_in_use(config.master, tasks)
+    log.info("running %s: %s", pipeline.name, config.describe(master))
     for line in describe_plan(pipeline):
         log.info("  %s", line)
     with starting(), observed(pipeline, config, args) as (listener, metrics):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from laminar_kafka.errors import ConfigError
+from laminar_kafka.formats.schema_files import SCHEMAS_ENV
 
 __all__ = [
     "RUN_SETTINGS",
@@ -54,6 +55,7 @@ RUN_SETTINGS: Settings = {
     "lag_interval": "LAMINAR_LAG_INTERVAL",
     "ui_port": "LAMINAR_UI_PORT",
     "ui_host": "LAMINAR_UI_HOST",
+    "schemas": SCHEMAS_ENV,
 }
 """`run`'s settings. --reset and --from-checkpoint are not: an action asked for once
 must not repeat at every start of a service that keeps its environment."""

@@ -2,7 +2,8 @@
 
 In search order:
 
-1. each folder of `$LAMINAR_SCHEMAS` (separated by `os.pathsep`, ':' on Linux);
+1. each folder of `$LAMINAR_SCHEMAS` (separated by `os.pathsep`, ':' on Linux), which
+   `laminar-kafka run --schemas DIR` sets (`cli/options.py`);
 2. `schemas/` beside the file that calls `from_schema` (the pipeline file);
 3. `schemas/` in the current directory;
 4. the package's own folders (`control/schemas.py`: the examples' schemas).
@@ -24,7 +25,7 @@ __all__ = ["SCHEMAS_ENV", "load_project_schema", "project_schema_dirs"]
 SCHEMAS_ENV = "LAMINAR_SCHEMAS"
 
 _HINT = (
-    f" (put {{name}}.avsc in one of them, set ${SCHEMAS_ENV} to its folder, "
+    f" (put {{name}}.avsc in one of them, give its folder to --schemas or ${SCHEMAS_ENV}, "
     "or pass the schema itself: AvroFormat(schema_dict))"
 )
 

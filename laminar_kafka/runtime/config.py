@@ -10,21 +10,11 @@ from laminar_kafka.errors import ConfigError
 from laminar_kafka.kafka import names
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.java_properties import librdkafka_settings
+from laminar_kafka.kafka.secret_keys import redact
 
 # Time a transaction may still need after its checkpoint timed out: the worker job's
 # restart, whose new tasks fence (abort) what the dead ones left open.
 TRANSACTION_RESTART_MARGIN_S = 60.0
-
-# Client settings that carry secrets: never printed or logged.
-_SECRET_HINTS = ("password", "secret", "sasl.jaas", "key.pem", "token", "credential")
-
-
-def redact(config: Mapping[str, str]) -> dict[str, str]:
-    """A copy of Kafka client settings that is safe to print."""
-    return {
-        k: ("<redacted>" if any(h in k.lower() for h in _SECRET_HINTS) else v)
-        for k, v in config.items()
-    }
 
 
 @dataclass(frozen=True)
@@ -172,10 +162,11 @@ class RuntimeConfig:
     def with_parallelism(self, parallelism: int) -> RuntimeConfig:
         return replace(self, parallelism=parallelism)
 
-    def describe(self) -> str:
-        """One line for logs: no secrets."""
+    def describe(self, master: str | None = None) -> str:
+        """One line for logs: no secrets. `master`: the one the run uses, when the
+        configuration does not say (a submitted application's)."""
         return (
             f"bootstrap={self.bootstrap} checkpoints={self.checkpoint_dir} "
             f"parallelism={self.parallelism} interval={self.checkpoint_interval_s}s "
-            f"master={self.spark_master()} client={redact(self.client_config)}"
+            f"master={master or self.spark_master()} client={redact(self.client_config)}"
         )

@@ -87,6 +87,26 @@ SUBMITTED = "PYSPARK_GATEWAY_PORT"
 configuration the launcher was given, are already there."""
 
 
+def master_in_use(asked: str | None, tasks: int | None) -> str:
+    """The master a run's context will have, known before it starts (the start line's).
+
+    An active context's, else the one spark-submit was given (its JVM already
+    runs: reading its configuration starts nothing), else `asked`, else
+    local[tasks]; as `spark_context` decides. pyspark not imported yet means no
+    active context, and no reason to import it.
+    """
+    pyspark = sys.modules.get("pyspark")
+    active = pyspark.SparkContext._active_spark_context if pyspark is not None else None
+    if active is not None:
+        return str(active.master)
+    if SUBMITTED not in os.environ:
+        return chosen_master(asked, {}, tasks)
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()
+    return chosen_master(asked, dict(SparkConf().getAll()), tasks)
+
+
 def spark_context(master: str | None, app_name: str, tasks: int | None = None) -> Any:
     """The SparkContext the workers run in: the application's own if it has one.
 

@@ -112,6 +112,21 @@ def test_a_runs_own_lines_are_json_lines_too(
     assert {line["logger"] for line in lines} == {"laminar_kafka.cli.run_cmd"}
 
 
+@pytest.mark.parametrize("by_flag", [True, False])
+def test_a_runs_progress_lines_are_json_lines_on_stdout(
+    by_flag: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.cli.test_exit_codes import RUN, with_runner
+
+    with_runner(monkeypatch, None)
+    if not by_flag:
+        monkeypatch.setenv("LAMINAR_LOG_FORMAT", "json")
+    assert main([*RUN, "--log-format", "json"] if by_flag else RUN) == 0
+    (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert line["event"] == "stopped" and line["level"] == "INFO"
+    assert line["message"] == "stopped: 3 checkpoints committed, 0 aborted, 0 restarts"
+
+
 def test_warning_keeps_a_run_quiet(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

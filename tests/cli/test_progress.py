@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,36 @@ def test_a_capped_parallelism_names_the_stage_and_the_topics_that_cap_it() -> No
     assert describe(ParallelismCapped(4, 1, 1, 1, ("p.by-product.repartition",))) == (
         "parallelism capped at 1: stage 1 reads 1 partitions (p.by-product.repartition)"
     )
+
+
+def test_json_progress_lines_carry_the_event_and_the_plain_message(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    plain = ProgressPrinter(every_s=3600)
+    for event in EVENTS:
+        plain(event)
+    messages = capsys.readouterr().out.splitlines()
+    as_json = ProgressPrinter(every_s=3600, json_lines=True)
+    for event in EVENTS:
+        as_json(event)
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["message"] for line in lines] == messages
+    assert [line["event"] for line in lines] == [
+        "generation_started",
+        "checkpoint_committed",
+        "checkpoint_aborted",
+        "worker_lost",
+        "generation_started",
+        "checkpoint_committed",
+    ]
+    assert all(set(line) == {"time", "level", "logger", "event", "message"} for line in lines)
+    assert {line["logger"] for line in lines} == {"laminar_kafka.progress"}
+
+
+def test_a_multi_stage_commit_is_one_json_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from laminar_kafka.runtime.events import StageProgress
+
+    stages = (StageProgress(0, 2, 10, 10, 0, 0.1), StageProgress(1, 2, 10, 10, 0, 0.2))
+    ProgressPrinter(json_lines=True)(CheckpointCommitted(1, 1, 0.005, stages=stages))
+    (line,) = capsys.readouterr().out.splitlines()
+    assert "\n  stage 1: " in json.loads(line)["message"]

@@ -119,3 +119,26 @@ def test_an_active_context_is_used_as_it_is(spark_context: Any) -> None:
     assert spark_context.appName == "laminar-tests"
     with pytest.raises(ConfigError, match=r"--master local\[1\] differs"):
         context_for_run("local[1]", "another-name", 1)
+
+
+def test_the_start_lines_master_is_the_asked_one_or_local_without_spark(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from laminar_kafka.runtime.spark_session import SUBMITTED, master_in_use
+
+    monkeypatch.delenv(SUBMITTED, raising=False)
+    monkeypatch.delitem(sys.modules, "pyspark", raising=False)  # no context can be active
+    assert master_in_use(None, 4) == "local[4]"
+    assert master_in_use("spark://h:7077", 4) == "spark://h:7077"
+
+
+def test_the_start_lines_master_is_an_active_contexts(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyspark
+
+    from laminar_kafka.runtime.spark_session import master_in_use
+
+    class Active:
+        master = "yarn"
+
+    monkeypatch.setattr(pyspark.SparkContext, "_active_spark_context", Active())
+    assert master_in_use(None, 4) == "yarn"

@@ -1,5 +1,6 @@
 """`spark-submit pipeline.py` runs the pipeline in the application spark-submit started, with
-the configuration it was given (here: a UI the run would otherwise turn off locally)."""
+the configuration it was given (here: a UI the run would otherwise turn off locally, and
+a master of more cores than the run asks for, which its start line names)."""
 
 from __future__ import annotations
 
@@ -96,7 +97,7 @@ def test_spark_submit_runs_a_pipeline_file_in_the_submitted_application(
     (ui_port,) = free_ports(1)
     submit = spark_class().parent / "spark-submit"
     command = [
-        *(str(submit), "--master", "local[2]", "--name", "submitted-app"),
+        *(str(submit), "--master", "local[3]", "--name", "submitted-app"),
         *("--conf", f"spark.pyspark.python={sys.executable}"),
         *("--conf", "spark.ui.enabled=true", "--conf", f"spark.ui.port={ui_port}"),
         *(str(pipeline_file), "--bootstrap", kafka_bootstrap, "--parallelism", "2"),
@@ -115,5 +116,8 @@ def test_spark_submit_runs_a_pipeline_file_in_the_submitted_application(
         assert sorted(r["doubled"] for r in found) == [2 * i for i in range(20)]
         # The application is spark-submit's, named and with the UI it was given.
         assert application_names(ui_port) == ["submitted-app"]
+        # The start line names the submitted master, not local[--parallelism].
+        start = next(x for x in log.read_text().splitlines() if x.startswith("running "))
+        assert " master=local[3] " in start
     finally:
         end_group(proc)
