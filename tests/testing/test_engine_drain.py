@@ -5,8 +5,9 @@ snapshots where its reading stands, and what lies between that and its barrier
 waits in the log for the next run. A downstream stage meets that first on a
 loaded machine: its alignment clock starts when its stage opens, and the
 upstream's last epoch is readable only once the upstream task committed it.
-Here that commit waits for the downstream task's Ack, so the drain is cut
-before that epoch every time.
+Here that commit waits for the downstream task's Ack, so the first drain is cut
+before that epoch every time; `run_in_process` runs again from that cut until
+no input record is left unread, as `laminar-kafka run` again would.
 """
 
 from __future__ import annotations
