@@ -29,7 +29,7 @@ class _Reader:
 
     def poll(self, timeout_s: float) -> list[Any]:
         self.polls += 1
-        if self.polls <= self.slow or self.next_offset >= self.records:
+        if self.polls <= self.slow or self.next_offset >= self.records or TABLE in self.paused:
             return []
         self.next_offset += 1
         return [self.next_offset - 1]
@@ -122,3 +122,26 @@ def test_a_table_ending_in_a_transaction_marker_is_read_to_its_end_and_no_furthe
     assert not due and inputs.positions[TABLE] == 9
     assert reader.paused == set()
     assert reader.polls <= 10, reader.polls  # ends with the marker, without empty polls
+
+
+def test_a_table_held_at_a_barrier_ends_the_bootstrap_there() -> None:
+    # Barrier(N) inside the range read (injected before the end was taken): the table
+    # waits for checkpoint N, which waits for the stream, so the stream resumes.
+    reader = _Reader()
+    inputs = _inputs(reader)
+    checks: list[None] = []
+
+    def process(messages: list[Any]) -> bool:
+        inputs.advance(TABLE, messages[-1] + 1)
+        if inputs.positions[TABLE] == 3:
+            inputs.hold(TABLE)
+        return False
+
+    def check() -> None:
+        checks.append(None)
+        assert len(checks) < 50, "the bootstrap waits on a held table"
+
+    due = bootstrap_tables(inputs, _Logs(), {TABLE[0]}, process, check)  # type: ignore[arg-type]
+
+    assert not due and inputs.positions[TABLE] == 3
+    assert reader.paused == {TABLE}
