@@ -52,6 +52,11 @@ class SourceReader(Protocol):
         """Up to one batch of committed records, in offset order per partition."""
         ...
 
+    def position(self, key: PartitionKey) -> int | None:
+        """The offset `key` is read from next, past the transaction markers and aborted
+        records before it (a task's position passes records only); None before a fetch."""
+        ...
+
     def pause(self, key: PartitionKey) -> None:
         """Return nothing more of `key` until it is continued or repositioned."""
         ...

@@ -10,16 +10,12 @@ announced then aligns once they resume, or falls back to unaligned).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.runtime.inputs import TaskInputs
 from laminar_kafka.runtime.ports import SourceLogs
 from laminar_kafka.sources.kafka_reader import KafkaMessage
-
-_QUIET_POLLS = 5
-"""Empty polls in a row after which a table counts as read to its end: a transaction
-marker at the end of a partition is an offset no record reaches."""
 
 
 def bootstrap_tables(
@@ -30,7 +26,13 @@ def bootstrap_tables(
     check: Callable[[], None],
 ) -> bool:
     """Read the fresh partitions of `tables` to the end they had now; True when a
-    checkpoint became due meanwhile (`process` said so)."""
+    checkpoint became due meanwhile (`process` said so).
+
+    However long the records take to come: a table read in part would join the
+    stream's first records with rows missing. The reader's position, not the
+    task's, tells the end reached: a transaction marker may end a partition, an
+    offset no record reaches.
+    """
     fresh = [k for k in inputs.fresh if k[0] in tables]
     if not fresh:
         return False
@@ -42,15 +44,24 @@ def bootstrap_tables(
     others: list[PartitionKey] = [k for k in inputs.positions if k[0] not in tables]
     for key in others:
         inputs.reader.pause(key)
-    quiet, due = 0, False
-    while not due and quiet < _QUIET_POLLS:
-        if all(inputs.positions[k] >= end for k, end in ends.items()):
-            break
+    due = False
+    while not due and not _read_to(inputs, ends):
         check()
-        messages = inputs.poll(0.2)
-        quiet = 0 if messages else quiet + 1
-        if messages:
+        if messages := inputs.poll(0.2):
             due = process(messages)
     if others:  # also when due: a checkpoint's commit resumes only held partitions
         inputs.reader.continue_at({k: inputs.positions[k] for k in others if k not in inputs.held})
     return due
+
+
+def _read_to(inputs: TaskInputs, ends: Mapping[PartitionKey, int]) -> bool:
+    """Whether every partition in `ends` was read up to its end offset, or is held at a
+    barrier (a checkpoint injected before the end was taken): that checkpoint waits for
+    the paused partitions, the rest of the table for its commit."""
+    for key, end in ends.items():
+        if key in inputs.held:
+            continue
+        position = inputs.reader.position(key)
+        if max(inputs.positions[key], -1 if position is None else position) < end:
+            return False
+    return True

@@ -120,6 +120,12 @@ class PartitionReader:
             self._consumer.seek(TopicPartition(topic, partition, offset))
         self._consumer.resume([TopicPartition(t, p) for t, p in positions])
 
+    def position(self, key: PartitionKey) -> int | None:
+        """The consumer's position: past markers and aborted records, unlike the last
+        record's offset + 1 (OFFSET_INVALID, before the first fetch, is None)."""
+        (found,) = self._consumer.position([TopicPartition(key[0], key[1])])
+        return found.offset if found.offset >= 0 else None
+
     def pause(self, key: PartitionKey) -> None:
         self._consumer.pause([TopicPartition(key[0], key[1])])
 

@@ -83,6 +83,9 @@ class MemoryReader:
             out.extend(records)
         return out
 
+    def position(self, key: PartitionKey) -> int | None:
+        return self._next.get(key)
+
     def pause(self, key: PartitionKey) -> None:
         self._paused.add(key)
 

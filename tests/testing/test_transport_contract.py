@@ -162,6 +162,28 @@ def test_a_reader_sees_committed_records_only_and_a_commit_marker_takes_an_offse
     assert _read(reader, 1) == [(7, b"open")]
 
 
+def test_a_readers_position_passes_the_markers_and_aborted_records_after_its_last_record(
+    transport: Transport,
+) -> None:
+    # What tells a table's bootstrap that it reached the end taken at its start.
+    topic = transport.topic()
+    producer = transport.producer(f"contract-{uuid.uuid4().hex[:8]}")
+    producer.init(timeout_s=30)
+    _committed_txn(producer, topic, b"a", b"b")  # offsets 0, 1; the commit marker 2
+    producer.begin()
+    producer.produce(topic, b"dropped", None, None, 0)  # 3; the abort marker 4
+    producer.prepare([], None, timeout_s=30)
+    producer.abort(timeout_s=30)
+
+    reader = transport.reader("p-" + topic)
+    reader.assign({(topic, 0): 0})
+    assert _read(reader, 2) == [(0, b"a"), (1, b"b")]
+    deadline = time.monotonic() + 20
+    while reader.position((topic, 0)) != 5 and time.monotonic() < deadline:
+        assert reader.poll(0.2) == []
+    assert reader.position((topic, 0)) == 5
+
+
 def test_a_newer_producer_of_the_same_id_fences_the_older_and_aborts_its_transaction(
     transport: Transport,
 ) -> None:
