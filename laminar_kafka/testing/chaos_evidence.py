@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -218,6 +218,25 @@ def first_commit_after(events: Sequence[Event], generation: int) -> Event | None
         ),
         None,
     )
+
+
+def first_commit_begun_after(at: float) -> Callable[[Sequence[Event]], Event | None]:
+    """Matches the first `checkpoint_committed` of a checkpoint begun after `at` (its
+    commit time less its duration): a checkpoint whose commit the broker acked just
+    before a kill may be logged just after it, and is no recovery."""
+
+    def match(events: Sequence[Event]) -> Event | None:
+        return next(
+            (
+                e
+                for e in events
+                if e.get("event") == "checkpoint_committed"
+                and float(e.get("at", 0.0)) - float(e.get("duration_s", 0.0)) > at
+            ),
+            None,
+        )
+
+    return match
 
 
 def every_watermark_held(events: Sequence[Event]) -> bool:

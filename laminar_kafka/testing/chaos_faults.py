@@ -34,6 +34,7 @@ from laminar_kafka.testing.chaos_evidence import (
     KillKind,
     RecoveryPath,
     first_commit_after,
+    first_commit_begun_after,
     generation_at,
     losses_since,
     recovered_in_place,
@@ -126,7 +127,7 @@ class BrokerBounce:
         """The same application commits again: in the same generation, or a newer one."""
         bounce = self.bounce
         assert bounce is not None
-        commit = first("checkpoint_committed", at=lambda t: float(t) > kill.at)
+        commit = first_commit_begun_after(kill.at)
 
         def committed_unless_stuck(events: list[Event]) -> Event | None:
             found = commit(events)

@@ -23,6 +23,7 @@ from laminar_kafka.testing.chaos_evidence import (
     detected_and_running,
     every_watermark_held,
     first_commit_after,
+    first_commit_begun_after,
     generation_at,
     hit_work_in_flight,
     losses_since,
@@ -60,6 +61,15 @@ def test_first_commit_after_the_recovery() -> None:
     assert first_commit_after(events, 1) is after
     assert first_commit_after(events, 0) is events[0]
     assert first_commit_after(events, 2) is None
+
+
+def test_a_commit_logged_after_a_kill_recovers_from_it_only_if_its_checkpoint_began_after() -> None:
+    acked_before = ev("checkpoint_committed", at=100.2, duration_s=0.4, checkpoint_id=7)
+    begun_after = ev("checkpoint_committed", at=108.0, duration_s=0.3, checkpoint_id=8)
+    match = first_commit_begun_after(100.0)
+    assert match([acked_before, begun_after]) is begun_after
+    assert match([acked_before]) is None
+    assert first_commit_begun_after(99.0)([acked_before, begun_after]) is acked_before
 
 
 def committed(*watermarks: int | None) -> dict[str, Any]:
