@@ -95,6 +95,12 @@ class SourceLogs(Protocol):
         """Each partition's (low, high) offsets: where a new partition starts."""
         ...
 
+    def offsets_for_time(
+        self, keys: Sequence[PartitionKey], ms: int, timeout_s: float
+    ) -> dict[PartitionKey, int | None]:
+        """Each partition's first offset stamped at or after `ms` (None: no such record)."""
+        ...
+
     def markers(self, keys: Sequence[PartitionKey]) -> Mapping[PartitionKey, OffsetMarker | None]:
         """The markers committed now (open transactions not awaited): which staged
         file epochs were committed (`runtime/file_sinks.py`)."""

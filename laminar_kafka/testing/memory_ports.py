@@ -165,6 +165,11 @@ class MemorySourceLogs:
     ) -> dict[PartitionKey, tuple[int, int]]:
         return {key: self._broker.bounds(key) for key in keys}
 
+    def offsets_for_time(
+        self, keys: Sequence[PartitionKey], ms: int, timeout_s: float
+    ) -> dict[PartitionKey, int | None]:
+        return {key: self._broker.offset_for_time(key, ms) for key in keys}
+
     def markers(self, keys: Sequence[PartitionKey]) -> Mapping[PartitionKey, OffsetMarker | None]:
         return {
             (tp.topic, tp.partition): parse_marker(tp.metadata) if tp.offset >= 0 else None
