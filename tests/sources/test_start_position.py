@@ -71,7 +71,8 @@ def test_where_each_kind_starts_in_a_log_of_offsets_10_to_20() -> None:
 
 @pytest.mark.parametrize("offset", [9, 21])
 def test_an_offset_outside_the_log_is_an_error_not_a_clamp(offset: int) -> None:
-    with pytest.raises(ConfigError, match=rf"offset {offset} of t\[0\], outside its log \(10..20\)"):
+    outside = rf"offset {offset} of t\[0\], outside its log \(10..20\)"
+    with pytest.raises(ConfigError, match=outside):
         start_offset(StartAtOffsets(((0, offset),)), "t", 0, (10, 20))
 
 
