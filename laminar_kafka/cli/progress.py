@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import IO
 
 from laminar_kafka.runtime.events import (
+    BoundedFinished,
+    BoundedProgress,
+    BoundedStarted,
     CheckpointAborted,
     CheckpointCommitted,
     Drained,
@@ -61,6 +64,16 @@ def describe(event: RuntimeEvent) -> str:
         where = f"stage {event.stage} reads" if event.stage else "the sources have"
         topics = f" ({', '.join(event.topics)})" if event.topics else ""
         return f"parallelism capped at {event.used}: {where} {event.partitions} partitions{topics}"
+    if isinstance(event, BoundedStarted):
+        again = ", the ends recorded at its first start" if event.resumed else ""
+        return f"bounded run: reads {event.partitions} source partitions to their end{again}"
+    if isinstance(event, BoundedProgress):
+        return (
+            f"bounded run: {event.left} offsets left, {event.partitions_done} of "
+            f"{event.partitions} partitions at their end (checkpoint {event.checkpoint_id})"
+        )
+    if isinstance(event, BoundedFinished):
+        return f"bounded run finished at checkpoint {event.checkpoint_id}: sources read to the end"
     if isinstance(event, Drained):
         return f"drained at checkpoint {event.checkpoint_id}; stopped"
     if isinstance(event, Stopped):

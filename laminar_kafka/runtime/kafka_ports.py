@@ -65,7 +65,7 @@ def kafka_ports(spec: TaskSpec) -> TaskPorts:
     cfg, name = spec.config, spec.pipeline.name
     store = CheckpointStore(cfg.checkpoint_dir, name)
     sinks = task_sinks(spec)
-    reader = PartitionReader(cfg.kafka, name, cfg.batch_size)
+    reader = PartitionReader(cfg.kafka, name, cfg.batch_size, report_ends=bool(spec.ends))
     control = ControlChannel(
         cfg.kafka, cfg.control_topic(name), name, spec.control_start_offset, Announcement
     )

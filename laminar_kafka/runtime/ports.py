@@ -52,6 +52,11 @@ class SourceReader(Protocol):
         """Up to one batch of committed records, in offset order per partition."""
         ...
 
+    def end_reached(self, key: PartitionKey) -> int | None:
+        """The log end offset the reader reached in `key` since `key` was last
+        positioned (every committed record below it returned); None: not reached."""
+        ...
+
     def pause(self, key: PartitionKey) -> None:
         """Return nothing more of `key` until it is continued or repositioned."""
         ...
