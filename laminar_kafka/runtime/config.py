@@ -183,4 +183,5 @@ class RuntimeConfig:
             f"bootstrap={self.bootstrap} checkpoints={self.checkpoint_dir} "
             f"parallelism={self.parallelism} interval={self.checkpoint_interval_s}s "
             f"master={self.spark_master()} client={redact(self.client_config)}"
+            + (f" until={self.until}" if self.until else "")
         )
