@@ -141,6 +141,8 @@ class ProgressPrinter:
             self._file.write(event.to_json() + "\n")
             self._file.flush()
         now = time.monotonic()
+        if isinstance(event, BoundedProgress) and self._quiet and event.left:
+            return  # with its checkpoint's line: throttled alike
         if isinstance(event, CheckpointCommitted):
             if not self._fresh_generation and now - self._last < self._every_s:
                 self._quiet += 1
