@@ -81,11 +81,26 @@ def test_the_broker_finds_offsets_by_time_stable_ends_and_reports_reached_ends(
     try:
         reader.assign({(topic, 0): 0})
         offsets: list[int] = []
-        while reader.end_reached((topic, 0)) is None:
+        deadline = time.monotonic() + 30
+        while reader.end_reached((topic, 0)) is None and time.monotonic() < deadline:
             offsets += [m.offset() for m in reader.poll(0.5)]
         assert (offsets, reader.end_reached((topic, 0))) == ([0, 1, 2, 3, 4], 6)
         reader.reposition({(topic, 0): 2})
         assert reader.end_reached((topic, 0)) is None  # positioned again: not yet
+
+        # An open transaction: the stable end stops before it, and so does the reader.
+        producer = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": topic})
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        producer.produce(topic, b"{}", partition=1)
+        producer.flush(30)
+        assert stable_bounds(kafka, [(topic, 1)]) == {(topic, 1): (0, 6)}
+        reader.reposition({(topic, 1): 0})
+        deadline = time.monotonic() + 30
+        while reader.end_reached((topic, 1)) is None and time.monotonic() < deadline:
+            reader.poll(0.5)
+        assert reader.end_reached((topic, 1)) == 6
+        producer.abort_transaction(30)
     finally:
         reader.close()
 

@@ -8,6 +8,7 @@ import pytest
 
 from laminar_kafka import Pipeline
 from laminar_kafka.errors import ConfigError
+from laminar_kafka.plan.topology import describe_topology
 from laminar_kafka.sources.start_position import (
     StartAtOffsets,
     StartAtTime,
@@ -79,3 +80,10 @@ def test_an_offset_outside_the_log_is_an_error_not_a_clamp(offset: int) -> None:
 def test_partitions_the_topic_lacks_are_named() -> None:
     assert missing_partitions(StartAtOffsets(((0, 1), (3, 1), (4, 1))), 3) == [3, 4]
     assert missing_partitions("earliest", 1) == []
+
+
+def test_the_plan_says_where_a_source_starts() -> None:
+    pipeline = Pipeline("p")
+    pipeline.source("in", start_from=datetime(2024, 5, 1, tzinfo=UTC)).sink("out")
+    lines = describe_topology(pipeline, 1)
+    assert any("read in (from timestamp 2024-05-01T00:00:00.000Z)" in line for line in lines)

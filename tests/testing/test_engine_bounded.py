@@ -203,3 +203,50 @@ def test_a_bounded_run_killed_midway_resumes_to_the_ends_of_its_first_start(
     run_in_process(pipeline, broker, in_process_config(tmp_path, 2))
     report = compare_product_totals(range(320), _output(broker))
     assert report.exact, report
+
+
+WINDOW_MS = 100
+
+
+def _windowed() -> Pipeline:
+    pipeline = Pipeline("windows")
+    (
+        pipeline.source(SOURCE, value_format=JSON, timestamp="ts_ms")
+        .key_by("customer")
+        .tumbling_window(WINDOW_MS / 1000)
+        .aggregate(
+            initial=lambda: 0,
+            add=lambda total, o: total + o["amount"],
+            emit=lambda c, w, total: {"customer": c, "end": w.end, "amount": total},
+        )
+        .sink(SINK, value_format=JSON, key="customer")
+    )
+    return pipeline
+
+
+def _window_totals(ids: range, ends: set[int]) -> dict[tuple[str, int], int]:
+    totals: dict[tuple[str, int], int] = {}
+    for i in ids:
+        o = order(i)
+        end = o["ts_ms"] - o["ts_ms"] % WINDOW_MS + WINDOW_MS
+        if end in ends:
+            totals[(o["customer"], end)] = totals.get((o["customer"], end), 0) + o["amount"]
+    return totals
+
+
+def test_windows_open_at_the_end_stay_open_for_the_next_run(tmp_path: Path) -> None:
+    """Order i is stamped T + i ms: the first run ends at 150, inside the window
+    [100, 200), which it keeps open; the second run adds 150..399 to it and closes it."""
+    t = order(0)["ts_ms"]
+    broker = _broker(range(150))
+    config = _bounded(tmp_path)
+
+    run_in_process(_windowed(), broker, config, listener=_later(broker, range(150, 400)))
+    first = {(r["customer"], r["end"]): r["amount"] for r in _output(broker)}
+    assert first == _window_totals(range(150), {t + 100})  # [100, 200) still open
+
+    run_in_process(_windowed(), broker, config)
+    output = _output(broker)
+    both = {(r["customer"], r["end"]): r["amount"] for r in output}
+    assert len(output) == len(both)  # each window's result once over the two runs
+    assert both == _window_totals(range(400), {t + 100, t + 200, t + 300})
