@@ -26,9 +26,7 @@ T0 = 1_700_000_000_000  # ms since the epoch: record i of a partition is stamped
 
 def _pipeline(start_from: StartFrom) -> Pipeline:
     pipeline = Pipeline("starts")
-    pipeline.source(SOURCE, value_format=JSON, start_from=start_from).sink(
-        SINK, value_format=JSON
-    )
+    pipeline.source(SOURCE, value_format=JSON, start_from=start_from).sink(SINK, value_format=JSON)
     return pipeline
 
 
