@@ -99,7 +99,7 @@ class BoundedRun:
         return cls(ends, emit)
 
     def committed(self, result: PendingCheckpoint) -> bool:
-        """After a committed checkpoint: True when the sources are done (steps 3)."""
+        """After a committed checkpoint: True when the sources are done (step 3)."""
         positions: dict[PartitionKey, int] = {}
         for ack in result.acks.values():
             positions.update({parse_partition_key(k): v for k, v in ack.positions.items()})

@@ -63,8 +63,8 @@ class TaskInputs:
         if not self.ends:
             return
         for key, end in self.ends.items():
-            if self.positions[key] >= end:
-                continue
+            if self.positions[key] >= end or key in self.held:
+                continue  # a held partition's records past its barrier are not done
             if key in self._past:
                 self.reader.pause(key)
             elif (reached := self.reader.end_reached(key)) is None or reached < end:
