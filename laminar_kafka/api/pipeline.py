@@ -21,7 +21,7 @@ from laminar_kafka.api.event_time import Duration, event_time
 from laminar_kafka.api.graph import cut_stream
 from laminar_kafka.api.joins import check_tables
 from laminar_kafka.api.keyed_stream import KeyedStream
-from laminar_kafka.api.specs import Flow, KeySpec, SinkSpec, SourceSpec, StartFrom
+from laminar_kafka.api.specs import Flow, KeySpec, SinkSpec, SourceSpec
 from laminar_kafka.api.streams import Branch, Stream
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.formats import BytesFormat, Format, JsonFormat, StringFormat
@@ -31,6 +31,7 @@ from laminar_kafka.operators.event_time import TimestampSpec
 from laminar_kafka.operators.join import TableSpec
 from laminar_kafka.operators.partitioning import PARTITIONERS, Partitioner
 from laminar_kafka.operators.steps import describe_steps, step_signatures
+from laminar_kafka.sources.start_position import StartFrom, start_position
 
 __all__ = ["Flow", "KeyedStream", "Pipeline", "SinkSpec", "SourceSpec", "StartFrom", "Stream"]
 
@@ -74,9 +75,13 @@ class Pipeline:
         stops holding its windows back (see operators/event_time.py). A record
         without a timestamp, or stamped more than `max_future` ahead of the
         clock, is a dead letter.
+
+        `start_from` places a partition the pipeline has no checkpoint of: "earliest",
+        "latest", a timestamp (an aware `datetime` or ms since the epoch: the first record
+        stamped at or after it), or `{partition: offset}` (partitions not named start
+        from earliest). A restart resumes from the checkpoint instead.
         """
-        if start_from not in ("earliest", "latest"):
-            raise ConfigError(f"start_from must be 'earliest' or 'latest', not {start_from!r}")
+        position = start_position(start_from)
         if value_format is not None:
             check_format("source value_format", value_format)
         if key_format is not None:
@@ -91,7 +96,7 @@ class Pipeline:
             check_name("source topic", topic),
             value_format or JsonFormat(),
             key_format or BytesFormat(),
-            start_from,
+            position,
             bool(barriers),
             partitioned_by,
             partitioner,

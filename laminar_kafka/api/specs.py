@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, Literal
+from typing import Any
 
 from laminar_kafka.formats import BytesFormat, Format, JsonFormat, StringFormat
 from laminar_kafka.operators import Operator, is_stateful_step, runs_on_watermark, window_of
@@ -20,8 +20,8 @@ from laminar_kafka.operators.event_time import EventTime
 from laminar_kafka.operators.join import TableSpec, tables_of
 from laminar_kafka.operators.partitioning import Partitioner
 from laminar_kafka.sinks.file_output import FileOutput
+from laminar_kafka.sources.start_position import StartPosition
 
-StartFrom = Literal["earliest", "latest"]
 KeySpec = str | Callable[[Any], Any]
 """A field name, or a function of the record."""
 SOURCE_TIME = "source"
@@ -37,7 +37,8 @@ class SourceSpec:
     topic: str
     value_format: Format = field(default_factory=JsonFormat)
     key_format: Format = field(default_factory=BytesFormat)
-    start_from: StartFrom = "earliest"
+    start_from: StartPosition = "earliest"
+    """Where a partition without a checkpoint starts (`sources/start_position.py`)."""
     barriers: bool = True
     """False for a topic the pipeline may not write: its checkpoints are unaligned."""
     partitioned_by: KeySpec | None = None

@@ -266,5 +266,6 @@ def runtime_config(args: argparse.Namespace) -> RuntimeConfig:
         client_config=client,
         from_latest_checkpoint=args.from_checkpoint == "latest",
         reset=args.reset,
+        until=getattr(args, "until", None),
         allow_internal_retention=args.allow_internal_retention,
     )

@@ -14,6 +14,9 @@ from typing import IO
 
 from laminar_kafka.cli.logging_setup import json_event_line
 from laminar_kafka.runtime.events import (
+    BoundedFinished,
+    BoundedProgress,
+    BoundedStarted,
     CheckpointAborted,
     CheckpointCommitted,
     Drained,
@@ -67,6 +70,16 @@ def describe(event: RuntimeEvent) -> str:
         where = f"stage {event.stage} reads" if event.stage else "the sources have"
         topics = f" ({', '.join(event.topics)})" if event.topics else ""
         return f"parallelism capped at {event.used}: {where} {event.partitions} partitions{topics}"
+    if isinstance(event, BoundedStarted):
+        again = ", the ends recorded at its first start" if event.resumed else ""
+        return f"bounded run: reads {event.partitions} source partitions to their end{again}"
+    if isinstance(event, BoundedProgress):
+        return (
+            f"bounded run: {event.left} offsets left, {event.partitions_done} of "
+            f"{event.partitions} partitions at their end (checkpoint {event.checkpoint_id})"
+        )
+    if isinstance(event, BoundedFinished):
+        return f"bounded run finished at checkpoint {event.checkpoint_id}: sources read to the end"
     if isinstance(event, Drained):
         return f"drained at checkpoint {event.checkpoint_id}; stopped"
     if isinstance(event, Stopped):
@@ -140,6 +153,8 @@ class ProgressPrinter:
             self._file.write(event.to_json() + "\n")
             self._file.flush()
         now = time.monotonic()
+        if isinstance(event, BoundedProgress) and self._quiet and event.left:
+            return  # with its checkpoint's line: throttled alike
         if isinstance(event, CheckpointCommitted):
             if not self._fresh_generation and now - self._last < self._every_s:
                 self._quiet += 1

@@ -54,11 +54,22 @@ def register(subparsers: Any) -> None:
         help="run a pipeline with exactly-once output",
         description="Run the pipeline defined in PIPELINE (a .py file or module:attr) on "
         "Spark. Ctrl-C or SIGTERM takes a final checkpoint and stops; a second one stops "
-        "at once (the next run resumes from the last checkpoint).",
+        "at once (the next run resumes from the last checkpoint). With --until end the run "
+        "is bounded: it stops by itself, exit code 0, once the sources are read to the end "
+        "they had when it started.",
     )
     parser.add_argument("pipeline", help="pipelines/<file>.py or package.module:attr")
     add_runtime_options(parser)
     add_schemas_option(parser)
+    parser.add_argument(
+        "--until",
+        choices=["end"],
+        help="'end': a bounded run (a backfill). Read each source partition up to its end "
+        "offset at start (its last stable offset), take a final checkpoint and exit 0. "
+        "Records written since are left for the next run; open windows stay open in the "
+        "checkpoint. A bounded run started again after a crash keeps the ends of its "
+        "first start",
+    )
     parser.add_argument(
         "--events-file",
         metavar="PATH",

@@ -22,6 +22,7 @@ from laminar_kafka.kafka.admin import source_partition_counts, watermark_offsets
 from laminar_kafka.kafka.clients import KafkaConnection, probe_consumer
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.runtime.events import GenerationStarted, RuntimeEvent
+from laminar_kafka.sources.start_position import StartPosition
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +33,14 @@ _PARTITIONS_REFRESH_S = 60.0
 """How often the source topics' partition counts are read again (a topic may grow)."""
 
 
-def partition_lag(low: int, high: int, committed: int | None, start_from: str) -> int | None:
+def partition_lag(
+    low: int, high: int, committed: int | None, start_from: StartPosition
+) -> int | None:
     """Records of one partition the pipeline has yet to commit past; None when unknown.
 
     Without a committed offset the pipeline starts at the source's start: all
     that is retained is lag when it reads from the earliest record, while from
-    the latest one the lag cannot be known until its first checkpoint.
+    the latest one (a timestamp, offsets) the lag is unknown until its first checkpoint.
     Retention may have deleted records below the committed offset: they count
     for nothing.
     """
@@ -50,7 +53,7 @@ class _OffsetsReader:
     """The clients that read end offsets and committed offsets of a fixed set of partitions."""
 
     def __init__(
-        self, kafka: KafkaConnection, pipeline: str, start_from: Mapping[str, str]
+        self, kafka: KafkaConnection, pipeline: str, start_from: Mapping[str, StartPosition]
     ) -> None:
         counts = source_partition_counts(kafka, tuple(start_from), timeout_s=10.0)
         self.partitions = [(t, p) for t in sorted(counts) for p in range(counts[t])]
@@ -91,11 +94,11 @@ class LagPoller:
         self,
         kafka: KafkaConnection,
         pipeline: str,
-        start_from: Mapping[str, str],
+        start_from: Mapping[str, StartPosition],
         interval_s: float = 5.0,
         on_update: LagSink | None = None,
     ) -> None:
-        """`start_from`: source topic → "earliest" or "latest", as the pipeline reads it."""
+        """`start_from`: source topic → where a new partition starts, as the pipeline reads it."""
         self.total: int | None = None
         self.lags: dict[PartitionKey, int] = {}
         self.interval_s = interval_s

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.api.specs import Flow
 from laminar_kafka.errors import ConfigError
+from laminar_kafka.sources.start_position import StartPosition
 
 
 @dataclass(frozen=True)
@@ -55,9 +56,9 @@ class Stage:
         return tuple(dict.fromkeys(f.sink.topic for f in self.flows if f.sink.internal))
 
     @property
-    def start_from(self) -> dict[str, str]:
+    def start_from(self) -> dict[str, StartPosition]:
         """Input topic → where a partition without a checkpoint starts ("earliest"...)."""
-        tables = dict.fromkeys(self.tables, "earliest")
+        tables: dict[str, StartPosition] = dict.fromkeys(self.tables, "earliest")
         return {**tables, **{f.source.topic: f.source.start_from for f in self.flows}}
 
     @property

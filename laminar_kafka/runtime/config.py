@@ -72,6 +72,9 @@ class RuntimeConfig:
     from the newest checkpoint; chosen once per run and recorded (`checkpoint/run_start.py`)."""
     reset: bool = False
     """Start over: drop the pipeline's checkpoints and committed offsets first."""
+    until: str | None = None
+    """"end": a bounded run, to the sources' end offsets at its first start, then a final
+    checkpoint and exit (`runtime/bounded.py`); None runs until stopped."""
     purge_internal: bool = True
     """Delete internal-topic records the next stage committed past (False keeps them)."""
     allow_internal_retention: bool = False
@@ -111,6 +114,8 @@ class RuntimeConfig:
                 f"timeout ({self.checkpoint_timeout_s:g} s): the broker would abort transactions "
                 "that are still waiting for their Commit (leave it unset to derive it)"
             )
+        if self.until not in (None, "end"):
+            raise ConfigError(f"--until takes 'end', not {self.until!r}")
         if self.batch_size < 1:
             raise ConfigError("batch size must be positive")
         if self.max_barrier_partitions < 0:
@@ -169,4 +174,5 @@ class RuntimeConfig:
             f"bootstrap={self.bootstrap} checkpoints={self.checkpoint_dir} "
             f"parallelism={self.parallelism} interval={self.checkpoint_interval_s}s "
             f"master={master or self.spark_master()} client={redact(self.client_config)}"
+            + (f" until={self.until}" if self.until else "")
         )

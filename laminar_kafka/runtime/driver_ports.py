@@ -75,6 +75,12 @@ class DriverPorts(Protocol):
         """Delete the pipeline group's committed offsets (a reset)."""
         ...
 
+    def stable_bounds(
+        self, keys: Sequence[PartitionKey], timeout_s: float = 30.0
+    ) -> dict[PartitionKey, tuple[int, int]]:
+        """Each partition's log start and last stable offset (a read_committed reader's end)."""
+        ...
+
     def control_end(self, pipeline: str) -> int:
         """The offset the next record of the control log will get."""
         ...

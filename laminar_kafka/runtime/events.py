@@ -114,6 +114,37 @@ class Drained(RuntimeEvent):
 
 
 @dataclass(frozen=True)
+class BoundedStarted(RuntimeEvent):
+    """A bounded run (`--until end`) fixed its sources' end offsets (`runtime/bounded.py`)."""
+
+    name: ClassVar[str] = "bounded_started"
+    partitions: int
+    resumed: bool = False
+    """The ends are those recorded at an earlier start of this bounded run (a restart)."""
+
+
+@dataclass(frozen=True)
+class BoundedProgress(RuntimeEvent):
+    """A bounded run's committed checkpoint: how much of the sources is left to its ends."""
+
+    name: ClassVar[str] = "bounded_progress"
+    checkpoint_id: int
+    left: int
+    """Offsets between the committed positions and the ends, over every source partition
+    (about the records left: transaction markers take offsets too)."""
+    partitions_done: int
+    partitions: int
+
+
+@dataclass(frozen=True)
+class BoundedFinished(RuntimeEvent):
+    """A bounded run reached its ends and its final checkpoint committed: it exits."""
+
+    name: ClassVar[str] = "bounded_finished"
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
 class Stopped(RuntimeEvent):
     name: ClassVar[str] = "stopped"
     committed: int

@@ -4,6 +4,13 @@ The aligner (barriers/aligner.py) only counts barriers and decides; this part
 only blocks, resumes and rewinds partitions, as the aligner's decisions and the
 checkpoint's outcome ask. A held partition is paused in the reader; whatever
 was fetched past its barrier is read again from its position when released.
+
+In a bounded run (`runtime/bounded.py`) a source partition also has an end: no
+record at or past it is returned, and once every record below it is processed
+the partition's position becomes the end itself, even when the last offsets below
+it hold no record a read_committed reader gets (transaction markers, aborted
+records): `settle` then says so, from a record seen past the end or the reader
+having reached the log's end.
 """
 
 from __future__ import annotations
@@ -25,13 +32,45 @@ class TaskInputs:
         self.held: set[PartitionKey] = set()
         self.fresh: frozenset[PartitionKey] = frozenset()
         """Partitions that started without a checkpoint (runtime/table_bootstrap.py)."""
+        self.ends: dict[PartitionKey, int] = {}
+        """A bounded run's end offset per source partition (runtime/bounded.py)."""
+        self._past: set[PartitionKey] = set()
+        """Partitions of which the last poll returned a record at or past the end."""
 
     def start(self, positions: Mapping[PartitionKey, int]) -> None:
         self.positions = dict(positions)
         self.reader.assign(dict(self.positions))
 
     def poll(self, timeout_s: float) -> list[KafkaMessage]:
-        return self.reader.poll(timeout_s)
+        """A batch, without the records at or past a partition's end (kept unread)."""
+        messages = self.reader.poll(timeout_s)
+        self._past.clear()
+        if not self.ends or not messages:
+            return messages
+        ends, kept = self.ends, []
+        for m in messages:
+            key = (m.topic(), m.partition())
+            if key in ends and m.offset() >= ends[key]:
+                self._past.add(key)
+            else:
+                kept.append(m)
+        return kept
+
+    def settle(self) -> None:
+        """After the last batch was processed whole: a bounded partition whose records
+        below its end are all done stands at its end (one with records past it is
+        paused there: they are for a later run)."""
+        if not self.ends:
+            return
+        for key, end in self.ends.items():
+            if self.positions[key] >= end or key in self.held:
+                continue  # a held partition's records past its barrier are not done
+            if key in self._past:
+                self.reader.pause(key)
+            elif (reached := self.reader.end_reached(key)) is None or reached < end:
+                continue
+            self.positions[key] = end
+        self._past.clear()
 
     def advance(self, key: PartitionKey, next_offset: int) -> None:
         self.positions[key] = next_offset
@@ -46,6 +85,7 @@ class TaskInputs:
     def reread(self, keys: set[PartitionKey]) -> None:
         """Read these partitions again from their positions (what followed was dropped)."""
         keys = keys - self.held
+        self._past.clear()  # some records below the end may be among those read again
         if keys:
             self.reader.continue_at({k: self.positions[k] for k in keys})
 
@@ -62,6 +102,7 @@ class TaskInputs:
         # started fetching yet fails with an erroneous-state error.
         self.reader.reposition(self.positions)
         self.held.clear()
+        self._past.clear()
 
     def group_metadata(self) -> object:
         """What a transaction needs to commit offsets for this reader's group."""

@@ -14,6 +14,7 @@ from laminar_kafka.kafka.acl_needs import Need
 from laminar_kafka.kafka.admin import delete_committed_offsets, end_offset
 from laminar_kafka.kafka.group_lease import GroupLease
 from laminar_kafka.kafka.names import PartitionKey
+from laminar_kafka.kafka.stable_offsets import stable_bounds
 from laminar_kafka.plan.stages import InternalTopic, StagePlan
 from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.driver_lease import hold_driver_lease
@@ -62,6 +63,11 @@ class KafkaDriverPorts:
 
     def forget_offsets(self, pipeline: str, partitions: list[PartitionKey]) -> None:
         delete_committed_offsets(self._config.kafka, pipeline, partitions)
+
+    def stable_bounds(
+        self, keys: Sequence[PartitionKey], timeout_s: float = 30.0
+    ) -> dict[PartitionKey, tuple[int, int]]:
+        return stable_bounds(self._config.kafka, keys, timeout_s)
 
     def control_end(self, pipeline: str) -> int:
         return end_offset(self._config.kafka, self._config.control_topic(pipeline))

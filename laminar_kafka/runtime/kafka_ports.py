@@ -5,11 +5,14 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 
+from confluent_kafka import KafkaException, TopicPartition
+
 from laminar_kafka.checkpoint.committed_markers import read_markers
 from laminar_kafka.checkpoint.markers import OffsetMarker
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import Announcement
 from laminar_kafka.control.transport import ControlChannel
+from laminar_kafka.errors import LaminarError
 from laminar_kafka.kafka.admin import watermark_offsets
 from laminar_kafka.kafka.clients import KafkaConnection, probe_consumer
 from laminar_kafka.kafka.names import PartitionKey
@@ -37,6 +40,20 @@ class KafkaSourceLogs:
         finally:
             probe.close()
 
+    def offsets_for_time(
+        self, keys: Sequence[PartitionKey], ms: int, timeout_s: float
+    ) -> dict[PartitionKey, int | None]:
+        probe = probe_consumer(self._kafka)
+        try:
+            found = probe.offsets_for_times(
+                [TopicPartition(t, p, ms) for t, p in keys], timeout=timeout_s
+            )
+        except KafkaException as exc:
+            raise LaminarError(f"cannot find the offsets at {ms} ms: {exc}") from None
+        finally:
+            probe.close()
+        return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in found}
+
     def markers(self, keys: Sequence[PartitionKey]) -> Mapping[PartitionKey, OffsetMarker | None]:
         return read_markers(self._kafka, self._pipeline, keys)
 
@@ -48,7 +65,7 @@ def kafka_ports(spec: TaskSpec) -> TaskPorts:
     cfg, name = spec.config, spec.pipeline.name
     store = CheckpointStore(cfg.checkpoint_dir, name)
     sinks = task_sinks(spec)
-    reader = PartitionReader(cfg.kafka, name, cfg.batch_size)
+    reader = PartitionReader(cfg.kafka, name, cfg.batch_size, report_ends=bool(spec.ends))
     control = ControlChannel(
         cfg.kafka, cfg.control_topic(name), name, spec.control_start_offset, Announcement
     )

@@ -57,6 +57,11 @@ class SourceReader(Protocol):
         records before it (a task's position passes records only); None before a fetch."""
         ...
 
+    def end_reached(self, key: PartitionKey) -> int | None:
+        """The log end offset the reader reached in `key` since `key` was last
+        positioned (every committed record below it returned); None: not reached."""
+        ...
+
     def pause(self, key: PartitionKey) -> None:
         """Return nothing more of `key` until it is continued or repositioned."""
         ...
@@ -98,6 +103,12 @@ class SourceLogs(Protocol):
         self, keys: Sequence[PartitionKey], timeout_s: float
     ) -> dict[PartitionKey, tuple[int, int]]:
         """Each partition's (low, high) offsets: where a new partition starts."""
+        ...
+
+    def offsets_for_time(
+        self, keys: Sequence[PartitionKey], ms: int, timeout_s: float
+    ) -> dict[PartitionKey, int | None]:
+        """Each partition's first offset stamped at or after `ms` (None: no such record)."""
         ...
 
     def markers(self, keys: Sequence[PartitionKey]) -> Mapping[PartitionKey, OffsetMarker | None]:

@@ -27,7 +27,8 @@ after we read):
    of the moment: that is a decision, and the partition has no marker because
    its task died before committing it;
 5. for any other partition without a marker (a new one): empty state, resume
-   at the source's start (earliest or latest), resolved to an offset now.
+   at the source's start (earliest, latest, a timestamp or an explicit offset:
+   `sources/start_position.py`), resolved to an offset now.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import CheckpointError
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
 from laminar_kafka.runtime.ports import SourceLogs, SourceReader
+from laminar_kafka.sources.start_position import StartAtTime, StartPosition, start_offset
 from laminar_kafka.state.snapshot import PartitionTables, decode_partition_snapshot
 
 
@@ -59,7 +61,7 @@ def plan_starts(
     reader: SourceReader,
     store: CheckpointStore,
     partitions: tuple[PartitionKey, ...],
-    start_from: Mapping[str, str],
+    start_from: Mapping[str, StartPosition],
     logs: SourceLogs,
     timeout_s: float = 30.0,
 ) -> dict[PartitionKey, PartitionStart]:
@@ -209,14 +211,21 @@ def check_markers_kept(
 
 def _start_offsets(
     keys: list[PartitionKey],
-    start_from: Mapping[str, str],
+    start_from: Mapping[str, StartPosition],
     logs: SourceLogs,
     timeout_s: float,
 ) -> dict[PartitionKey, int]:
+    """Step 5: each new partition's start, as its source's `start_from` places it."""
     if not keys:
         return {}
     bounds = logs.bounds(keys, timeout_s)
+    by_time: dict[PartitionKey, int | None] = {}
+    for topic in {k[0] for k in keys}:
+        at = start_from.get(topic, "earliest")
+        if isinstance(at, StartAtTime):
+            of_topic = [k for k in keys if k[0] == topic]
+            by_time.update(logs.offsets_for_time(of_topic, at.ms, timeout_s))
     return {
-        key: high if start_from.get(key[0]) == "latest" else low
-        for key, (low, high) in bounds.items()
+        key: start_offset(start_from.get(key[0], "earliest"), *key, bounds[key], by_time.get(key))
+        for key in keys
     }

@@ -11,8 +11,9 @@ The runner only wires parts that live elsewhere. A run, in order:
    a smaller parallelism removed, then the executor's job: a Spark barrier job,
    or threads (each write of the driver only after the check of its lease);
 3. wait until every task recovered, then run a checkpoint every interval;
-4. on stop: one last checkpoint with the DRAIN flag, after which tasks exit; on a
-   lost job, a silent task, a late ack or a broker outage not ridden out: restart from 2.
+4. on stop, or when a bounded run (`--until end`, `runtime/bounded.py`) reached its
+   ends: one last checkpoint with the DRAIN flag, after which tasks exit; on a lost
+   job, a silent task, a late ack or a broker outage not ridden out: restart from 2.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ from laminar_kafka.errors import (
 )
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.plan.stages import plan_stages
-from laminar_kafka.plan.tasks import lay_out_tasks, stage_parallelism, tasks_by_stage
+from laminar_kafka.plan.tasks import lay_out_tasks, tasks_by_stage
+from laminar_kafka.runtime.bounded import BoundedRun, NoBarriers
 from laminar_kafka.runtime.broker_outage import ride_out
 from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.driver_lease import Lease, start_generation
@@ -47,7 +49,6 @@ from laminar_kafka.runtime.events import (
     Drained,
     GenerationStarted,
     Listener,
-    ParallelismCapped,
     RuntimeEvent,
     WorkerLost,
 )
@@ -59,6 +60,7 @@ from laminar_kafka.runtime.spark_job import SparkExecutor
 from laminar_kafka.runtime.start_checks import check_where_to_start
 from laminar_kafka.runtime.stats import RunStats, committed_event
 from laminar_kafka.runtime.task_spec import TaskSpec
+from laminar_kafka.runtime.widths import stage_widths
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +106,7 @@ class PipelineRunner:
         self._lease: Lease | None = None
         self._restarts = RestartBudget(config.restart)
         self._generation = 0  # the running one's number (a second application's starts above 1)
+        self._bounded: BoundedRun | None = None  # `--until end`: its ends and how far it got
 
     def stop(self) -> None:
         """Ask for a graceful stop: a final DRAIN checkpoint, then the tasks exit."""
@@ -128,14 +131,12 @@ class PipelineRunner:
             partitions = [(t, p) for t in sorted(counts) for p in range(counts[t])]
             check_where_to_start(self._store, self.pipeline, self.config, partitions, ports)
             ports.check_internal_topics(name, self._plan, counts)
-            wanted = self.config.parallelism
-            widths = stage_parallelism(self._plan, counts, wanted)
-            if min(widths) < wanted:
-                stage = widths.index(min(widths))
-                inputs = tuple(self._plan.stages[stage].inputs)
-                found = sum(counts[t] for t in inputs)
-                self._emit(ParallelismCapped(wanted, min(widths), found, stage, inputs))
+            widths = stage_widths(self._plan, counts, self.config.parallelism, self._emit)
+            args = (self._store, self.pipeline, self.config, counts, ports, self._emit)
+            self._bounded = BoundedRun.begin(*args)
             self._run_generations(counts, sum(widths))
+            if self._bounded is not None:
+                self._bounded.close(self._store, self.stats.last_checkpoint_id)
         finally:
             if self._lease is not None:
                 self._lease.release()
@@ -177,7 +178,8 @@ class PipelineRunner:
         stages = tasks_by_stage(layouts)
         watch = GenerationWatch.open(cfg, ports.watch_control(name), generation, stages)
         barriers = {t for stage in self._plan.stages for t in stage.barrier_inputs}
-        injector = ports.injector([k for k in partitions if k[0] in barriers])
+        sources = [k for k in partitions if k[0] in barriers]
+        injector = NoBarriers(sources) if self._bounded else ports.injector(sources)
         markers = ports.markers(name, partitions, self._store)
         purge = ports.purge(markers, self._plan.internal, counts)
         purge.check()
@@ -202,8 +204,9 @@ class PipelineRunner:
         self._store.check_fence()
         ports.recover_staged_files(self.pipeline, range(parallelism, info.max_parallelism))
         start = ports.control_end(name)
+        ends = self._bounded.ends if self._bounded else {}
         specs = [
-            TaskSpec.of(self.pipeline, cfg, generation, layout, counts, start, self._limits)
+            TaskSpec.of(self.pipeline, cfg, generation, layout, counts, start, self._limits, ends)
             for layout in layouts
         ]
         job = self._executor.launch(specs, f"{name}-g{generation}", self._wake.set)
@@ -291,5 +294,7 @@ class PipelineRunner:
         if result.committed:
             self._restarts.committed()
             self._emit(committed_event(result))
+            if self._bounded is not None and self._bounded.committed(result):
+                self.stop()  # at the ends: the final (DRAIN) checkpoint next
         else:
             self._emit(CheckpointAborted(result.checkpoint_id, result.generation, result.reason))

@@ -50,6 +50,7 @@ class WorkerTask:
         self._sinks = ports.sinks
         self._txn = ports.sinks.kafka
         self._inputs = TaskInputs(ports.reader)
+        self._inputs.ends = dict(spec.ends)  # a bounded run's: no record at or past them
         self._inbox = AnnouncementInbox(ports.control, spec.generation, spec.task, stage.index)
         barriers = {*stage.barrier_inputs, *stage.internal_inputs}
         aligned = [k for k in spec.partitions if k[0] in barriers]
@@ -109,6 +110,7 @@ class WorkerTask:
         if not due:
             if messages := self._inputs.poll(0.05):
                 due = self._process(messages)
+            self._inputs.settle()  # a bounded run's partitions done to their end
             due = due or self._aligner.due_without_barrier()
         if due:
             return self._checkpoint(participant)
@@ -247,6 +249,7 @@ class WorkerTask:
                 messages = self._inputs.poll(0.01)
                 if messages:
                     self._process(messages)  # no barrier can complete: N is not resolved
+                self._inputs.settle()
                 self._txn.serve()
         raise LaminarError(
             f"task {self.spec.task}: no decision on checkpoint {n} within "

@@ -30,6 +30,9 @@ class TaskSpec:
     """Internal partition → the tasks whose barriers align it."""
     outputs: Mapping[str, int] = field(default_factory=dict)
     """Internal topic the task writes → its partitions (each gets every barrier)."""
+    ends: Mapping[PartitionKey, int] = field(default_factory=dict)
+    """A bounded run's end offset of each source partition the task reads (none when
+    unbounded): no record at or past it is processed (`runtime/bounded.py`)."""
 
     @classmethod
     def of(
@@ -41,6 +44,7 @@ class TaskSpec:
         partition_counts: dict[str, int],
         control_start_offset: int,
         max_record_bytes: Mapping[str, int],
+        ends: Mapping[PartitionKey, int] | None = None,
     ) -> TaskSpec:
         return cls(
             pipeline,
@@ -54,6 +58,7 @@ class TaskSpec:
             layout.stage,
             layout.writers,
             layout.outputs,
+            {k: e for k, e in (ends or {}).items() if k in layout.partitions},
         )
 
     @cached_property

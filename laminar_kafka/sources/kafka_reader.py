@@ -41,9 +41,14 @@ class PartitionReader:
         kafka: KafkaConnection,
         pipeline: str,
         batch_size: int,
+        report_ends: bool = False,
     ) -> None:
+        """`report_ends`: note where each partition's log ends (`end_reached`), from
+        librdkafka's end-of-partition events (a bounded run's tasks ask)."""
         config = source_reader_settings(kafka, consumer_group(pipeline), batch_size)
+        config["enable.partition.eof"] = report_ends
         self._consumer = Consumer(config)
+        self._reached: dict[PartitionKey, int] = {}
         self._batch_size = batch_size
         self._known_topics: set[str] = set()
 
@@ -69,6 +74,7 @@ class PartitionReader:
             else:
                 offset = int(where)
             tps.append(TopicPartition(topic, partition, offset))
+            self._reached.pop((topic, partition), None)
         new_topics = {tp.topic for tp in tps} - self._known_topics
         load_metadata(self._consumer, sorted(new_topics))
         self._known_topics |= new_topics
@@ -83,6 +89,8 @@ class PartitionReader:
                 err = m.error()
                 if err is None:
                     kept.append(m)
+                elif err.code() == KafkaError._PARTITION_EOF:
+                    self._reached[(m.topic(), m.partition())] = m.offset()
                 elif err.code() == KafkaError._AUTO_OFFSET_RESET:
                     raise self._below_log_start(m.topic(), m.partition(), m.offset())
                 elif is_incurable(err):
@@ -118,6 +126,7 @@ class PartitionReader:
         """
         for (topic, partition), offset in positions.items():
             self._consumer.seek(TopicPartition(topic, partition, offset))
+            self._reached.pop((topic, partition), None)
         self._consumer.resume([TopicPartition(t, p) for t, p in positions])
 
     def position(self, key: PartitionKey) -> int | None:
@@ -125,6 +134,10 @@ class PartitionReader:
         record's offset + 1 (OFFSET_INVALID, before the first fetch, is None)."""
         (found,) = self._consumer.position([TopicPartition(key[0], key[1])])
         return found.offset if found.offset >= 0 else None
+
+    def end_reached(self, key: PartitionKey) -> int | None:
+        """The log end the reader reached in `key` since it was last positioned."""
+        return self._reached.get(key)
 
     def pause(self, key: PartitionKey) -> None:
         self._consumer.pause([TopicPartition(key[0], key[1])])

@@ -97,6 +97,7 @@ def run_in_process(
 ) -> InProcessRun:
     """Run `pipeline` on `broker` until `checkpoints` checkpoints committed, the last one
     a drain; then every task has exited. The source topics must exist in `broker`.
+    A bounded run (`config.until="end"`) ends by itself, after its final checkpoint.
 
     `listener` hears each event in the driver's thread as it happens: records it
     appends to a source land before the next checkpoint's barrier. With `until`, the
@@ -110,6 +111,8 @@ def run_in_process(
     resumed = 0
 
     def due() -> bool:
+        if config.until is not None:
+            return False  # a bounded run stops by itself at its ends
         committed = sum(isinstance(e, CheckpointCommitted) for e in events)
         return committed >= checkpoints - 1 and (until is None or until())
 

@@ -183,6 +183,24 @@ class MemoryBroker:
         with self.changed:
             return 0, len(self._log(key))
 
+    def stable_bounds(self, key: PartitionKey) -> tuple[int, int]:
+        """(low, last stable offset) of `key`: the end stops at the first open transaction."""
+        with self.changed:
+            log = self._log(key)
+            for offset, entry in enumerate(log):
+                if entry.txn is not None and entry.txn.outcome is _Outcome.OPEN:
+                    return 0, offset
+            return 0, len(log)
+
+    def offset_for_time(self, key: PartitionKey, ms: int) -> int | None:
+        """The first offset of `key` whose record is stamped at or after `ms`, as Kafka's
+        offsets_for_times (None: no such record)."""
+        with self.changed:
+            for offset, entry in enumerate(self._log(key)):
+                if entry.message is not None and entry.message.timestamp_ms >= ms:
+                    return offset
+            return None
+
     def forget(self, group: str, keys: Iterable[PartitionKey]) -> None:
         """Delete `group`'s committed offsets of `keys` (a reset)."""
         with self.changed:

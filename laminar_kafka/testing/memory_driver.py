@@ -143,6 +143,11 @@ class MemoryDriverPorts:
     def forget_offsets(self, pipeline: str, partitions: list[PartitionKey]) -> None:
         self._broker.forget(consumer_group(pipeline), partitions)
 
+    def stable_bounds(
+        self, keys: Sequence[PartitionKey], timeout_s: float = 30.0
+    ) -> dict[PartitionKey, tuple[int, int]]:
+        return {key: self._broker.stable_bounds(key) for key in keys}
+
     def control_end(self, pipeline: str) -> int:
         return self._broker.bounds((self._config.control_topic(pipeline), 0))[1]
 

@@ -38,6 +38,7 @@ class MemoryReader:
         self._batch_size = batch_size
         self._next: dict[PartitionKey, int] = {}
         self._paused: set[PartitionKey] = set()
+        self._reached: dict[PartitionKey, int] = {}
         self._turn = 0
 
     @property
@@ -56,6 +57,7 @@ class MemoryReader:
             low, high = self._broker.bounds(key)
             found[key] = low if where == "earliest" else high if where == "latest" else int(where)
         self._next = found
+        self._reached = {}
         self._paused &= found.keys()  # as librdkafka: a pause outlives a new assignment
 
     def poll(self, timeout_s: float) -> list[MemoryMessage]:
@@ -81,16 +83,23 @@ class MemoryReader:
                 break
             records, self._next[key] = self._broker.read_committed(key, self._next[key], room)
             out.extend(records)
+            if len(records) < room:  # the last stable offset: as librdkafka's EOF event
+                self._reached[key] = self._next[key]
         return out
 
     def position(self, key: PartitionKey) -> int | None:
         return self._next.get(key)
+
+    def end_reached(self, key: PartitionKey) -> int | None:
+        return self._reached.get(key)
 
     def pause(self, key: PartitionKey) -> None:
         self._paused.add(key)
 
     def continue_at(self, positions: Mapping[PartitionKey, int]) -> None:
         self._next.update(positions)
+        for key in positions:
+            self._reached.pop(key, None)
         self._paused -= positions.keys()
 
     def reposition(self, positions: Mapping[PartitionKey, int]) -> None:
@@ -167,6 +176,11 @@ class MemorySourceLogs:
         self, keys: Sequence[PartitionKey], timeout_s: float
     ) -> dict[PartitionKey, tuple[int, int]]:
         return {key: self._broker.bounds(key) for key in keys}
+
+    def offsets_for_time(
+        self, keys: Sequence[PartitionKey], ms: int, timeout_s: float
+    ) -> dict[PartitionKey, int | None]:
+        return {key: self._broker.offset_for_time(key, ms) for key in keys}
 
     def markers(self, keys: Sequence[PartitionKey]) -> Mapping[PartitionKey, OffsetMarker | None]:
         return {

@@ -9,8 +9,12 @@ import pytest
 
 from laminar_kafka.cli.progress import ProgressPrinter, describe
 from laminar_kafka.runtime.events import (
+    BoundedFinished,
+    BoundedProgress,
+    BoundedStarted,
     CheckpointAborted,
     CheckpointCommitted,
+    Drained,
     GenerationStarted,
     ParallelismCapped,
     RuntimeEvent,
@@ -173,3 +177,34 @@ def test_a_multi_stage_commit_is_one_json_line(capsys: pytest.CaptureFixture[str
     ProgressPrinter(json_lines=True)(CheckpointCommitted(1, 1, 0.005, stages=stages))
     (line,) = capsys.readouterr().out.splitlines()
     assert "\n  stage 1: " in json.loads(line)["message"]
+
+
+def test_a_bounded_run_says_so_how_far_it_got_and_when_it_finished(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    show = ProgressPrinter(every_s=3600)
+    for event in [
+        BoundedStarted(3),
+        GenerationStarted(1, 2, 3.0),
+        CheckpointCommitted(1, 1, 0.005),
+        BoundedProgress(1, 120, 1, 3),
+        CheckpointCommitted(2, 1, 0.005),
+        BoundedProgress(2, 60, 2, 3),  # throttled with its checkpoint
+        CheckpointCommitted(3, 1, 0.005),
+        BoundedProgress(3, 0, 3, 3),  # at the end: always said
+        Drained(4),
+        BoundedFinished(4),
+    ]:
+        show(event)
+    assert capsys.readouterr().out.splitlines() == [
+        "bounded run: reads 3 source partitions to their end",
+        "generation 1: 2 tasks running (started in 3.0s)",
+        "checkpoint 1 committed in 5 ms",
+        "bounded run: 120 offsets left, 1 of 3 partitions at their end (checkpoint 1)",
+        "bounded run: 0 offsets left, 3 of 3 partitions at their end (checkpoint 3)",
+        "drained at checkpoint 4; stopped",
+        "bounded run finished at checkpoint 4: sources read to the end",
+    ]
+    assert describe(BoundedStarted(3, resumed=True)).endswith(
+        ", the ends recorded at its first start"
+    )

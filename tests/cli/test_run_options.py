@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from laminar_kafka.cli.main import main
+from laminar_kafka.errors import ConfigError
 from laminar_kafka.runtime import preflight
 from laminar_kafka.runtime.config import RuntimeConfig, redact
 
@@ -163,3 +164,15 @@ def test_no_broker_at_the_address_is_one_line_with_the_ways_out(
     assert f"error: no Kafka broker answered at {address} within 1 s" in err
     assert "laminar-kafka broker start" in err and "--bootstrap" in err
     assert "Traceback" not in err
+
+
+def test_until_takes_only_end(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", PIPELINE, "--bootstrap", "127.0.0.1:1", "--until", "forever"]) == 2
+    assert "invalid choice: 'forever'" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="--until takes 'end', not 'later'"):
+        RuntimeConfig(bootstrap="b:9092", checkpoint_dir="c", until="later")
+    assert (
+        RuntimeConfig(bootstrap="b:9092", checkpoint_dir="c", until="end")
+        .describe()
+        .endswith(" until=end")
+    )
