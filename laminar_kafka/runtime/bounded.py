@@ -13,10 +13,14 @@ What a Flink user knows as a bounded source, or stop-with-savepoint without
    added past the end. Tasks process no record at or past a partition's end and
    report the end as their position once every record below it is done
    (`runtime/inputs.py`);
-3. when a committed checkpoint has every source partition at its end, the driver
-   takes the final checkpoint with the DRAIN flag, as a stop does: its barrier
-   flows through the internal topics behind all upstream output, so its commit
-   covers every stage; then the tasks exit and the run returns (exit code 0);
+3. when a committed checkpoint has every source partition at its end and every task
+   aligned, the driver takes the final checkpoint with the DRAIN flag, as a stop
+   does; then the tasks exit and the run returns (exit code 0). Aligned matters
+   for a downstream stage: a task whose alignment timed out cut where its reading
+   stood, short of its upstream's last output. Such a cut at the drain would end
+   the run with that output unread, so checkpoints go on (the sources stay at
+   their ends, the backlog only shrinks) until one where every stage aligned: it
+   covers every stage, and the drain after it finds nothing left to read;
 4. the record of the ends is removed. Windows still open stay open in the final
    checkpoint: a later run, bounded or not, goes on with them and with the records
    written after the end, which nothing skipped.
@@ -99,7 +103,8 @@ class BoundedRun:
         return cls(ends, emit)
 
     def committed(self, result: PendingCheckpoint) -> bool:
-        """After a committed checkpoint: True when the sources are done (step 3)."""
+        """After a committed checkpoint: True when the sources are done and every stage
+        read all its upstream wrote before it (step 3)."""
         positions: dict[PartitionKey, int] = {}
         for ack in result.acks.values():
             positions.update({parse_partition_key(k): v for k, v in ack.positions.items()})
@@ -108,7 +113,10 @@ class BoundedRun:
         if not self.finished:
             n, total = result.checkpoint_id, sum(left.values())
             self._emit(BoundedProgress(n, total, done, len(self.ends)))
-        self.finished = self.finished or done == len(left)
+        # Only a downstream stage's cut can fall short of what it must read: a source
+        # partition's cut is checked against its end, whatever the source's barriers.
+        aligned = not any(a.unaligned for a in result.acks.values() if a.stage > 0)
+        self.finished = self.finished or (done == len(left) and aligned)
         return self.finished
 
     def close(self, store: CheckpointStore, drained_at: int) -> None:

@@ -12,7 +12,9 @@ records past the cut wait in the log for the next run. On a loaded machine a
 drain often cuts so (a downstream stage opens when its upstream decided, before
 the upstream's last epoch is committed, let alone read). So a run here, like an
 operator's `laminar-kafka run` again, resumes until no input record lies past
-the committed offsets (`unread_input`): its output is that of all its input.
+the committed offsets (`unread_input`): its output is that of all its input. A
+bounded run (`until="end"`) is not resumed: it ends only once its stages are done
+(`runtime/bounded.py`), and leaves what came after its ends for the next run.
 """
 
 from __future__ import annotations
@@ -132,7 +134,7 @@ def run_in_process(
                 runners[-1].stop()
             try:
                 stats = runners[-1].run()
-                while unread_input(pipeline, broker):
+                while config.until is None and unread_input(pipeline, broker):
                     # The drain cut short of the end: the stopped runner runs again (its
                     # stats add up), resumes from that cut and drains at once.
                     resumed += 1
