@@ -4,7 +4,8 @@
 
 No broker and no Spark: a `StatusCollector` of the two-stage rekey pipeline is
 filled as a long run would leave it (its 300 kept checkpoints, restarts and
-generations, lag for `--partitions` source partitions), then:
+generations, the last error's traceback, five minutes of lag readings for
+`--partitions` source partitions), then:
 
     (a) route   the `/api/status` route called in this process, CPU per call
                 (`time.process_time`, every thread of the process)
@@ -34,9 +35,11 @@ from laminar_kafka.runtime.events import (
     StageProgress,
     WorkerLost,
 )
+from laminar_kafka.runtime.spark_job import MAX_DETAIL
 from laminar_kafka.runtime.stats import quantile
 from laminar_kafka.serving import RouteServer
 from laminar_kafka.status import KEEP, StatusCollector, plan_view, status_routes
+from laminar_kafka.status.collector import LAG_POINTS, LAG_WINDOW_S
 
 TARGET_MS = 50.0
 
@@ -60,13 +63,15 @@ class Cost:
 
 
 def filled_collector(partitions: int, restarts: int = 20) -> StatusCollector:
-    """A collector as a long run leaves it: every kept slot used, lag for every partition."""
+    """A collector as a long run leaves it: every kept slot used, the last error with a
+    traceback as long as kept, and a full lag history for every partition."""
     pipeline = build_pipeline("status-bench", "rekey", "bench-in", "bench-out")
     status = StatusCollector(plan_view(pipeline, parallelism=8))
     at = time.time() - 3600
     status(GenerationStarted(1, 16, 2.0, at=at))
     for n in range(1, restarts + 1):
-        status(WorkerLost(n, f"task {n % 8} lost: Python worker exited unexpectedly", n, 0.5))
+        reason = f"task {n % 8} lost: Python worker exited unexpectedly"
+        status(WorkerLost(n, reason, n, 0.5, "x" * MAX_DETAIL))
         status(GenerationStarted(n + 1, 16, 2.0, recovery_s=3.5, at=at + n))
     for checkpoint in range(1, 2 * KEEP + 1):
         at += 1.0
@@ -78,7 +83,10 @@ def filled_collector(partitions: int, restarts: int = 20) -> StatusCollector:
             for s in (0, 1)
         )
         status(CheckpointCommitted(checkpoint, restarts + 1, 0.1, (3,), stages, at=at))
-    status.set_lag({("bench-in", p): 1000 + p for p in range(partitions)}, time.time())
+    now = time.time()
+    for reading in range(LAG_POINTS):
+        lags = {("bench-in", p): 1000 + p + reading for p in range(partitions)}
+        status.set_lag(lags, now - LAG_WINDOW_S + reading * LAG_WINDOW_S / LAG_POINTS)
     return status
 
 

@@ -103,6 +103,9 @@ class WorkerLost(RuntimeEvent):
     reason: str
     restart: int
     backoff_s: float
+    detail: str | None = None
+    """The failed task's traceback as Spark reported it (or the task thread's own),
+    when the job ended with an exception; None for a silent task or a lost checkpoint."""
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,18 @@ counts as lost, as a failed barrier stage does.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from laminar_kafka.runtime.task_spec import TaskSpec
+
+
+@dataclass(frozen=True)
+class Lost:
+    """Why a worker generation ended before it drained."""
+
+    reason: str
+    starting: bool = False
 
 
 class WorkerRun(Protocol):
@@ -19,6 +28,8 @@ class WorkerRun(Protocol):
 
     error: str | None
     """Why the job failed, once it did."""
+    detail: str | None
+    """The traceback behind `error`, when an exception ended the job."""
 
     def start(self) -> None: ...
 
@@ -50,3 +61,9 @@ class Executor(Protocol):
     ) -> WorkerRun:
         """A job running one task per spec (not started); `on_end` is called when it ends."""
         ...
+
+
+def failure_detail(job: WorkerRun | None, reason: str) -> str | None:
+    """The traceback behind `reason` when the job's own failure lost the generation
+    (not a silent task, a late ack or a broker outage): for the `WorkerLost` event."""
+    return job.detail if job is not None and job.error == reason else None

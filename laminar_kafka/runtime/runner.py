@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from laminar_kafka.api.pipeline import Pipeline
@@ -52,7 +51,7 @@ from laminar_kafka.runtime.events import (
     RuntimeEvent,
     WorkerLost,
 )
-from laminar_kafka.runtime.executor import Executor, WorkerRun
+from laminar_kafka.runtime.executor import Executor, Lost, WorkerRun, failure_detail
 from laminar_kafka.runtime.generation_watch import GenerationWatch
 from laminar_kafka.runtime.kafka_driver_ports import KafkaDriverPorts
 from laminar_kafka.runtime.restarts import RestartBudget
@@ -63,14 +62,6 @@ from laminar_kafka.runtime.task_spec import TaskSpec
 from laminar_kafka.runtime.widths import stage_widths
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class _Lost:
-    """Why a worker generation ended before it drained."""
-
-    reason: str
-    starting: bool = False
 
 
 class PipelineRunner:
@@ -107,6 +98,7 @@ class PipelineRunner:
         self._restarts = RestartBudget(config.restart)
         self._generation = 0  # the running one's number (a second application's starts above 1)
         self._bounded: BoundedRun | None = None  # `--until end`: its ends and how far it got
+        self._job: WorkerRun | None = None
 
     def stop(self) -> None:
         """Ask for a graceful stop: a final DRAIN checkpoint, then the tasks exit."""
@@ -159,14 +151,17 @@ class PipelineRunner:
             if len(repeated) == 3 and len(set(repeated)) == 1:
                 raise LaminarError(f"the workers fail at start: {lost.reason}")
             delay = self._restarts.restart(lost.reason)
-            self._emit(WorkerLost(self._generation, lost.reason, self.stats.restarts, delay))
+            detail = failure_detail(self._job, lost.reason)
+            self._emit(
+                WorkerLost(self._generation, lost.reason, self.stats.restarts, delay, detail)
+            )
             # A stop asked for during the backoff still drains through one more
             # generation, so that the last output commits.
             self._stop.wait(delay)
 
     def _run_generation(
         self, counts: dict[str, int], partitions: list[PartitionKey]
-    ) -> _Lost | None:
+    ) -> Lost | None:
         """One worker generation; None when it drained, else why it was lost."""
         cfg, name, ports = self.config, self.pipeline.name, self._ports
         layouts = lay_out_tasks(self._plan, counts, cfg.parallelism)
@@ -209,7 +204,7 @@ class PipelineRunner:
             TaskSpec.of(self.pipeline, cfg, generation, layout, counts, start, self._limits, ends)
             for layout in layouts
         ]
-        job = self._executor.launch(specs, f"{name}-g{generation}", self._wake.set)
+        job = self._job = self._executor.launch(specs, f"{name}-g{generation}", self._wake.set)
         watch.follow(job.lost)
         began = time.monotonic()
         job.start()
@@ -227,11 +222,11 @@ class PipelineRunner:
             self._emit(GenerationStarted(generation, parallelism, started, recovery_s, spread))
             return self._checkpoint_loop(coordinator, job, watch, purge)
         except WorkerStartError as exc:
-            return _Lost(str(exc), starting=True)
+            return Lost(str(exc), starting=True)
         except (ConfigError, FencedError, IncurableError):
             raise  # no restart fixes a setting, a permission or another driver
         except LaminarError as exc:
-            return _Lost(str(exc))
+            return Lost(str(exc))
         finally:
             if not job.finished:
                 job.cancel()
@@ -247,7 +242,7 @@ class PipelineRunner:
         job: WorkerRun,
         watch: GenerationWatch,
         purge: Purge,
-    ) -> _Lost | None:
+    ) -> Lost | None:
         cfg = self.config
         complete = 0
         while True:
@@ -265,9 +260,9 @@ class PipelineRunner:
             complete = result.checkpoint_id if result.committed else complete
             if result.committed and stopping:
                 if not job.join(cfg.checkpoint_timeout_s):
-                    return _Lost("tasks did not exit after the drain checkpoint")
+                    return Lost("tasks did not exit after the drain checkpoint")
                 if job.error:
-                    return _Lost(job.error)
+                    return Lost(job.error)
                 self._emit(Drained(result.checkpoint_id))
                 return None
             if not result.committed and (lost := self._lost(coordinator, watch, aborted=True)):
@@ -276,18 +271,18 @@ class PipelineRunner:
                 purge.check()  # an internal topic deleted under the run explains the abort
             if result.missing_tasks:
                 self._failed_at = time.monotonic()  # stalled or cut off: fenced by a new generation
-                return _Lost(f"checkpoint {result.checkpoint_id}: {result.reason}")
+                return Lost(f"checkpoint {result.checkpoint_id}: {result.reason}")
 
     def _lost(
         self, coordinator: CheckpointCoordinator, watch: GenerationWatch, aborted: bool = False
-    ) -> _Lost | None:
+    ) -> Lost | None:
         """Lost, or cut off from Kafka and not riding it out (`runtime/broker_outage.py`)."""
         reason = watch.lost() or ride_out(watch, self.config.ready_timeout_s, self._stop, aborted)
         if not reason:
             return None
         self._failed_at = time.monotonic()
         coordinator.check_incurable()
-        return _Lost(reason)
+        return Lost(reason)
 
     def _record(self, result: PendingCheckpoint) -> None:
         self.stats.record(result)

@@ -124,6 +124,7 @@ class WorkerJob:
         self._specs = tuple(specs)
         self.group = group
         self.error: str | None = None
+        self.detail: str | None = None
         self.summaries: list[TaskSummary] = []
         self._thread = threading.Thread(target=self._run, name=f"laminar-{group}", daemon=True)
 
@@ -137,6 +138,7 @@ class WorkerJob:
             self.summaries = rdd.barrier().mapPartitions(worker_entry(self._specs)).collect()
         except Exception as exc:
             self.error = _first_line(exc)
+            self.detail = failure_text(exc)
         finally:
             self._on_end()
 
@@ -159,6 +161,18 @@ class WorkerJob:
             self._sc.cancelJobGroup(self.group)
         except Exception as exc:
             log.debug("cancel %s: %s", self.group, exc)
+
+
+MAX_DETAIL = 16_000
+"""Characters of a failure's text kept for the status page (its start: the cause)."""
+
+
+def failure_text(exc: BaseException) -> str:
+    """What Spark reported of a failed job (with the task's Python traceback, if it
+    quotes one), without the JVM's stack frames, which say nothing of the pipeline."""
+    lines = [line for line in str(exc).splitlines() if not line.startswith("\tat ")]
+    text = "\n".join(lines).strip() or type(exc).__name__
+    return text if len(text) <= MAX_DETAIL else text[:MAX_DETAIL] + "\n…"
 
 
 _PYTHON_ERROR = re.compile(r"^([A-Za-z_]\w*(?:Error|Exception)): (.+)$", re.MULTILINE)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import traceback
 from collections.abc import Callable, Sequence
 
 from laminar_kafka import faults
@@ -67,6 +68,7 @@ class ThreadJob:
         self._running = len(specs)
         self._ended = threading.Event()
         self.error: str | None = None
+        self.detail: str | None = None
         self.summaries: list[TaskSummary] = []
         self.threads = [
             threading.Thread(target=self._run, args=(s,), name=f"{group}-t{s.task}", daemon=True)
@@ -80,6 +82,7 @@ class ThreadJob:
     def _run(self, spec: TaskSpec) -> None:
         # The job ends however the thread does: a report that raises must not hang it.
         error: str | None = f"task {spec.task} ended without a summary"
+        detail: str | None = None
         try:
             self.summaries.append(WorkerTask(spec, self._ports(spec)).run())
             error = None
@@ -91,8 +94,9 @@ class ThreadJob:
         except Exception as exc:
             log.info("task %d of generation %d ends: %s", spec.task, spec.generation, exc)
             error = f"{type(exc).__name__}: {exc}"
+            detail = "".join(traceback.format_exception(exc)).strip()
         finally:
-            self._task_ended(error)
+            self._task_ended(error, detail)
 
     def _report_incurable(self, spec: TaskSpec, error: str) -> None:
         """Send the driver the error no restart can cure, on a control link of its own."""
@@ -109,11 +113,11 @@ class ThreadJob:
         finally:
             control.close()
 
-    def _task_ended(self, error: str | None) -> None:
+    def _task_ended(self, error: str | None, detail: str | None = None) -> None:
         with self._lock:
             self._running -= 1
             if error and self.error is None:
-                self.error = error
+                self.error, self.detail = error, detail
             if self._ended.is_set() or (not error and self._running):
                 return
             self._ended.set()

@@ -35,6 +35,12 @@ KEEP = 300
 """Checkpoints (and restarts) kept for the page: minutes of a run at the default interval."""
 
 
+LAG_WINDOW_S = 300.0
+"""How far back the lag charts reach: the last few minutes of readings."""
+LAG_POINTS = 60
+"""Lag readings kept at most (every 5 s, the default interval, fills the window)."""
+
+
 def _ms(seconds: float) -> float:
     return round(seconds * 1000, 1)
 
@@ -74,8 +80,10 @@ class StatusCollector:
         self._capped: dict[str, Any] | None = None
         self._committed = 0
         self._aborted = 0
-        self._lag: dict[PartitionKey, int] | None = None
-        self._lag_at: float | None = None
+        self._lag: dict[PartitionKey, int] = {}
+        self._lag_at: deque[float] = deque(maxlen=LAG_POINTS)
+        self._lag_history: dict[PartitionKey, deque[int | None]] = {}
+        self._last_error: dict[str, Any] | None = None
 
     def __call__(self, event: RuntimeEvent) -> None:
         try:
@@ -113,6 +121,12 @@ class StatusCollector:
                     "recovery_s": None,
                 }
             )
+            self._last_error = {
+                "generation": event.generation,
+                "at": event.at,
+                "cause": event.reason,
+                "traceback": event.detail,  # the newest failure's only: the JSON stays small
+            }
         elif isinstance(event, ParallelismCapped):
             self._capped = {
                 "requested": event.requested,
@@ -175,25 +189,45 @@ class StatusCollector:
             pending["recovery_s"] = event.recovery_s
 
     def set_lag(self, lags: Mapping[PartitionKey, int], at: float) -> None:
-        """A `LagPoller` reading: source partition → records not yet committed past."""
+        """A `LagPoller` reading: source partition → records not yet committed past.
+
+        Each partition keeps its readings over the window in a deque of its own, one
+        slot per reading in `_lag_at` (None where the reading lacked it): a refresh
+        copies them as they are, which is cheap at a thousand partitions.
+        """
         with self._lock:
             self._lag = dict(lags)
-            self._lag_at = at
+            self._lag_at.append(at)
+            for key, history in self._lag_history.items():
+                history.append(lags.get(key))
+            for key in lags.keys() - self._lag_history.keys():
+                history = deque([None] * (len(self._lag_at) - 1), maxlen=LAG_POINTS)
+                history.append(lags[key])
+                self._lag_history[key] = history
+            while self._lag_at[0] < at - LAG_WINDOW_S:
+                self._lag_at.popleft()
+                for history in self._lag_history.values():
+                    history.popleft()
+
+    def _lag_view(self) -> dict[str, Any] | None:
+        """The newest reading per partition, with each partition's readings over the
+        window (oldest first, null where a reading lacked it) for the page's charts."""
+        if not self._lag_at:
+            return None
+        return {
+            "at": self._lag_at[-1],
+            "total": sum(self._lag.values()),
+            "history_at": list(self._lag_at),
+            "partitions": [
+                {"topic": t, "partition": p, "lag": n, "history": list(self._lag_history[t, p])}
+                for (t, p), n in sorted(self._lag.items())
+            ],
+        }
 
     def snapshot(self) -> dict[str, Any]:
         """The whole state as plain data (the body of `/api/status`)."""
         with self._lock:
             generation = self._generations[-1] if self._generations else None
-            lag = None
-            if self._lag is not None:
-                lag = {
-                    "at": self._lag_at,
-                    "total": sum(self._lag.values()),
-                    "partitions": [
-                        {"topic": t, "partition": p, "lag": n}
-                        for (t, p), n in sorted(self._lag.items())
-                    ],
-                }
             return {
                 "pipeline": self._plan.get("pipeline"),
                 "now": time.time(),
@@ -212,5 +246,6 @@ class StatusCollector:
                 "checkpoints": [dict(c) for c in self._checkpoints],
                 "generations": [dict(g) for g in self._generations],
                 "restarts": [dict(r) for r in self._restarts],
-                "lag": lag,
+                "lag": self._lag_view(),
+                "last_error": dict(self._last_error) if self._last_error else None,
             }

@@ -6,13 +6,17 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import status_page
+from laminar_kafka.runtime.spark_job import MAX_DETAIL
 from laminar_kafka.status import KEEP
+from laminar_kafka.status.collector import LAG_POINTS
 
 
 def test_the_collector_is_filled_to_its_limits() -> None:
     s = status_page.filled_collector(partitions=64).snapshot()
     assert len(s["checkpoints"]) == KEEP and s["counts"]["restarts"] == 20
     assert len(s["lag"]["partitions"]) == 64
+    assert all(len(p["history"]) == LAG_POINTS for p in s["lag"]["partitions"])
+    assert len(s["last_error"]["traceback"]) == MAX_DETAIL
     assert any(c["outcome"] == "aborted" for c in s["checkpoints"])
 
 

@@ -30,3 +30,17 @@ def test_a_job_ends_when_reporting_an_incurable_failure_fails_too() -> None:
 
     assert ended.is_set()
     assert job.lost() == "IncurableError: the task cannot start"
+
+
+def test_a_task_that_raises_ends_the_job_with_its_traceback() -> None:
+    def ports(spec: Any) -> Any:
+        raise ValueError("no such topic: orders")
+
+    spec = SimpleNamespace(task=0, generation=1)
+    job = ThreadJob(ports, [spec], "g1", lambda: None)  # type: ignore[list-item]
+    job.start()
+    assert job.join(10.0)
+    assert job.lost() == "ValueError: no such topic: orders"
+    assert job.detail is not None
+    assert job.detail.startswith("Traceback (most recent call last):")
+    assert "in ports" in job.detail and job.detail.endswith("ValueError: no such topic: orders")

@@ -19,6 +19,7 @@ from laminar_kafka.runtime.events import (
     WorkerLost,
 )
 from laminar_kafka.status import StatusCollector, plan_view
+from laminar_kafka.status.collector import LAG_POINTS, LAG_WINDOW_S
 
 
 def two_stages() -> Pipeline:
@@ -116,6 +117,27 @@ def test_a_restart_shows_its_cause_then_its_recovery() -> None:
     assert [(g["generation"], g["recovery_s"]) for g in s["generations"]] == [(1, None), (2, 6.25)]
 
 
+def test_the_last_error_keeps_the_newest_lost_generations_cause_and_traceback() -> None:
+    status = collector()
+    assert status.snapshot()["last_error"] is None
+    status(WorkerLost(1, "a worker task process died", 1, 0.5, "Traceback: first", at=50.0))
+    status(GenerationStarted(2, 4, 1.5, recovery_s=2.0))
+    status(CheckpointAborted(3, 2, "stage 0 timed out after 20s"))  # not a lost generation
+    status(
+        WorkerLost(2, "KeyError: 'qty'", 2, 1.0, "Traceback (most recent...)\nKeyError", at=60.0)
+    )
+    s = status.snapshot()
+    assert s["last_error"] == {
+        "generation": 2,
+        "at": 60.0,
+        "cause": "KeyError: 'qty'",
+        "traceback": "Traceback (most recent...)\nKeyError",
+    }
+    # Only the newest failure carries its traceback; the restarts keep their causes.
+    assert [r["cause"] for r in s["restarts"]] == ["a worker task process died", "KeyError: 'qty'"]
+    assert all("traceback" not in r for r in s["restarts"])
+
+
 def test_only_the_newest_checkpoints_and_restarts_are_kept() -> None:
     status = collector(keep=5)
     for n in range(1, 21):
@@ -134,11 +156,31 @@ def test_lag_readings_are_listed_per_partition_with_their_total() -> None:
     assert status.snapshot()["lag"] == {
         "at": 123.0,
         "total": 12,
+        "history_at": [123.0],
         "partitions": [
-            {"topic": "orders-in", "partition": 0, "lag": 7},
-            {"topic": "orders-in", "partition": 1, "lag": 5},
+            {"topic": "orders-in", "partition": 0, "lag": 7, "history": [7]},
+            {"topic": "orders-in", "partition": 1, "lag": 5, "history": [5]},
         ],
     }
+
+
+def test_each_partitions_lag_over_the_last_minutes_is_kept_for_its_chart() -> None:
+    status = collector()
+    status.set_lag({("orders-in", 0): 9}, 1_000.0)  # out of the window by the last reading
+    status.set_lag({("orders-in", 0): 7}, 1_000.0 + LAG_WINDOW_S - 10)
+    status.set_lag({("orders-in", 0): 4, ("orders-in", 1): 2}, 1_000.0 + LAG_WINDOW_S + 1)
+    status.set_lag({("orders-in", 0): 0, ("orders-in", 1): 3}, 1_000.0 + LAG_WINDOW_S + 6)
+    lag = status.snapshot()["lag"]
+    assert lag["history_at"] == [1_290.0, 1_301.0, 1_306.0]
+    assert [(p["partition"], p["lag"], p["history"]) for p in lag["partitions"]] == [
+        (0, 0, [7, 4, 0]),
+        (1, 3, [None, 2, 3]),  # not read before it appeared
+    ]
+    for n in range(2 * LAG_POINTS):  # at most LAG_POINTS, however often it is read
+        status.set_lag({("orders-in", 0): n}, 2_000.0 + n * 0.1)
+    assert status.snapshot()["lag"]["partitions"][0]["history"] == list(
+        range(LAG_POINTS, 2 * LAG_POINTS)
+    )
 
 
 def test_the_end_of_a_run_and_a_capped_parallelism_show() -> None:

@@ -1,6 +1,7 @@
 """The status page in headless Chromium, beside a real pipeline on the broker and Spark:
-the rendered page shows checkpoints rising, then a killed worker's restart with its cause,
-and, once the run is stopped and more input waits, the lag the broker tells."""
+the rendered page shows checkpoints rising, then a killed worker's restart with its cause
+and the failure Spark reported, and, once the run is stopped and more input waits, the
+lag the broker tells."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from laminar_kafka.testing.orders import produce_orders
 from laminar_kafka.testing.run import BackgroundRun
 from laminar_kafka.testing.worker_pids import worker_pids
 from tests.status.test_page_graph import nodes as graph_nodes
+from tests.status.test_page_panels import last_error
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.chaos]
 
@@ -143,6 +145,11 @@ def test_the_page_shows_checkpoints_and_a_killed_workers_restart(
         [row] = restart_rows(browser)
         assert row[:3] == ["1", "1", lost.reason]
         assert row[4] == "generation 2" and row[5].endswith(" s")
+        # The last error: the same cause, and what Spark reported, collapsed.
+        error = last_error(browser)
+        assert error["shown"] and error["cause"] == lost.reason and not error["open"]
+        assert error["withTraceback"] == bool(lost.detail)
+        assert error["traceback"] == (lost.detail or "")
         assert shown(browser, "state") == "running"
         browser.save_screenshot(str(tmp_path / "status-page.png"))
         if SCREENSHOT.name:

@@ -168,9 +168,47 @@ function renderRestarts(s) {
   $("no-restarts").hidden = s.restarts.length > 0;
 }
 
+// The newest lost generation's cause, and its traceback collapsed: a <details> that
+// stays as the reader left it (open or not) across refreshes.
+function renderLastError(s) {
+  const error = s.last_error;
+  $("last-error").hidden = !error;
+  if (!error) return;
+  text("last-error-cause", error.cause);
+  text("last-error-when", `(generation ${error.generation}, ${clock(error.at)})`);
+  $("last-error-traceback").hidden = !error.traceback;
+  const pre = $("last-error-traceback").querySelector("pre");
+  if (pre.textContent !== (error.traceback || "")) pre.textContent = error.traceback || "";
+}
+
+// A partition's lag over the last minutes as a line: time across (the readings'
+// own times), lag up from 0 to the highest reading; a gap where it was not read.
+function sparkline(history, times) {
+  const W = 160, H = 26, span = Math.max(1, times[times.length - 1] - times[0]);
+  const top = Math.max(1, ...history.filter((v) => v !== null));
+  const svg = svgElement("svg", { class: "sparkline", width: W, height: H, viewBox: `0 0 ${W} ${H}` });
+  let points = [];
+  const flush = () => {
+    if (points.length) svg.appendChild(svgElement("polyline", { points: points.join(" ") }));
+    points = [];
+  };
+  history.forEach((v, i) => {
+    if (v === null) return flush();
+    const x = times.length > 1 ? ((times[i] - times[0]) / span) * (W - 4) + 2 : W - 2;
+    points.push(`${x.toFixed(1)},${(H - 2 - (v / top) * (H - 4)).toFixed(1)}`);
+  });
+  flush();
+  const shown = history.filter((v) => v !== null);
+  svg.appendChild(svgElement("title", {}, `${shown.length} readings over ${Math.round(span)} s; highest ${top.toLocaleString()}`));
+  return svg;
+}
+
 function renderLag(s) {
   const parts = s.lag ? s.lag.partitions : [];
   fill("lag", parts, (p) => [p.topic, p.partition, p.lag.toLocaleString()]);
+  $("lag").querySelectorAll("tbody tr").forEach((tr, i) => {
+    tr.appendChild(document.createElement("td")).appendChild(sparkline(parts[i].history, s.lag.history_at));
+  });
   $("no-lag").hidden = parts.length > 0;
 }
 
@@ -179,7 +217,8 @@ async function refresh() {
     const response = await fetch("api/status", { cache: "no-store" });
     if (!response.ok) throw new Error(`HTTP ${response.status}`);
     const s = await response.json();
-    [renderTiles, renderGraph, renderPlan, renderChart, renderCheckpoints, renderRestarts, renderLag]
+    [renderTiles, renderGraph, renderPlan, renderChart, renderCheckpoints, renderRestarts,
+      renderLastError, renderLag]
       .forEach((render) => render(s));
     text("updated", "updated " + clock(s.now));
   } catch (error) {

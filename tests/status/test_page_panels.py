@@ -1,0 +1,103 @@
+"""Panels of the page as headless Chromium renders them (no Spark, no broker): the newest
+lost generation's cause with its traceback collapsed until the reader opens it, and each
+partition's lag over the last minutes drawn beside its number."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from laminar_kafka.runtime.events import GenerationStarted, WorkerLost
+from laminar_kafka.serving import RouteServer
+from laminar_kafka.status import StatusCollector
+from laminar_kafka.status.routes import status_routes
+from tests.status.test_collector import collector
+
+pytestmark = [pytest.mark.integration]
+
+TRACEBACK = """Traceback (most recent call last):
+  File "/work/pipelines/orders.py", line 12, in enrich
+    return {"total": order["price"] * order["qty"]}
+KeyError: 'qty'"""
+
+
+@pytest.fixture
+def page(browser: webdriver.Chrome) -> Iterator[tuple[webdriver.Chrome, StatusCollector]]:
+    status = collector()
+    status(GenerationStarted(1, 4, 1.0))
+    server = RouteServer(status_routes(status), port=0)
+    try:
+        browser.get(server.url("/"))
+        yield browser, status
+    finally:
+        server.close()
+
+
+def last_error(driver: webdriver.Chrome) -> dict[str, object]:
+    script = (
+        "const d = document.getElementById('last-error-traceback');"
+        "return {shown: !document.getElementById('last-error').hidden,"
+        " cause: document.getElementById('last-error-cause').textContent,"
+        " when: document.getElementById('last-error-when').textContent,"
+        " open: d.open, withTraceback: !d.hidden, traceback: d.querySelector('pre').textContent};"
+    )
+    return dict(driver.execute_script(script))
+
+
+def test_the_last_error_shows_its_cause_and_its_traceback_collapsed(
+    page: tuple[webdriver.Chrome, StatusCollector],
+) -> None:
+    driver, status = page
+    wait = WebDriverWait(driver, 20, poll_frequency=0.1)
+    wait.until(lambda d: d.find_element(By.ID, "generation").text == "1")
+    assert last_error(driver)["shown"] is False  # nothing failed yet
+
+    status(WorkerLost(1, "KeyError: 'qty'", 1, 0.5, TRACEBACK))
+    wait.until(lambda d: last_error(d)["shown"])
+    shown = last_error(driver)
+    assert shown["cause"] == "KeyError: 'qty'" and str(shown["when"]).startswith("(generation 1,")
+    assert shown["withTraceback"] and not shown["open"]
+    # Collapsed: the traceback is in the page but not rendered until opened.
+    assert driver.find_element(By.CSS_SELECTOR, "#last-error-traceback pre").text == ""
+    driver.find_element(By.CSS_SELECTOR, "#last-error-traceback summary").click()
+    assert driver.find_element(By.CSS_SELECTOR, "#last-error-traceback pre").text == TRACEBACK
+    # Refreshes leave it open; a newer failure without a traceback replaces it.
+    status(WorkerLost(2, "a task fell silent", 2, 1.0))
+    wait.until(lambda d: last_error(d)["cause"] == "a task fell silent")
+    shown = last_error(driver)
+    assert not shown["withTraceback"] and shown["open"]
+
+
+def lag_charts(driver: webdriver.Chrome) -> list[dict[str, object]]:
+    script = (
+        "return Array.from(document.querySelectorAll('#lag tbody tr')).map(r => ({"
+        " lag: r.cells[2].textContent,"
+        " lines: Array.from(r.querySelectorAll('svg.sparkline polyline')).map("
+        "  p => p.getAttribute('points').split(' ').map(xy => xy.split(',').map(Number)))}));"
+    )
+    return list(driver.execute_script(script))
+
+
+def test_each_partitions_lag_is_charted_over_its_readings(
+    page: tuple[webdriver.Chrome, StatusCollector],
+) -> None:
+    driver, status = page
+    status.set_lag({("orders-in", 0): 100}, 1_000.0)
+    status.set_lag({("orders-in", 0): 400, ("orders-in", 1): 50}, 1_005.0)
+    status.set_lag({("orders-in", 0): 200, ("orders-in", 1): 0}, 1_015.0)
+    wait = WebDriverWait(driver, 20, poll_frequency=0.1)
+    wait.until(lambda d: len(lag_charts(d)) == 2)
+    first, second = lag_charts(driver)
+    assert (first["lag"], second["lag"]) == ("200", "0")
+    [line] = first["lines"]
+    xs, ys = [x for x, _ in line], [y for _, y in line]
+    # Across by the readings' times (5 s, then 10 s), up by the lag (400 highest).
+    assert xs[0] < xs[1] < xs[2] and abs((xs[2] - xs[1]) - 2 * (xs[1] - xs[0])) < 0.5
+    assert ys[1] < ys[2] < ys[0]
+    # Partition 1 was not read at first: its line starts at the second reading.
+    [line] = second["lines"]
+    assert [x for x, _ in line] == xs[1:] and line[0][1] < line[1][1]
