@@ -104,7 +104,8 @@ class AlignmentReport:
     local_watermark_ms: int | None = None
     counts: tuple[int, int, int, int] = (0, 0, 0, 0)
     """Records in, out, dead-lettered and too late for their windows, since the task started."""
-    """Records in, records out and dead letters since the task started."""
+    dead_letter_reasons: Mapping[str, int] = field(default_factory=dict)
+    """The dead letters per kind of reason, since the task started."""
 
 
 @dataclass
@@ -194,6 +195,7 @@ class CheckpointParticipant:
             handles=prepared.handles,
             error=error,
             report=report,
+            snapshot_bytes=len(prepared.snapshot),
         )
         return error is None
 
@@ -227,6 +229,7 @@ class CheckpointParticipant:
         handles: Mapping[str, str] | None = None,
         error: str | None = None,
         report: AlignmentReport | None = None,
+        snapshot_bytes: int = 0,
     ) -> None:
         report = report or AlignmentReport()
         ident = self.identity
@@ -249,6 +252,8 @@ class CheckpointParticipant:
                 records_out=report.counts[1],
                 dead_letters=report.counts[2],
                 late_records=report.counts[3],
+                dead_letter_reasons=report.dead_letter_reasons,
+                snapshot_bytes=snapshot_bytes,
             )
         )
 

@@ -164,7 +164,13 @@ def observed(
     """
     address, ui = metrics_address(args), ui_address(args)
     metrics = PipelineMetrics(pipeline.name) if address else None
-    status = StatusCollector(plan_view(pipeline, config.parallelism)) if ui else None
+    status = (
+        StatusCollector(
+            plan_view(pipeline, config.parallelism, config.dead_letters_to(pipeline.name))
+        )
+        if ui
+        else None
+    )
     with contextlib.ExitStack() as stack:
         wanted: list[Wanted] = []
         if metrics is not None and address is not None:

@@ -96,6 +96,8 @@ def ack_to_avro(r: Ack) -> dict[str, Any]:
         "records_out": r.records_out,
         "dead_letters": r.dead_letters,
         "late_records": r.late_records,
+        "dead_letter_reasons": r.dead_letter_reasons,
+        "snapshot_bytes": r.snapshot_bytes,
     }
 
 
@@ -118,6 +120,8 @@ def ack_from_avro(d: dict[str, Any]) -> Ack:
         d["records_out"],
         d["dead_letters"],
         d["late_records"],
+        d["dead_letter_reasons"],
+        d["snapshot_bytes"],
     )
 
 

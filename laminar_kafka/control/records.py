@@ -218,8 +218,9 @@ class Ack:
     `sink_handles` by sink name. `positions` holds the next offset to read.
     `stage` is the task's pipeline stage; `records_in`, `records_out` and
     `dead_letters` count what the task processed, wrote and dead-lettered since
-    it started (cumulative, so a lost ack loses no count); `late_records` the
-    records too late for their windows.
+    it started (cumulative, so a lost ack loses no count), `dead_letter_reasons`
+    the dead letters per kind of reason; `late_records` the records too late for
+    their windows; `snapshot_bytes` the size of the snapshot written for N.
     """
 
     kind: ClassVar[str] = "ack"
@@ -241,6 +242,8 @@ class Ack:
     records_out: int = 0
     dead_letters: int = 0
     late_records: int = 0
+    dead_letter_reasons: Mapping[str, int] = field(default_factory=lambda: _EMPTY_INTS)
+    snapshot_bytes: int = 0
 
     def __post_init__(self) -> None:
         check_str(self, "pipeline")
@@ -262,8 +265,12 @@ class Ack:
         frozen_map(self, "sink_handles", values=str)
         check_bool(self, "unaligned")
         check_int(self, "stage", minimum=0)
-        for name in ("alignment_ms", "records_in", "records_out", "dead_letters", "late_records"):
+        counts = ("records_in", "records_out", "dead_letters", "late_records", "snapshot_bytes")
+        for name in ("alignment_ms", *counts):
             check_long(self, name, minimum=0)
+        for kind, count in frozen_map(self, "dead_letter_reasons").items():
+            if type(count) is not int or not 0 <= count <= LONG_MAX:
+                raise ControlRecordError(f"Ack.dead_letter_reasons[{kind!r}] must be a count >= 0")
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Read-only map views cannot be pickled; rebuild from plain dicts.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -72,6 +72,10 @@ class StageProgress:
     watermark_ms: int | None = None
     """The stage's event-time watermark (the least of its tasks' local ones), in Unix
     milliseconds; None unless every task of the stage reported one."""
+    dead_letter_reasons: Mapping[str, int] = field(default_factory=dict)
+    """`dead_letters` per kind of reason (the reason up to its first ': ')."""
+    snapshot_bytes: int = 0
+    """Bytes of state the stage's tasks wrote for this checkpoint (0: stateless)."""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ exactly-once too.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from laminar_kafka.api.specs import Flow
@@ -38,6 +38,8 @@ class ProcessCounts:
     dead_letters: int = 0
     late: int = 0
     """Records later than their windows allowed (written to late_to, or dropped)."""
+    reasons: dict[str, int] = field(default_factory=dict)
+    """The dead letters per kind of reason (`side_outputs.reason_kind`)."""
 
     def as_tuple(self) -> tuple[int, int, int, int]:
         return self.records_in, self.records_out, self.dead_letters, self.late
@@ -204,7 +206,9 @@ class FlowRunner:
             self.counts.late += write_late(ctx.late, (ctx.topic, ctx.partition), ctx.messages, txn)
         if ctx.dead_letters:
             letters, messages = ctx.dead_letters, ctx.messages
-            self.counts.dead_letters += write_dead_letters(self._dlq, letters, messages, txn)
+            self.counts.dead_letters += write_dead_letters(
+                self._dlq, letters, messages, txn, self.counts.reasons
+            )
 
     def _update_table(
         self,
@@ -219,7 +223,7 @@ class FlowRunner:
         update_table(spec, messages, ctx.table(spec.state_name), ctx, self._format_check)
         if ctx.dead_letters:
             self.counts.dead_letters += write_dead_letters(
-                self._dlq, ctx.dead_letters, messages, txn
+                self._dlq, ctx.dead_letters, messages, txn, self.counts.reasons
             )
 
     def _decode(

@@ -21,10 +21,35 @@ def dead_letter_headers(letter: DeadLetter) -> list[tuple[str, bytes]]:
     ]
 
 
+MAX_REASON_KINDS = 20
+"""Kinds of dead-letter reason a task counts apart; the rest count as `OTHER_REASON`."""
+OTHER_REASON = "other"
+
+
+def reason_kind(reason: str) -> str:
+    """A dead letter's reason without its particulars: up to its first ': ' (the
+    operator and the exception's type, not its message), at most 80 characters."""
+    return reason.split(": ", 1)[0][:80]
+
+
+def count_reasons(counts: dict[str, int], letters: Sequence[DeadLetter]) -> None:
+    """Add `letters` to `counts` (kind of reason → dead letters), keeping it small."""
+    for letter in letters:
+        kind = reason_kind(letter.reason)
+        if kind not in counts and len(counts) >= MAX_REASON_KINDS:
+            kind = OTHER_REASON
+        counts[kind] = counts.get(kind, 0) + 1
+
+
 def write_dead_letters(
-    topic: str, letters: list[DeadLetter], messages: Sequence[KafkaMessage], txn: OutputWriter
+    topic: str,
+    letters: list[DeadLetter],
+    messages: Sequence[KafkaMessage],
+    txn: OutputWriter,
+    reasons: dict[str, int],
 ) -> int:
-    """Write `letters` to the dead-letter `topic` (with their source bytes); clears them."""
+    """Write `letters` to the dead-letter `topic` (with their source bytes); clears them.
+    `reasons` (kind of reason → count) counts them in."""
     by_offset = {m.offset(): m for m in messages}
     for letter in letters:
         source = by_offset.get(letter.offset)
@@ -32,6 +57,7 @@ def write_dead_letters(
             letter = replace(letter, key=source.key(), value=source.value())
         txn.produce(topic, letter.value, letter.key, dead_letter_headers(letter))
     written = len(letters)
+    count_reasons(reasons, letters)
     letters.clear()
     return written
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from laminar_kafka.checkpoint.coordinator import PendingCheckpoint
+from laminar_kafka.control.records import Ack
 from laminar_kafka.runtime.events import CheckpointCommitted, StageProgress
 
 
@@ -51,6 +52,15 @@ class RunStats:
         self.unaligned_acks += sum(1 for a in result.acks.values() if a.unaligned)
 
 
+def _reasons(acks: list[Ack]) -> dict[str, int]:
+    """The tasks' dead letters per kind of reason, added up."""
+    total: dict[str, int] = {}
+    for ack in acks:
+        for kind, count in ack.dead_letter_reasons.items():
+            total[kind] = total.get(kind, 0) + count
+    return total
+
+
 def stage_progress(result: PendingCheckpoint) -> tuple[StageProgress, ...]:
     """Per stage: its tasks' counts (from their Acks) and its share of the checkpoint."""
     out = []
@@ -68,6 +78,8 @@ def stage_progress(result: PendingCheckpoint) -> tuple[StageProgress, ...]:
                 sum(a.late_records for a in acks),
                 len(local),
                 min(local) if acks and len(local) == len(acks) else None,
+                _reasons(acks),
+                sum(a.snapshot_bytes for a in acks),
             )
         )
     return tuple(out)

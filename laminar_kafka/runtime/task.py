@@ -204,6 +204,7 @@ class WorkerTask:
             unaligned=self._aligner.phase is AlignmentPhase.UNALIGNED,
             local_watermark_ms=self._time.watermark(),
             counts=self._flows.counts.as_tuple(),
+            dead_letter_reasons=dict(self._flows.counts.reasons),
         )
         snapshot = self._state.snapshot()
         self._time.forward()  # the epoch's last watermark, then its barrier

@@ -148,8 +148,14 @@ class StatusCollector:
                 "outcome": "committed",
                 "duration_ms": _ms(event.duration_s),
                 "unaligned_tasks": list(event.unaligned_tasks),
+                "snapshot_bytes": sum(s.snapshot_bytes for s in event.stages),
                 "stages": [
-                    {"stage": s.stage, "duration_ms": _ms(s.duration_s)} for s in event.stages
+                    {
+                        "stage": s.stage,
+                        "duration_ms": _ms(s.duration_s),
+                        "snapshot_bytes": s.snapshot_bytes,
+                    }
+                    for s in event.stages
                 ],
             }
         )
@@ -162,6 +168,7 @@ class StatusCollector:
                 "records_in": s.records_in,
                 "records_out": s.records_out,
                 "dead_letters": s.dead_letters,
+                "dead_letter_reasons": dict(s.dead_letter_reasons),
                 "late_records": s.late_records,
                 "tasks_with_watermark": s.watermarks,
                 "watermark_ms": s.watermark_ms,

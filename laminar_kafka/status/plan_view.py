@@ -5,11 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from laminar_kafka.api.pipeline import Pipeline
+from laminar_kafka.kafka import names
 from laminar_kafka.plan import plan_stages
 
 
-def plan_view(pipeline: Pipeline, parallelism: int) -> dict[str, Any]:
-    """Stages (inputs, outputs, parallelism asked for), internal topics and sinks.
+def plan_view(
+    pipeline: Pipeline, parallelism: int, dead_letter_topic: str | None = None
+) -> dict[str, Any]:
+    """Stages (inputs, outputs, parallelism asked for), internal topics, sinks and the
+    dead-letter topic (`RuntimeConfig.dead_letters_to`; the default name when None).
 
     A stage may run fewer tasks than `parallelism` when its inputs have fewer
     partitions; the tasks it runs come with each checkpoint (`stages` there).
@@ -45,4 +49,5 @@ def plan_view(pipeline: Pipeline, parallelism: int) -> dict[str, Any]:
         "stages": stages,
         "internal_topics": internal,
         "sinks": sinks,
+        "dead_letter_topic": dead_letter_topic or names.dead_letter_topic(pipeline.name),
     }

@@ -237,8 +237,8 @@ def test_negative_offset_and_malformed_key_in_ack_are_refused() -> None:
     header = SINGLE_OBJECT_MARKER + schema_fingerprint(Ack)
     head = b"\x02p\x02\x02\x00\x01\x00\x00"  # pipeline .. ok=true, error null, watermark null
     # empty handle maps, alignment 0, aligned, stage 0, records in/out 0, dead letters 0,
-    # late records 0
-    tail = b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00" + b"\x00"
+    # late records 0, no dead-letter reasons, snapshot bytes 0
+    tail = b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00" + b"\x00" + b"\x00\x00"
     negative = b"\x02\x06t:0\x01\x00"  # {"t:0": -1}
     bad_key = b"\x02\x02t\x02\x00"  # {"t": 1}
     _raises(header + head + negative + tail, r"Ack.positions\['t:0'\]")
@@ -276,16 +276,28 @@ def test_negative_writer_stage_and_counts_in_frames_are_refused() -> None:
     assert frame[-3:] == b"\x02\x00\x00"  # stage 1, the empty skipped array, no_barriers
     _raises(frame[:-3] + b"\x01\x00\x00", r"Announcement\.stage")
     frame = encode(Ack("p", 1, 1, 0, True, dead_letters=1))
-    _raises(frame[:-2] + b"\x01\x00", r"Ack\.dead_letters")
+    _raises(frame[:-4] + b"\x01\x00\x00\x00", r"Ack\.dead_letters")
     frame = encode(Ack("p", 1, 1, 0, True, late_records=1))
-    _raises(frame[:-1] + b"\x01", r"Ack\.late_records")
+    _raises(frame[:-3] + b"\x01\x00\x00", r"Ack\.late_records")
+    frame = encode(Ack("p", 1, 1, 0, True, snapshot_bytes=1))
+    _raises(frame[:-1] + b"\x01", r"Ack\.snapshot_bytes")
+    frame = encode(Ack("p", 1, 1, 0, True, dead_letter_reasons={"map raised E": 1}))
+    _raises(frame[:-3] + b"\x01\x00\x00", r"Ack\.dead_letter_reasons\['map raised E'\]")
 
 
 # The fields each schema gained after its first version, newest last.
 ADDED_FIELDS: dict[type[ControlRecord], list[str]] = {
     Barrier: ["writer"],
     Announcement: ["stage", "skipped", "no_barriers"],
-    Ack: ["stage", "records_in", "records_out", "dead_letters", "late_records"],
+    Ack: [
+        "stage",
+        "records_in",
+        "records_out",
+        "dead_letters",
+        "late_records",
+        "dead_letter_reasons",
+        "snapshot_bytes",
+    ],
 }
 
 
@@ -341,7 +353,10 @@ def test_frames_of_the_first_schema_version_still_decode(old: ControlRecord) -> 
     assert decoded == old  # the added fields at their defaults
     assert decode_as(frame, record_type) == old
     assert encode(decoded)[2:10] == schema_fingerprint(record_type)  # written as current
-    defaults = {f.name: f.default for f in dataclasses.fields(record_type)}
+    defaults = {
+        f.name: f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+        for f in dataclasses.fields(record_type)
+    }
     assert all(getattr(decoded, name) == defaults[name] for name in ADDED_FIELDS[record_type])
 
 

@@ -78,7 +78,11 @@ def test_checkpoints_keep_their_durations_per_stage_and_abort_reasons() -> None:
         "outcome": "committed",
         "duration_ms": 30.5,
         "unaligned_tasks": [1],
-        "stages": [{"stage": 0, "duration_ms": 10.0}, {"stage": 1, "duration_ms": 20.5}],
+        "snapshot_bytes": 0,
+        "stages": [
+            {"stage": 0, "duration_ms": 10.0, "snapshot_bytes": 0},
+            {"stage": 1, "duration_ms": 20.5, "snapshot_bytes": 0},
+        ],
     }
     assert (aborted["id"], aborted["outcome"], aborted["reason"]) == (
         2,
@@ -91,6 +95,31 @@ def test_checkpoints_keep_their_durations_per_stage_and_abort_reasons() -> None:
         (30, 0),
         (30, 1),
     ]
+
+
+def test_snapshot_bytes_and_dead_letters_per_reason_come_with_each_commit() -> None:
+    status = collector()
+    stages = (
+        StageProgress(0, 2, 50, 47, 3, 0.01, dead_letter_reasons={"undecodable value": 3}),
+        StageProgress(1, 2, 47, 10, 0, 0.02, snapshot_bytes=4_096),
+    )
+    status(CheckpointCommitted(1, 1, 0.03, (), stages))
+    reasons = {"map raised KeyError": 4, "undecodable value": 3}
+    stages = (
+        StageProgress(0, 2, 90, 83, 7, 0.01, dead_letter_reasons=reasons),
+        StageProgress(1, 2, 83, 20, 0, 0.02, snapshot_bytes=6_144),
+    )
+    status(CheckpointCommitted(2, 1, 0.03, (), stages))
+    s = status.snapshot()
+    assert s["plan"]["dead_letter_topic"] == "orders.dlq"
+    assert [
+        (c["snapshot_bytes"], [st["snapshot_bytes"] for st in c["stages"]])
+        for c in s["checkpoints"]
+    ] == [
+        (4_096, [0, 4_096]),
+        (6_144, [0, 6_144]),
+    ]
+    assert [st["dead_letter_reasons"] for st in s["stages"]] == [reasons, {}]
 
 
 def test_a_restart_shows_its_cause_then_its_recovery() -> None:

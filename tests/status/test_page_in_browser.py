@@ -109,7 +109,7 @@ def test_the_page_shows_checkpoints_and_a_killed_workers_restart(
         checkpoint_timeout_s=20.0,
     )
     produce_orders(kafka_bootstrap, source, range(500))
-    status = StatusCollector(plan_view(pipeline, config.parallelism))
+    status = StatusCollector(plan_view(pipeline, config.parallelism, config.dead_letters_to(name)))
     poller = LagPoller.for_pipeline(pipeline, config.kafka, 1.0, on_update=status.set_lag)
     server = RouteServer(status_routes(status), port=0, what="the status page")
 
@@ -130,6 +130,10 @@ def test_the_page_shows_checkpoints_and_a_killed_workers_restart(
         assert len(plan_rows) == 1 and plan_rows[0][1] == source
         assert plan_rows[0][6].endswith("/s")  # records in per second, between two commits
         assert set(graph_nodes(browser)) == {"t:" + source, "s:0", "t:" + source + "-out"}
+        assert shown(browser, "dead-letter-topic") == config.dead_letters_to(name)
+        # A stateless stage snapshots nothing: its checkpoints show 0 bytes of state.
+        newest = table_rows(browser, "checkpoints")[0]
+        assert newest[2].startswith("committed") and newest[5] == "0 B"
 
         victim = next(w for w in worker_pids(pid_dir) if w.pipeline == name)
         os.kill(victim.pid, signal.SIGKILL)

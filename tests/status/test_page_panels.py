@@ -1,6 +1,7 @@
 """Panels of the page as headless Chromium renders them (no Spark, no broker): the newest
-lost generation's cause with its traceback collapsed until the reader opens it, and each
-partition's lag over the last minutes drawn beside its number."""
+lost generation's cause with its traceback collapsed until the reader opens it, dead
+letters per kind of reason, each checkpoint's snapshot bytes, and each partition's lag
+over the last minutes drawn beside its number."""
 
 from __future__ import annotations
 
@@ -11,7 +12,12 @@ from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from laminar_kafka.runtime.events import GenerationStarted, WorkerLost
+from laminar_kafka.runtime.events import (
+    CheckpointCommitted,
+    GenerationStarted,
+    StageProgress,
+    WorkerLost,
+)
 from laminar_kafka.serving import RouteServer
 from laminar_kafka.status import StatusCollector
 from laminar_kafka.status.routes import status_routes
@@ -101,3 +107,34 @@ def test_each_partitions_lag_is_charted_over_its_readings(
     # Partition 1 was not read at first: its line starts at the second reading.
     [line] = second["lines"]
     assert [x for x, _ in line] == xs[1:] and line[0][1] < line[1][1]
+
+
+def rows(driver: webdriver.Chrome, table_id: str) -> list[list[str]]:
+    script = (
+        "return Array.from(document.querySelectorAll(arguments[0])).map("
+        "r => Array.from(r.cells).map(c => c.textContent));"
+    )
+    return list(driver.execute_script(script, f"#{table_id} tbody tr"))
+
+
+def test_dead_letters_per_reason_and_snapshot_bytes_are_shown(
+    page: tuple[webdriver.Chrome, StatusCollector],
+) -> None:
+    driver, status = page
+    wait = WebDriverWait(driver, 20, poll_frequency=0.1)
+    wait.until(lambda d: d.find_element(By.ID, "dead-letter-topic").text == "orders.dlq")
+    assert driver.find_element(By.ID, "no-dead-letters").is_displayed()
+    reasons = {"undecodable value": 3, "map raised KeyError": 1_204}
+    stages = (
+        StageProgress(0, 2, 5_000, 3_793, 1_207, 0.01, dead_letter_reasons=reasons),
+        StageProgress(1, 2, 3_793, 10, 0, 0.02, snapshot_bytes=3 * 1024 * 1024 // 2),
+    )
+    status(CheckpointCommitted(7, 1, 0.03, (), stages))
+    wait.until(lambda d: len(rows(d, "dead-letters")) == 2)
+    assert rows(driver, "dead-letters") == [
+        ["0", "map raised KeyError", "1,204"],
+        ["0", "undecodable value", "3"],
+    ]
+    assert not driver.find_element(By.ID, "no-dead-letters").is_displayed()
+    [checkpoint] = rows(driver, "checkpoints")
+    assert (checkpoint[0], checkpoint[5]) == ("7", "1.5 MiB")

@@ -30,6 +30,15 @@ function clock(unixSeconds) {
   return unixSeconds ? new Date(unixSeconds * 1000).toLocaleTimeString() : "–";
 }
 
+function bytes(n) {
+  if (n === undefined || n === null) return null;
+  if (n < 1024) return `${n} B`;
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  let i = -1;
+  do { n /= 1024; i++; } while (n >= 1024 && i < units.length - 1);
+  return `${n.toFixed(n < 10 ? 1 : 0)} ${units[i]}`;
+}
+
 function ms(value) { return value === undefined || value === null ? "–" : value.toFixed(0) + " ms"; }
 
 function rate(value) { return value === undefined || value === null ? "–" : Math.round(value).toLocaleString() + "/s"; }
@@ -158,7 +167,7 @@ function renderCheckpoints(s) {
     c.outcome === "aborted" ? `aborted: ${c.reason}` : "committed" + (c.unaligned_tasks.length ? " (unaligned)" : ""),
     ms(c.duration_ms),
     c.stages ? c.stages.map((st) => `${st.stage}: ${ms(st.duration_ms)}`).join(", ") : null,
-    clock(c.at)], (c) => c.outcome);
+    c.outcome === "committed" ? bytes(c.snapshot_bytes) : null, clock(c.at)], (c) => c.outcome);
 }
 
 function renderRestarts(s) {
@@ -170,6 +179,16 @@ function renderRestarts(s) {
 
 // The newest lost generation's cause, and its traceback collapsed: a <details> that
 // stays as the reader left it (open or not) across refreshes.
+// Dead letters per stage and kind of reason, most first, beside the topic they went to.
+function renderDeadLetters(s) {
+  text("dead-letter-topic", s.plan.dead_letter_topic || "–");
+  const rows = s.stages.flatMap((st) => Object.entries(st.dead_letter_reasons || {})
+    .map(([reason, count]) => ({ stage: st.stage, reason, count })));
+  rows.sort((a, b) => a.stage - b.stage || b.count - a.count);
+  fill("dead-letters", rows, (r) => [r.stage, r.reason, r.count.toLocaleString()]);
+  $("no-dead-letters").hidden = rows.length > 0;
+}
+
 function renderLastError(s) {
   const error = s.last_error;
   $("last-error").hidden = !error;
@@ -218,7 +237,7 @@ async function refresh() {
     if (!response.ok) throw new Error(`HTTP ${response.status}`);
     const s = await response.json();
     [renderTiles, renderGraph, renderPlan, renderChart, renderCheckpoints, renderRestarts,
-      renderLastError, renderLag]
+      renderLastError, renderDeadLetters, renderLag]
       .forEach((render) => render(s));
     text("updated", "updated " + clock(s.now));
   } catch (error) {
