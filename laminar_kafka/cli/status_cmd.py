@@ -101,6 +101,14 @@ def _rate(value: float | None) -> str:
     return "" if value is None else f" ({value:,.0f}/s)"
 
 
+def _reasons(reasons: Mapping[str, int] | None) -> str:
+    """The dead letters' kinds of reason, most first (absent from older pages)."""
+    if not reasons:
+        return ""
+    most = sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+    return " (" + ", ".join(f"{kind} {n:,}" for kind, n in most) + ")"
+
+
 def format_status(s: Mapping[str, Any], now: float) -> str:
     """A few lines for a person: the answers to "healthy, keeping up, what failed"."""
     counts = s.get("counts", {})
@@ -141,8 +149,8 @@ def format_status(s: Mapping[str, Any], now: float) -> str:
         lines.append(
             f"stage {st['stage']}: {st['tasks']} tasks, in {st['records_in']:,}"
             f"{_rate(st.get('records_in_per_s'))}, out {st['records_out']:,}"
-            f"{_rate(st.get('records_out_per_s'))}, dead letters {st['dead_letters']:,}, "
-            f"late {st['late_records']:,}"
+            f"{_rate(st.get('records_out_per_s'))}, dead letters {st['dead_letters']:,}"
+            f"{_reasons(st.get('dead_letter_reasons'))}, late {st['late_records']:,}"
             + ("" if watermark is None else f", watermark {_clock(watermark / 1000)}")
         )
     restarts = s.get("restarts", [])

@@ -22,7 +22,10 @@ from tests.status.test_collector import collector
 
 
 def committed(checkpoint: int, at: float, records: int) -> CheckpointCommitted:
-    stage = StageProgress(0, 2, records, records - 1, 1, 0.01 * checkpoint, 3, 2, 1_700_000_000_000)
+    reasons = {"undecodable value": 1}
+    stage = StageProgress(
+        0, 2, records, records - 1, 1, 0.01 * checkpoint, 3, 2, 1_700_000_000_000, reasons
+    )
     return CheckpointCommitted(checkpoint, 1, 0.02 * checkpoint, (), (stage,), at=at)
 
 
@@ -59,7 +62,7 @@ def test_a_running_pipeline_is_summed_up_and_exits_0(
     assert lines[3].startswith("lag: 42 records over 2 partitions")
     assert lines[3].endswith("(most: orders-in/0 40, orders-in/1 2)")
     assert lines[4].startswith("stage 0: 2 tasks, in 5,000 (2,000/s), out 4,999 (2,000/s)")
-    assert "dead letters 1, late 3, watermark " in lines[4]
+    assert "dead letters 1 (undecodable value 1), late 3, watermark " in lines[4]
     assert lines[5] == "restarts: 0"
 
 
