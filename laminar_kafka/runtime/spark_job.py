@@ -167,10 +167,14 @@ MAX_DETAIL = 16_000
 """Characters of a failure's text kept for the status page (its start: the cause)."""
 
 
+_JVM_FRAME = re.compile(r"\s+(at [\w$.<>/-]+\(.*\)|\.\.\. \d+ more)$")
+"""A JVM stack frame's line (`at pkg.Class.method(File.java:12)`), or `... 47 more`."""
+
+
 def failure_text(exc: BaseException) -> str:
     """What Spark reported of a failed job (with the task's Python traceback, if it
     quotes one), without the JVM's stack frames, which say nothing of the pipeline."""
-    lines = [line for line in str(exc).splitlines() if not line.startswith("\tat ")]
+    lines = [line for line in str(exc).splitlines() if not _JVM_FRAME.match(line)]
     text = "\n".join(lines).strip() or type(exc).__name__
     return text if len(text) <= MAX_DETAIL else text[:MAX_DETAIL] + "\n…"
 
