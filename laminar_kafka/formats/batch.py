@@ -190,7 +190,13 @@ def _avro_batch(fmt: AvroFormat, datas: Sequence[bytes | None]) -> list[Any] | N
 def decode_batch(fmt: Format, datas: Sequence[bytes | None]) -> list[Any] | None:
     """Every value of the batch, or None if some record fails (decode them one by one)."""
     if isinstance(fmt, AvroFormat) and len(datas) > 1:
-        return _avro_batch(fmt, datas)
+        decode_all = fmt.decode_all
+        if decode_all is None:
+            return _avro_batch(fmt, datas)
+        try:
+            return decode_all(datas)  # type: ignore[arg-type]
+        except Exception:  # a tombstone, bad bytes, or bytes it leaves to decode_one
+            return None
     decode = fmt.decode_one
     try:
         return [decode(d) for d in datas]
