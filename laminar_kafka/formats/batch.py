@@ -13,6 +13,10 @@ so each body decodes from exactly its own bytes, as `AvroFormat.decode_one`
 would. Bodies then pass the same `StrictAvro` checks as in `decode_one`. If
 anything fails, the batch is decoded again record by record so that each bad
 record gets its own error.
+
+Schemas the generated decoder reads (`avro_decode`: records of primitives,
+unions and nested records) skip the framing: it reads each record from its
+own bytes, about a third faster, and gives up to the same record-by-record path.
 """
 
 from __future__ import annotations
