@@ -4,7 +4,7 @@ fastavro reads a body through a stream, one `read` call per byte of every
 varint: about 2 us for a 100-byte record of five fields. For records of
 primitives, unions of them and nested records (most event schemas), one
 generated loop over the batch reads the bytes directly, with each field's
-code inline and no call per record or per field: about a third less.
+code inline and no call per record or per field: about 30% less (1.6 against 2.3 us).
 
 It is a fast path, never the judge: it returns values only for a batch it
 reads completely, checking what `avro_strict` checks (ints within 32 bits,

@@ -16,7 +16,7 @@ record gets its own error.
 
 Schemas the generated decoder reads (`avro_decode`: records of primitives,
 unions and nested records) skip the framing: it reads each record from its
-own bytes, about a third faster, and gives up to the same record-by-record path.
+own bytes, in about 30% less time, and gives up to the same record-by-record path.
 """
 
 from __future__ import annotations
