@@ -24,6 +24,7 @@ from fastavro.schema import fingerprint, to_parsing_canonical_form
 from fastavro.validation import validate as validate_datum
 
 from laminar_kafka.errors import ConfigError, RecordDecodeError
+from laminar_kafka.formats.avro_decode import DecodeAll, compile_decoder
 from laminar_kafka.formats.avro_strict import StrictAvro, may_overflow
 from laminar_kafka.formats.avro_writer import AvroWriter, avro_writer
 
@@ -57,6 +58,7 @@ class AvroFormat:
     _prefix: bytes = field(init=False, repr=False, compare=False)
     _strict: StrictAvro = field(init=False, repr=False, compare=False)
     _writer: AvroWriter = field(init=False, repr=False, compare=False)
+    _decode_all: DecodeAll | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.framing not in ("single-object", "raw"):
@@ -72,6 +74,7 @@ class AvroFormat:
         object.__setattr__(self, "_strict", StrictAvro(parsed))
         framed = self._prefix if self.framing == "single-object" else b""
         object.__setattr__(self, "_writer", avro_writer(parsed, framed))
+        object.__setattr__(self, "_decode_all", compile_decoder(parsed, framed))
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Only the settings: a worker parses the schema and builds its writer itself
@@ -86,6 +89,11 @@ class AvroFormat:
     @property
     def parsed_schema(self) -> Any:
         return self._parsed
+
+    @property
+    def decode_all(self) -> DecodeAll | None:
+        """The generated batch decoder (`avro_decode`), None for schemas it does not read."""
+        return self._decode_all
 
     @property
     def strict(self) -> StrictAvro:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from laminar_kafka.operators.event_time import KAFKA_TIME, EventTime, Progress, stamp
 
 NOW = 1_700_000_000_000
@@ -29,6 +31,36 @@ def test_the_same_records_give_the_same_marks_however_they_are_batched() -> None
     first = stamp(spec, values[:2], [0, 1], {}, Progress(), NOW)
     rest = stamp(spec, values[2:], [2, 3, 4, 5], {}, Progress(first.max_ts, first.watermark), NOW)
     assert whole.marks == {**first.marks, **rest.marks}
+
+
+def test_marks_follow_the_record_by_record_rule_from_any_progress() -> None:
+    """The rule, record by record: a new highest timestamp raises the watermark to it
+    minus the out-of-orderness, never lowers it; an older record moves nothing. That
+    holds from a progress whose watermark is below that (a redeploy with less
+    out-of-orderness) too: there it waits for a new highest."""
+    rng = random.Random(7)
+    for _ in range(300):
+        lag = rng.choice([0, 3, 50])
+        spec = EventTime("ts", max_out_of_order_ms=lag)
+        highest = rng.choice([-(2**63), rng.randrange(0, 500)])
+        watermark = rng.choice([-(2**63), highest - lag, highest - lag - 40, highest + 5])
+        found = [rng.randrange(0, 600) for _ in range(rng.randrange(0, 12))]
+        s = stamp(
+            spec,
+            [{"ts": t} for t in found],
+            list(range(len(found))),
+            {},
+            Progress(highest, watermark),
+            NOW,
+        )
+        expected = []
+        for ts in found:
+            if ts > highest:
+                highest = ts
+                watermark = max(watermark, ts - lag)
+            expected.append(watermark)
+        assert list(s.marks.values()) == expected
+        assert (s.max_ts, s.watermark) == (highest, watermark)
 
 
 def test_records_without_a_usable_timestamp_are_refused_with_the_reason() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from laminar_kafka import JsonFormat, Pipeline
+from laminar_kafka import AvroFormat, JsonFormat, Pipeline
 from laminar_kafka.api.loader import load_pipeline
 from laminar_kafka.errors import CheckpointError, ConfigError, PipelineError
 from laminar_kafka.operators.partitioning import murmur2_partition
@@ -114,6 +114,24 @@ def test_undecodable_record_is_a_dead_letter_with_its_bytes(enrich: Pipeline) ->
     assert (letter.source_topic, letter.partition, letter.offset) == ("orders", 0, 1)
     assert letter.value == b"not avro"
     assert letter.reason.startswith("undecodable value")
+
+
+def test_bad_avro_bodies_in_a_batch_are_dead_letters_and_the_rest_decode(enrich: Pipeline) -> None:
+    # Batches of 8 go through the generated decoder, which gives a bad batch up to
+    # record-by-record decoding: each bad body gets its own reason and offset.
+    fmt = AvroFormat.from_schema("order")
+    good = fmt.encode_one(order(3))
+    assert good is not None and fmt.decode_all is not None
+    too_long = good[:10] + b"\xff" * 10 + b"\x02" + good[11:]  # an id beyond 64 bits
+    bad = {4: good[:-1], 9: good + b"\x00", 10: too_long}
+    orders = [Raw(bad[i]) if i in bad else order(i) for i in range(16)]
+    out = run_pipeline(enrich, {"orders": orders}, batch_size=8)
+    assert [o["id"] for o in out["orders-enriched"]] == [i for i in range(16) if i not in bad]
+    reasons = {d.offset: d.reason for d in out["orders-enrich.dlq"]}
+    assert sorted(reasons) == [4, 9, 10]
+    assert "1 trailing bytes" in reasons[9]
+    assert "varint longer than 64 bits" in reasons[10]
+    assert all(r.startswith("undecodable value: ") for r in reasons.values())
 
 
 def test_user_function_that_raises_sends_only_its_record_to_dead_letters() -> None:
