@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from laminar_kafka import JsonFormat, Pipeline, faults
+from laminar_kafka import Pipeline, faults
 from laminar_kafka.checkpoint.bounded_end import read_bounded_end
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.faults import FaultPoint
@@ -27,13 +27,18 @@ from laminar_kafka.runtime.events import (
 )
 from laminar_kafka.testing.engine import InProcessRun, in_process_config, run_in_process
 from laminar_kafka.testing.memory_broker import MemoryBroker
-from laminar_kafka.testing.memory_ports import MemoryReader
 from laminar_kafka.testing.orders import order
 from laminar_kafka.testing.product_checks import compare_product_totals
+from tests.testing.engine_orders import (
+    JSON,
+    PARTITIONS,
+    SOURCE,
+    product_totals,
+    read_output,
+    send_orders,
+)
 
-SOURCE, SINK = "orders", "orders-out"
-JSON = JsonFormat()
-PARTITIONS = 3
+SINK = "orders-out"
 
 
 def _copy(name: str = "copy", barriers: bool = True) -> Pipeline:
@@ -42,43 +47,11 @@ def _copy(name: str = "copy", barriers: bool = True) -> Pipeline:
     return pipeline
 
 
-def _product_totals() -> Pipeline:
-    """Two stages: orders keyed by customer, repartitioned by product, running totals."""
-    pipeline = Pipeline("totals")
-    (
-        pipeline.source(SOURCE, value_format=JSON, partitioned_by="customer")
-        .key_by("product", name="by-product")
-        .aggregate(
-            initial=lambda: {"orders": 0, "amount": 0, "last_id": -1},
-            add=lambda t, o: {
-                "orders": t["orders"] + 1,
-                "amount": t["amount"] + o["amount"],
-                "last_id": o["id"],
-            },
-            emit=lambda product, t: {"product": product, **t},
-        )
-        .sink(SINK, value_format=JSON, key="product")
-    )
-    return pipeline
-
-
-def _send(broker: MemoryBroker, ids: range) -> None:
-    for i in ids:
-        o = order(i)
-        broker.append((SOURCE, i % PARTITIONS), JSON.encode_one(o), o["customer"].encode())
-
-
 def _broker(ids: range) -> MemoryBroker:
     broker = MemoryBroker()
     broker.create(SOURCE, PARTITIONS)
-    _send(broker, ids)
+    send_orders(broker, ids)
     return broker
-
-
-def _output(broker: MemoryBroker) -> list[Any]:
-    reader = MemoryReader(broker, "reader", 100_000)
-    reader.assign({(SINK, p): 0 for p in range(broker.partitions(SINK))})
-    return [JSON.decode_one(m.value()) for m in reader.poll(0)]
 
 
 def _bounded(tmp_path: Path, parallelism: int = 2) -> RuntimeConfig:
@@ -90,7 +63,7 @@ def _later(broker: MemoryBroker, ids: range) -> Any:
 
     def feed(event: RuntimeEvent) -> None:
         if isinstance(event, BoundedStarted) and not event.resumed:
-            _send(broker, ids)
+            send_orders(broker, ids)
 
     return feed
 
@@ -105,7 +78,7 @@ def test_a_bounded_run_reads_to_the_ends_at_start_and_exits(tmp_path: Path) -> N
 
     run = run_in_process(_copy(), broker, config, listener=_later(broker, range(30, 45)))
 
-    assert sorted(r["id"] for r in _output(broker)) == list(range(30))
+    assert sorted(r["id"] for r in read_output(broker, SINK)) == list(range(30))
     names = _names(run)
     assert names[0] == "bounded_started" and names[-2:] == ["drained", "bounded_finished"]
     progress = [e for e in run.events if isinstance(e, BoundedProgress)]
@@ -118,14 +91,14 @@ def test_a_bounded_run_reads_to_the_ends_at_start_and_exits(tmp_path: Path) -> N
 
     # The next run, unbounded, reads what came after the ends: each record once overall.
     run_in_process(_copy(), broker, in_process_config(tmp_path, 2))
-    assert sorted(r["id"] for r in _output(broker)) == list(range(45))
+    assert sorted(r["id"] for r in read_output(broker, SINK)) == list(range(45))
 
 
 def test_a_second_bounded_run_reads_what_came_since(tmp_path: Path) -> None:
     broker = _broker(range(12))
     run_in_process(_copy(), broker, _bounded(tmp_path), listener=_later(broker, range(12, 20)))
     run = run_in_process(_copy(), broker, _bounded(tmp_path))
-    assert sorted(r["id"] for r in _output(broker)) == list(range(20))
+    assert sorted(r["id"] for r in read_output(broker, SINK)) == list(range(20))
     assert "bounded_finished" in _names(run)
 
 
@@ -133,19 +106,21 @@ def test_a_two_stage_bounded_run_commits_every_stage_before_it_exits(tmp_path: P
     broker = _broker(range(40))
     config = _bounded(tmp_path)
 
-    run_in_process(_product_totals(), broker, config, listener=_later(broker, range(40, 60)))
+    run_in_process(
+        product_totals("totals", SINK), broker, config, listener=_later(broker, range(40, 60))
+    )
 
-    report = compare_product_totals(range(40), _output(broker))
+    report = compare_product_totals(range(40), read_output(broker, SINK))
     assert report.exact, report
-    run_in_process(_product_totals(), broker, config)
-    report = compare_product_totals(range(60), _output(broker))
+    run_in_process(product_totals("totals", SINK), broker, config)
+    report = compare_product_totals(range(60), read_output(broker, SINK))
     assert report.exact, report
 
 
 def test_a_source_without_barriers_finishes_too(tmp_path: Path) -> None:
     broker = _broker(range(20))
     run = run_in_process(_copy(barriers=False), broker, _bounded(tmp_path))
-    assert sorted(r["id"] for r in _output(broker)) == list(range(20))
+    assert sorted(r["id"] for r in read_output(broker, SINK)) == list(range(20))
     assert "bounded_finished" in _names(run)
 
 
@@ -169,11 +144,11 @@ def test_partitions_ending_in_markers_aborted_or_open_transactions_finish(
 
     run = run_in_process(_copy(), broker, _bounded(tmp_path), timeout_s=20)
 
-    assert sorted(r["id"] for r in _output(broker)) == list(range(9))
+    assert sorted(r["id"] for r in read_output(broker, SINK)) == list(range(9))
     assert "bounded_finished" in _names(run)
     broker.commit(open_txn)  # the open transaction commits later: a later run reads it
     run_in_process(_copy(), broker, in_process_config(tmp_path, 2))
-    assert sorted(r["id"] for r in _output(broker)) == [*range(9), 101]
+    assert sorted(r["id"] for r in read_output(broker, SINK)) == [*range(9), 101]
 
 
 @pytest.mark.parametrize(
@@ -188,7 +163,7 @@ def test_a_bounded_run_killed_midway_resumes_to_the_ends_of_its_first_start(
     a killed task's generation restarts with them."""
     broker = _broker(range(300))
     config = replace(_bounded(tmp_path), batch_size=4)  # checkpoints before the end
-    pipeline = _product_totals()
+    pipeline = product_totals("totals", SINK)
 
     with faults.kill_threads_at(point, min_checkpoint=1):
         run = run_in_process(pipeline, broker, config, listener=_later(broker, range(300, 320)))
@@ -197,11 +172,11 @@ def test_a_bounded_run_killed_midway_resumes_to_the_ends_of_its_first_start(
     assert restarts == 1, run.events
     starts = [e for e in run.events if isinstance(e, BoundedStarted)]
     assert [s.resumed for s in starts] == ([False, True] if point.in_driver else [False])
-    report = compare_product_totals(range(300), _output(broker))
+    report = compare_product_totals(range(300), read_output(broker, SINK))
     assert report.exact, report
     assert sum(isinstance(e, CheckpointCommitted) for e in run.events) >= 2
     run_in_process(pipeline, broker, in_process_config(tmp_path, 2))
-    report = compare_product_totals(range(320), _output(broker))
+    report = compare_product_totals(range(320), read_output(broker, SINK))
     assert report.exact, report
 
 
@@ -242,11 +217,11 @@ def test_windows_open_at_the_end_stay_open_for_the_next_run(tmp_path: Path) -> N
     config = _bounded(tmp_path)
 
     run_in_process(_windowed(), broker, config, listener=_later(broker, range(150, 400)))
-    first = {(r["customer"], r["end"]): r["amount"] for r in _output(broker)}
+    first = {(r["customer"], r["end"]): r["amount"] for r in read_output(broker, SINK)}
     assert first == _window_totals(range(150), {t + 100})  # [100, 200) still open
 
     run_in_process(_windowed(), broker, config)
-    output = _output(broker)
+    output = read_output(broker, SINK)
     both = {(r["customer"], r["end"]): r["amount"] for r in output}
     assert len(output) == len(both)  # each window's result once over the two runs
     assert both == _window_totals(range(400), {t + 100, t + 200, t + 300})

@@ -10,53 +10,25 @@ the same oracle as the chaos rounds on Spark.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from laminar_kafka import JsonFormat, Pipeline, faults
+from laminar_kafka import faults
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.runtime.events import CheckpointAborted, CheckpointCommitted, RuntimeEvent
 from laminar_kafka.testing.engine import in_process_config, run_in_process
 from laminar_kafka.testing.memory_broker import MemoryBroker
-from laminar_kafka.testing.memory_ports import MemoryReader
-from laminar_kafka.testing.orders import order
 from laminar_kafka.testing.product_checks import compare_product_totals
+from tests.testing.engine_orders import (
+    PARTITIONS,
+    SOURCE,
+    product_totals,
+    read_output,
+    send_orders,
+)
 
-SOURCE, SINK = "orders", "product-totals"
-JSON = JsonFormat()
-ORDERS, PARTITIONS = 60, 3
-
-
-def _product_totals(name: str) -> Pipeline:
-    pipeline = Pipeline(name)
-    (
-        pipeline.source(SOURCE, value_format=JSON, partitioned_by="customer")
-        .key_by("product", name="by-product")
-        .aggregate(
-            initial=lambda: {"orders": 0, "amount": 0, "last_id": -1},
-            add=lambda total, o: {
-                "orders": total["orders"] + 1,
-                "amount": total["amount"] + o["amount"],
-                "last_id": o["id"],
-            },
-            emit=lambda product, total: {"product": product, **total},
-        )
-        .sink(SINK, value_format=JSON, key="product")
-    )
-    return pipeline
-
-
-def _send(broker: MemoryBroker, ids: range) -> None:
-    for i in ids:
-        o = order(i)
-        broker.append((SOURCE, i % PARTITIONS), JSON.encode_one(o), o["customer"].encode())
-
-
-def _output(broker: MemoryBroker) -> list[Any]:
-    reader = MemoryReader(broker, "reader", 100_000)
-    reader.assign({(SINK, p): 0 for p in range(broker.partitions(SINK))})
-    return [JSON.decode_one(m.value()) for m in reader.poll(0)]
+SINK = "product-totals"
+ORDERS = 60
 
 
 @pytest.mark.parametrize(
@@ -77,19 +49,19 @@ def _output(broker: MemoryBroker) -> list[Any]:
 def test_a_crash_in_one_process_recovers_to_exact_totals(tmp_path: Path, point: FaultPoint) -> None:
     broker = MemoryBroker()
     broker.create(SOURCE, PARTITIONS)
-    _send(broker, range(20))
+    send_orders(broker, range(20))
     batches = iter([range(20, 40), range(40, ORDERS)])
 
     def feed(event: RuntimeEvent) -> None:
         if isinstance(event, CheckpointCommitted | CheckpointAborted):
-            _send(broker, next(batches, range(0)))  # before the next checkpoint's barriers
+            send_orders(broker, next(batches, range(0)))  # before the next checkpoint's barriers
 
     with faults.kill_threads_at(point, min_checkpoint=2):
         run = run_in_process(
-            _product_totals("totals"), broker, in_process_config(tmp_path, 2), 5, listener=feed
+            product_totals("totals", SINK), broker, in_process_config(tmp_path, 2), 5, listener=feed
         )
 
-    report = compare_product_totals(range(ORDERS), _output(broker))
+    report = compare_product_totals(range(ORDERS), read_output(broker, SINK))
     assert report.exact, report
     restarts = run.drivers - 1 if point.in_driver else run.stats.restarts
     assert restarts == 1, run.events
