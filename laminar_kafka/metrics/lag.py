@@ -97,8 +97,10 @@ class LagPoller:
         start_from: Mapping[str, StartPosition],
         interval_s: float = 5.0,
         on_update: LagSink | None = None,
+        internal: frozenset[str] = frozenset(),
     ) -> None:
-        """`start_from`: source topic → where a new partition starts, as the pipeline reads it."""
+        """`start_from`: topic → where a new partition starts, as the pipeline reads it;
+        the `internal` topics among them are left out of `total`."""
         self.total: int | None = None
         self.lags: dict[PartitionKey, int] = {}
         self.interval_s = interval_s
@@ -106,6 +108,7 @@ class LagPoller:
         self._kafka = kafka
         self._pipeline = pipeline
         self._start_from = dict(start_from)
+        self._internal = internal
         self._reader: _OffsetsReader | None = None
         self._failing = False
         self._stop = threading.Event()
@@ -119,10 +122,13 @@ class LagPoller:
         interval_s: float = 5.0,
         on_update: LagSink | None = None,
     ) -> LagPoller:
-        """A poller of `pipeline`'s source topics (not its internal ones)."""
+        """A poller of `pipeline`'s source topics (tables too) and its internal topics:
+        how far each stage is behind what it reads. `total` counts the sources only."""
         starts = {f.source.topic: f.source.start_from for f in pipeline.flows}
-        topics = {t: starts.get(t, "earliest") for t in pipeline.source_topics}  # tables too
-        return cls(kafka, pipeline.name, topics, interval_s, on_update)
+        topics = {t: starts.get(t, "earliest") for t in pipeline.source_topics}
+        internal = {f.source.topic for f in pipeline.flows if f.source.internal}
+        topics.update({t: "earliest" for t in sorted(internal)})  # created with the run
+        return cls(kafka, pipeline.name, topics, interval_s, on_update, frozenset(internal))
 
     def start(self) -> LagPoller:
         """Start reading in the background; again, it does nothing."""
@@ -153,7 +159,8 @@ class LagPoller:
             return None
         self._failing = False
         self.lags = lags
-        self.total = sum(lags.values()) if lags else None
+        sources = [n for (topic, _), n in lags.items() if topic not in self._internal]
+        self.total = sum(sources) if sources else None
         if self.on_update is not None:
             self.on_update(lags, time.time())
         return lags

@@ -218,15 +218,23 @@ class StatusCollector:
 
     def _lag_view(self) -> dict[str, Any] | None:
         """The newest reading per partition, with each partition's readings over the
-        window (oldest first, null where a reading lacked it) for the page's charts."""
+        window (oldest first, null where a reading lacked it) for the page's charts.
+        Internal topics' partitions are listed too; the total counts the sources'."""
         if not self._lag_at:
             return None
+        internal = {t["topic"] for t in self._plan.get("internal_topics", ())}
         return {
             "at": self._lag_at[-1],
-            "total": sum(self._lag.values()),
+            "total": sum(n for (t, _), n in self._lag.items() if t not in internal),
             "history_at": list(self._lag_at),
             "partitions": [
-                {"topic": t, "partition": p, "lag": n, "history": list(self._lag_history[t, p])}
+                {
+                    "topic": t,
+                    "partition": p,
+                    "internal": t in internal,
+                    "lag": n,
+                    "history": list(self._lag_history[t, p]),
+                }
                 for (t, p), n in sorted(self._lag.items())
             ],
         }

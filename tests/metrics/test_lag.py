@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from laminar_kafka import AvroFormat, Pipeline
 from laminar_kafka.kafka.clients import KafkaConnection
@@ -111,3 +112,26 @@ def test_the_background_thread_starts_with_the_first_generation_and_stops(
         assert poller.total == 4
     finally:
         poller.close()
+
+
+@pytest.mark.integration
+def test_internal_topics_are_read_too_and_left_out_of_the_total(
+    kafka_bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    source = topic_factory.create("lag", partitions=1)
+    name = "lag2-" + source[-8:]
+    pipeline = Pipeline(name)
+    pipeline.source(source).key_by("c", name="by-c", partitions=2).count().sink(source + "-out")
+    (internal,) = {f.source.topic for f in pipeline.flows if f.source.internal}
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_topics([NewTopic(internal, num_partitions=2)])[internal].result(30)
+    poller = LagPoller.for_pipeline(pipeline, KafkaConnection(kafka_bootstrap))
+    try:
+        _produce(kafka_bootstrap, source, {0: 6})
+        _produce(kafka_bootstrap, internal, {0: 5})
+        _commit(kafka_bootstrap, name, {(internal, 0): 2})
+        assert poller.poll_once() == {(source, 0): 6, (internal, 0): 3, (internal, 1): 0}
+        assert poller.total == 6  # what the pipeline has yet to read from its sources
+    finally:
+        poller.close()
+        admin.delete_topics([internal])[internal].result(30)

@@ -178,17 +178,19 @@ def test_only_the_newest_checkpoints_and_restarts_are_kept() -> None:
     assert s["counts"] == {"committed": 20, "aborted": 0, "restarts": 20}
 
 
-def test_lag_readings_are_listed_per_partition_with_their_total() -> None:
+def test_lag_readings_are_listed_per_partition_with_the_sources_total() -> None:
     status = collector()
     assert status.snapshot()["lag"] is None
-    status.set_lag({("orders-in", 1): 5, ("orders-in", 0): 7}, 123.0)
+    (internal,) = [t["topic"] for t in status.snapshot()["plan"]["internal_topics"]]
+    status.set_lag({("orders-in", 1): 5, ("orders-in", 0): 7, (internal, 3): 4}, 123.0)
     assert status.snapshot()["lag"] == {
         "at": 123.0,
-        "total": 12,
+        "total": 12,  # what the pipeline has yet to read from its sources
         "history_at": [123.0],
         "partitions": [
-            {"topic": "orders-in", "partition": 0, "lag": 7, "history": [7]},
-            {"topic": "orders-in", "partition": 1, "lag": 5, "history": [5]},
+            {"topic": "orders-in", "partition": 0, "internal": False, "lag": 7, "history": [7]},
+            {"topic": "orders-in", "partition": 1, "internal": False, "lag": 5, "history": [5]},
+            {"topic": internal, "partition": 3, "internal": True, "lag": 4, "history": [4]},
         ],
     }
 

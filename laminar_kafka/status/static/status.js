@@ -224,7 +224,7 @@ function sparkline(history, times) {
 
 function renderLag(s) {
   const parts = s.lag ? s.lag.partitions : [];
-  fill("lag", parts, (p) => [p.topic, p.partition, p.lag.toLocaleString()]);
+  fill("lag", parts, (p) => [p.internal ? `${p.topic} (internal)` : p.topic, p.partition, p.lag.toLocaleString()]);
   $("lag").querySelectorAll("tbody tr").forEach((tr, i) => {
     tr.appendChild(document.createElement("td")).appendChild(sparkline(parts[i].history, s.lag.history_at));
   });
