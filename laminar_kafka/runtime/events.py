@@ -76,6 +76,8 @@ class StageProgress:
     """`dead_letters` per kind of reason (the reason up to its first ': ')."""
     snapshot_bytes: int = 0
     """Bytes of state the stage's tasks wrote for this checkpoint (0: stateless)."""
+    alignment_ms: int = 0
+    """The longest a task of the stage waited from its first barrier to its snapshot."""
 
 
 @dataclass(frozen=True)

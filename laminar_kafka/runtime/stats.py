@@ -80,6 +80,7 @@ def stage_progress(result: PendingCheckpoint) -> tuple[StageProgress, ...]:
                 min(local) if acks and len(local) == len(acks) else None,
                 _reasons(acks),
                 sum(a.snapshot_bytes for a in acks),
+                max((a.alignment_ms for a in acks), default=0),
             )
         )
     return tuple(out)

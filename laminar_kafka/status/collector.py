@@ -154,6 +154,7 @@ class StatusCollector:
                         "stage": s.stage,
                         "duration_ms": _ms(s.duration_s),
                         "snapshot_bytes": s.snapshot_bytes,
+                        "alignment_ms": s.alignment_ms,
                     }
                     for s in event.stages
                 ],

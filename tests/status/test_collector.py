@@ -8,6 +8,8 @@ import logging
 import pytest
 
 from laminar_kafka import Pipeline
+from laminar_kafka.checkpoint.pending import PendingCheckpoint
+from laminar_kafka.control.records import Ack, BarrierFlags
 from laminar_kafka.runtime.events import (
     CheckpointAborted,
     CheckpointCommitted,
@@ -18,6 +20,7 @@ from laminar_kafka.runtime.events import (
     Stopped,
     WorkerLost,
 )
+from laminar_kafka.runtime.stats import committed_event
 from laminar_kafka.status import StatusCollector, plan_view
 from laminar_kafka.status.collector import LAG_POINTS, LAG_WINDOW_S
 
@@ -39,7 +42,7 @@ def collector(keep: int = 300) -> StatusCollector:
 
 def commit(checkpoint: int, generation: int, *stage_s: float) -> CheckpointCommitted:
     stages = tuple(
-        StageProgress(i, 2, 10 * checkpoint, 9 * checkpoint, 1, s, watermarks=i)
+        StageProgress(i, 2, 10 * checkpoint, 9 * checkpoint, 1, s, watermarks=i, alignment_ms=i * 3)
         for i, s in enumerate(stage_s)
     )
     return CheckpointCommitted(checkpoint, generation, sum(stage_s), (1,), stages, at=100.0)
@@ -80,8 +83,8 @@ def test_checkpoints_keep_their_durations_per_stage_and_abort_reasons() -> None:
         "unaligned_tasks": [1],
         "snapshot_bytes": 0,
         "stages": [
-            {"stage": 0, "duration_ms": 10.0, "snapshot_bytes": 0},
-            {"stage": 1, "duration_ms": 20.5, "snapshot_bytes": 0},
+            {"stage": 0, "duration_ms": 10.0, "snapshot_bytes": 0, "alignment_ms": 0},
+            {"stage": 1, "duration_ms": 20.5, "snapshot_bytes": 0, "alignment_ms": 3},
         ],
     }
     assert (aborted["id"], aborted["outcome"], aborted["reason"]) == (
@@ -242,3 +245,14 @@ def test_a_failing_event_is_logged_not_raised(caplog: pytest.LogCaptureFixture) 
     assert "status: cannot record checkpoint_committed" in caplog.text
     status(commit(2, 1, 0.001))
     assert status.snapshot()["checkpoints"][-1]["id"] == 2
+
+
+def test_each_stage_of_a_commit_tells_its_longest_alignment() -> None:
+    pending = PendingCheckpoint(3, 1, BarrierFlags.NONE, 0.0, stages=2)
+    pending.stage_durations_s = {0: 0.1, 1: 0.2}
+    for task, waited in enumerate([0, 0, 12, 40]):
+        pending.acks[task] = Ack("orders", 3, 1, task, True, alignment_ms=waited, stage=task // 2)
+    status = collector()
+    status(committed_event(pending))
+    (checkpoint,) = status.snapshot()["checkpoints"]
+    assert [st["alignment_ms"] for st in checkpoint["stages"]] == [0, 40]

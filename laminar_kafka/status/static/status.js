@@ -166,7 +166,8 @@ function renderCheckpoints(s) {
   fill("checkpoints", newest, (c) => [c.id, c.generation,
     c.outcome === "aborted" ? `aborted: ${c.reason}` : "committed" + (c.unaligned_tasks.length ? " (unaligned)" : ""),
     ms(c.duration_ms),
-    c.stages ? c.stages.map((st) => `${st.stage}: ${ms(st.duration_ms)}`).join(", ") : null,
+    c.stages ? c.stages.map((st) => `${st.stage}: ${ms(st.duration_ms)}` +
+      (st.alignment_ms ? ` (aligned in ${ms(st.alignment_ms)})` : "")).join(", ") : null,
     c.outcome === "committed" ? bytes(c.snapshot_bytes) : null, clock(c.at)], (c) => c.outcome);
 }
 
