@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.kafka.clients import KafkaConnection
@@ -45,7 +45,9 @@ TWO_STAGES = (  # a repartition by id: a second stage behind an internal topic
 
 
 def _produce(bootstrap: str, topic: str, ids: Iterable[int], partitions: int) -> None:
-    """One transaction: each partition then ends in its commit marker."""
+    """One transaction: each partition then ends in its commit marker. Returns once the
+    markers are written: the commit returns before, and a bounded run started in
+    between would fix its ends below the transaction (read_committed cannot reach it)."""
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": uuid.uuid4().hex})
     producer.init_transactions(30)
     producer.begin_transaction()
@@ -53,6 +55,21 @@ def _produce(bootstrap: str, topic: str, ids: Iterable[int], partitions: int) ->
         value = json.dumps({"id": i}).encode()
         producer.produce(topic, value, partition=i % partitions, timestamp=T0 + 1000 * i)
     producer.commit_transaction(30)
+    keys = [(topic, p) for p in range(partitions)]
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex})
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            highs = {k: consumer.get_watermark_offsets(TopicPartition(*k), 10)[1] for k in keys}
+            stable = {
+                k: end for k, (_, end) in stable_bounds(KafkaConnection(bootstrap), keys).items()
+            }
+            if stable == highs:
+                return
+            assert time.monotonic() < deadline, (stable, highs)
+            time.sleep(0.1)
+    finally:
+        consumer.close()
 
 
 def _ids(bootstrap: str, topic: str) -> list[int]:
