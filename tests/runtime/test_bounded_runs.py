@@ -55,18 +55,23 @@ def _produce(bootstrap: str, topic: str, ids: Iterable[int], partitions: int) ->
         value = json.dumps({"id": i}).encode()
         producer.produce(topic, value, partition=i % partitions, timestamp=T0 + 1000 * i)
     producer.commit_transaction(30)
-    keys = [(topic, p) for p in range(partitions)]
+    _await_markers(bootstrap, topic)
+
+
+def _await_markers(bootstrap: str, topic: str) -> None:
+    """Return once every partition of `topic` is stable to its end: the transactions
+    committed before now have their markers written (a commit returns before that)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex})
     try:
+        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        keys = [(topic, p) for p in partitions]
         deadline = time.monotonic() + 30
         while True:
             highs = {k: consumer.get_watermark_offsets(TopicPartition(*k), 10)[1] for k in keys}
-            stable = {
-                k: end for k, (_, end) in stable_bounds(KafkaConnection(bootstrap), keys).items()
-            }
-            if stable == highs:
+            bounds = stable_bounds(KafkaConnection(bootstrap), keys)
+            if {k: end for k, (_, end) in bounds.items()} == highs:
                 return
-            assert time.monotonic() < deadline, (stable, highs)
+            assert time.monotonic() < deadline, (bounds, highs)
             time.sleep(0.1)
     finally:
         consumer.close()
@@ -74,6 +79,7 @@ def _produce(bootstrap: str, topic: str, ids: Iterable[int], partitions: int) ->
 
 def _ids(bootstrap: str, topic: str) -> list[int]:
     """The ids in the output, each output counting its records (`n`): duplicates show."""
+    _await_markers(bootstrap, topic)
     found = read_committed(bootstrap, topic, json.loads)
     return sorted(r["id"] for r in found for _ in range(r["n"]))
 
