@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -98,6 +100,22 @@ def test_a_broker_that_does_not_answer_is_a_503_with_a_json_error() -> None:
     try:
         status, body = api(server, "?limit=5")
         assert status == 503 and body["error"].startswith("cannot read orders.dlq")
+    finally:
+        server.close()
+
+
+def test_the_page_answers_while_a_read_waits_for_the_broker() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = served(DeadLetterReader(KafkaConnection(f"127.0.0.1:{port}"), "orders.dlq", 3.0))
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(api, server, "?limit=5")
+            started = time.monotonic()
+            assert get(server.url("/api/status"))[0] == 200
+            assert time.monotonic() - started < 1.0 and not waiting.done()
+            assert waiting.result(10)[0] == 503
     finally:
         server.close()
 
