@@ -4,8 +4,9 @@ The metrics endpoint and the status page share it, so both refuse bad
 requests alike: an unknown path is a 404, a method other than GET or HEAD a
 405, a request target longer than `MAX_TARGET` a 414, and a route that fails
 a bare 500, logged here. No answer ever carries a traceback. A route reads no
-query string unless it is a `QueryRoute`, which gets it parsed (a malformed
-one is a 400 before the route runs).
+query string unless it is a `QueryRoute`, which gets it parsed, leniently (a
+bare `name` is `name=`), to judge itself; a query of more than
+`MAX_QUERY_FIELDS` parameters is a 400 before it runs.
 """
 
 from __future__ import annotations
@@ -54,14 +55,9 @@ Route = Callable[[], Reply] | QueryRoute
 
 
 def _parsed(query: str) -> Query | None:
-    """`query` as name → values; None when malformed or of too many fields."""
+    """`query` as name → values; None when of too many fields."""
     try:
-        return parse_qs(
-            query,
-            keep_blank_values=True,
-            strict_parsing=bool(query),
-            max_num_fields=MAX_QUERY_FIELDS,
-        )
+        return parse_qs(query, keep_blank_values=True, max_num_fields=MAX_QUERY_FIELDS)
     except ValueError:
         return None
 
@@ -101,7 +97,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         query = _parsed(target.query) if isinstance(route, QueryRoute) else {}
         if query is None:
-            self.send_error(HTTPStatus.BAD_REQUEST, "Malformed query string")
+            self.send_error(HTTPStatus.BAD_REQUEST, "Too many query parameters")
             return
         try:
             reply = route.answer(query) if isinstance(route, QueryRoute) else route()

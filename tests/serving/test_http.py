@@ -73,14 +73,13 @@ def test_a_query_route_gets_the_query_parsed(server: RouteServer) -> None:
     )
     assert request(server, "GET", "/echo") == (200, b"[]")
     assert request(server, "GET", "/echo?a=") == (200, b"[('a', [''])]")
+    assert request(server, "GET", "/echo?a&&b=1") == (200, b"[('a', ['']), ('b', ['1'])]")
     assert request(server, "GET", "/hello?a") == (200, b"hi")  # a plain route ignores it
 
 
 @pytest.mark.parametrize(
     ("method", "target", "status"),
     [
-        ("GET", "/echo?a", 400),
-        ("GET", "/echo?a=1&&b=2", 400),
         ("GET", "/echo?" + "&".join(f"q{i}=1" for i in range(11)), 400),
         ("GET", "/nowhere", 404),
         ("GET", "/hello/", 404),
