@@ -24,7 +24,7 @@ import argparse
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from benchmarks.laminar_pipelines import build_pipeline
@@ -37,7 +37,7 @@ from laminar_kafka.runtime.events import (
 )
 from laminar_kafka.runtime.spark_job import MAX_DETAIL
 from laminar_kafka.runtime.stats import quantile
-from laminar_kafka.serving import RouteServer
+from laminar_kafka.serving import QueryRoute, Reply, RouteServer
 from laminar_kafka.status import KEEP, StatusCollector, plan_view, status_routes
 from laminar_kafka.status.collector import LAG_POINTS, LAG_WINDOW_S
 
@@ -90,8 +90,15 @@ def filled_collector(partitions: int, restarts: int = 20) -> StatusCollector:
     return status
 
 
-def route_cost(status: StatusCollector, refreshes: int) -> Cost:
+def status_route(status: StatusCollector) -> Callable[[], Reply]:
+    """The route of `/api/status`, which reads no query."""
     route = status_routes(status)["/api/status"]
+    assert not isinstance(route, QueryRoute)
+    return route
+
+
+def route_cost(status: StatusCollector, refreshes: int) -> Cost:
+    route = status_route(status)
     route()  # warm
     samples = []
     for _ in range(refreshes):
@@ -111,7 +118,7 @@ def http_cost(status: StatusCollector, refreshes: int) -> Cost:
         spent = time.process_time() - started
     finally:
         server.close()
-    body = status_routes(status)["/api/status"]().body
+    body = status_route(status)().body
     return Cost("http", spent * 1000 / refreshes, None, len(body))
 
 

@@ -40,7 +40,7 @@ from laminar_kafka.runtime.preflight import check_brokers_answer
 from laminar_kafka.runtime.runner import PipelineRunner
 from laminar_kafka.runtime.spark_session import master_in_use
 from laminar_kafka.serving import Route, RouteServer
-from laminar_kafka.status import StatusCollector, plan_view, status_routes
+from laminar_kafka.status import DeadLetterReader, StatusCollector, plan_view, status_routes
 
 __all__ = ["register"]
 
@@ -164,19 +164,15 @@ def observed(
     """
     address, ui = metrics_address(args), ui_address(args)
     metrics = PipelineMetrics(pipeline.name) if address else None
-    status = (
-        StatusCollector(
-            plan_view(pipeline, config.parallelism, config.dead_letters_to(pipeline.name))
-        )
-        if ui
-        else None
-    )
+    dead_letters = config.dead_letters_to(pipeline.name)
+    status = StatusCollector(plan_view(pipeline, config.parallelism, dead_letters)) if ui else None
     with contextlib.ExitStack() as stack:
         wanted: list[Wanted] = []
         if metrics is not None and address is not None:
             wanted.append((address, "metrics", "/metrics", metrics_routes(metrics.registry)))
         if status is not None and ui is not None:
-            wanted.append((ui, "the status page", "/", status_routes(status)))
+            reader = DeadLetterReader(config.kafka, dead_letters)
+            wanted.append((ui, "the status page", "/", status_routes(status, reader)))
         serve(stack, wanted)
         check_brokers_answer(config.kafka)  # local settings first, then before the lag poller
         poller = None

@@ -4,7 +4,10 @@ Reads the page's `/api/status` (the JSON the page itself renders) and prints a
 short summary, or the JSON as it came with `--json`. Exit status 0 when the
 pipeline runs (or has stopped or drained), 1 while it restarts after a lost
 worker, 3 (not running) when the page cannot be read, 2 for an address that is
-not http://.
+not http://. With `--dead-letters` it prints the dead-letter topic's newest
+records instead (`cli/status_dead_letters.py`): exit status 0 when they were
+read, 1 when the page could not read them (its broker), 3 when the page cannot
+be read.
 """
 
 from __future__ import annotations
@@ -19,7 +22,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from laminar_kafka.cli.exit_codes import ExitCode
+from laminar_kafka.cli.status_dead_letters import (
+    DeadLettersRefused,
+    DeadLettersUnreadable,
+    fetch_dead_letters,
+    format_dead_letters,
+)
 from laminar_kafka.errors import ConfigError
+from laminar_kafka.status.dead_letters import MAX_LIMIT
 
 __all__ = ["fetch_status", "format_status", "register"]
 
@@ -27,6 +37,8 @@ EXIT_RESTARTING = ExitCode.FAILURE
 EXIT_UNREACHABLE = ExitCode.NOT_RUNNING
 
 API_PATH = "/api/status"
+DEFAULT_LIMIT = 20
+"""Dead letters printed unless --limit says otherwise: a screenful."""
 SHOWN_PARTITIONS = 3
 """Partitions named in the lag line: those lagging most."""
 
@@ -49,14 +61,47 @@ def register(subparsers: Any) -> None:
         required=True,
         help="the page's address, e.g. http://127.0.0.1:8080 (the run's --ui-host and --ui-port)",
     )
-    parser.add_argument("--json", action="store_true", help="print /api/status's JSON as is")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the page's JSON as is (/api/status, or /api/dead-letters with --dead-letters)",
+    )
     parser.add_argument(
         "--timeout", type=float, default=5.0, metavar="S", help="seconds to wait (default 5)"
+    )
+    parser.add_argument(
+        "--dead-letters",
+        action="store_true",
+        help="print the dead-letter topic's newest records instead: where each is, why, "
+        "and the source record it came from (read by the page from the broker)",
+    )
+    parser.add_argument(
+        "--limit",
+        type=_limit,
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=f"with --dead-letters: how many, at most (1 to {MAX_LIMIT}, default {DEFAULT_LIMIT})",
+    )
+    parser.add_argument(
+        "--reason",
+        metavar="KIND",
+        help="with --dead-letters: only those of this kind of reason, as the page counts them "
+        "(the reason up to its first ': ', e.g. 'undecodable value')",
     )
     parser.set_defaults(handler=_run)
 
 
+def _limit(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_LIMIT:
+        raise argparse.ArgumentTypeError(f"a whole number from 1 to {MAX_LIMIT}, not {text!r}")
+    return int(text)
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.dead_letters:
+        return _run_dead_letters(args)
+    if args.reason is not None:
+        raise ConfigError("--reason lists dead letters: add --dead-letters")
     try:
         body, status = fetch_status(args.url, args.timeout)
     except StatusUnreadable as exc:
@@ -66,12 +111,30 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_RESTARTING if status.get("state") == "restarting" else ExitCode.OK
 
 
+def _run_dead_letters(args: argparse.Namespace) -> int:
+    _check_http(args.url)
+    try:
+        body, found = fetch_dead_letters(args.url, args.timeout, args.limit, args.reason)
+    except DeadLettersRefused as exc:
+        print(f"error: the page cannot list the dead letters: {exc}", file=sys.stderr)
+        return ExitCode.FAILURE
+    except DeadLettersUnreadable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    print(body.decode() if args.json else format_dead_letters(found))
+    return ExitCode.OK
+
+
+def _check_http(url: str) -> None:
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"{url!r} is not an http:// address (e.g. http://127.0.0.1:8080)")
+
+
 def fetch_status(url: str, timeout_s: float) -> tuple[bytes, dict[str, Any]]:
     """The body of `/api/status` under `url` and its parsed JSON."""
     base = url.rstrip("/")
     target = base if base.endswith(API_PATH) else base + API_PATH
-    if not target.startswith(("http://", "https://")):
-        raise ConfigError(f"{url!r} is not an http:// address (e.g. http://127.0.0.1:8080)")
+    _check_http(target)
     try:
         with urllib.request.urlopen(target, timeout=timeout_s) as answer:
             body = answer.read()

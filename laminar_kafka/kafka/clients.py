@@ -170,6 +170,28 @@ def committed_offsets_reader(kafka: KafkaConnection, group: str) -> Consumer:
     )
 
 
+def tail_reader(kafka: KafkaConnection) -> Consumer:
+    """Reads committed records of assigned partitions for a person to see; joins no
+    group and commits nothing (the group id is the probes', never a pipeline's).
+
+    Its end offsets are the last stable ones (read_committed), where it reports
+    the partition's end.
+    """
+    return Consumer(
+        kafka.settings(
+            {"fetch.wait.max.ms": 50},
+            {
+                "group.id": PROBE_GROUP,
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "enable.partition.eof": True,
+                "auto.offset.reset": "earliest",
+            },
+        )
+    )
+
+
 def probe_consumer(kafka: KafkaConnection) -> Consumer:
     """A consumer that only asks for offsets and metadata."""
     return Consumer(kafka.settings({}, {"group.id": PROBE_GROUP, "enable.auto.commit": False}))

@@ -7,18 +7,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from laminar_kafka.kafka.dead_letter_format import (
+    SOURCE_OFFSET_HEADER,
+    SOURCE_PARTITION_HEADER,
+    SOURCE_TOPIC_HEADER,
+    DeadLetterOrigin,
+)
 from laminar_kafka.operators.base import DeadLetter, LateRecord
 from laminar_kafka.sinks.output import OutputHeader, OutputWriter
 from laminar_kafka.sources.kafka_reader import KafkaMessage
 
 
 def dead_letter_headers(letter: DeadLetter) -> list[tuple[str, bytes]]:
-    return [
-        ("laminar.error", letter.reason.encode()),
-        ("laminar.source.topic", letter.topic.encode()),
-        ("laminar.source.partition", str(letter.partition).encode()),
-        ("laminar.source.offset", str(letter.offset).encode()),
-    ]
+    """The headers that say why `letter` is a dead letter and where it came from."""
+    origin = DeadLetterOrigin(letter.reason, letter.topic, letter.partition, letter.offset)
+    return origin.headers()
 
 
 MAX_REASON_KINDS = 20
@@ -81,9 +84,9 @@ def write_late(
         missed = ",".join(f"[{start},{end})" for start, end in record.windows)
         headers: list[OutputHeader] = [
             ("laminar.late.windows", missed),
-            ("laminar.source.topic", source[0]),
-            ("laminar.source.partition", str(source[1])),
-            ("laminar.source.offset", str(record.offset)),
+            (SOURCE_TOPIC_HEADER, source[0]),
+            (SOURCE_PARTITION_HEADER, str(source[1])),
+            (SOURCE_OFFSET_HEADER, str(record.offset)),
         ]
         kind, ts = message.timestamp()
         txn.produce(record.topic, message.value(), message.key(), headers, ts if kind else None)

@@ -3,7 +3,10 @@
 The metrics endpoint and the status page share it, so both refuse bad
 requests alike: an unknown path is a 404, a method other than GET or HEAD a
 405, a request target longer than `MAX_TARGET` a 414, and a route that fails
-a bare 500, logged here. No answer ever carries a traceback.
+a bare 500, logged here. No answer ever carries a traceback. A route reads no
+query string unless it is a `QueryRoute`, which gets it parsed, leniently (a
+bare `name` is `name=`), to judge itself; a query of more than
+`MAX_QUERY_FIELDS` parameters is a 400 before it runs.
 """
 
 from __future__ import annotations
@@ -16,14 +19,20 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from laminar_kafka.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 MAX_TARGET = 2048
-"""Longest path and query string served; the pages here need no query at all."""
+"""Longest path and query string served; the pages here need short queries at most."""
+
+MAX_QUERY_FIELDS = 10
+"""Most parameters a query string may hold."""
+
+Query = Mapping[str, list[str]]
+"""A query string parsed: name → its values, in order."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +44,22 @@ class Reply:
     status: int = 200
 
 
-Route = Callable[[], Reply]
+@dataclass(frozen=True)
+class QueryRoute:
+    """A route that answers from the request's query string."""
+
+    answer: Callable[[Query], Reply]
+
+
+Route = Callable[[], Reply] | QueryRoute
+
+
+def _parsed(query: str) -> Query | None:
+    """`query` as name → values; None when of too many fields."""
+    try:
+        return parse_qs(query, keep_blank_values=True, max_num_fields=MAX_QUERY_FIELDS)
+    except ValueError:
+        return None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -66,12 +90,17 @@ class _Handler(BaseHTTPRequestHandler):
         if len(self.path) > MAX_TARGET:
             self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
             return
-        route = self.routes.get(urlsplit(self.path).path)
+        target = urlsplit(self.path)
+        route = self.routes.get(target.path)
         if route is None:
             self.send_error(HTTPStatus.NOT_FOUND)
             return
+        query = _parsed(target.query) if isinstance(route, QueryRoute) else {}
+        if query is None:
+            self.send_error(HTTPStatus.BAD_REQUEST, "Too many query parameters")
+            return
         try:
-            reply = route()
+            reply = route.answer(query) if isinstance(route, QueryRoute) else route()
         except Exception:
             log.warning("cannot answer %s", self.path, exc_info=True)
             self.send_error(HTTPStatus.INTERNAL_SERVER_ERROR)

@@ -18,6 +18,7 @@ from typing import Any
 from laminar_kafka.api.pipeline import Flow, SourceSpec
 from laminar_kafka.errors import PipelineError, RecordDecodeError
 from laminar_kafka.formats import Format
+from laminar_kafka.kafka.dead_letter_format import DeadLetterOrigin
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators.base import BatchContext
 from laminar_kafka.operators.keyed import KeyByOp, key_bytes
@@ -122,22 +123,13 @@ class DeadLetterRecord:
     @classmethod
     def from_record(cls, record: ProducedRecord) -> DeadLetterRecord:
         """Parse the `laminar.*` headers the flow runner writes on every dead letter."""
-        fields: dict[str, str] = {}
-        for name, raw in record.headers:
-            text = raw.decode() if isinstance(raw, bytes) else raw
-            fields[name] = text or ""
         try:
-            return cls(
-                reason=fields["laminar.error"],
-                source_topic=fields["laminar.source.topic"],
-                partition=int(fields["laminar.source.partition"]),
-                offset=int(fields["laminar.source.offset"]),
-                value=record.value,
-            )
-        except (KeyError, ValueError) as exc:
+            origin = DeadLetterOrigin.from_headers(record.headers)
+        except RecordDecodeError as exc:
             raise PipelineError(
                 f"a record of dead-letter topic {record.topic} lacks its laminar headers: {exc}"
             ) from None
+        return cls(origin.reason, origin.topic, origin.partition, origin.offset, record.value)
 
 
 class MemoryOutput:

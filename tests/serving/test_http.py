@@ -10,16 +10,24 @@ from collections.abc import Iterator
 import pytest
 
 from laminar_kafka.errors import ConfigError
-from laminar_kafka.serving import MAX_TARGET, Reply, RouteServer
+from laminar_kafka.serving import MAX_TARGET, Query, QueryRoute, Reply, Route, RouteServer
 
 
 def failing() -> Reply:
     raise RuntimeError("secret internals")
 
 
+def echo(query: Query) -> Reply:
+    return Reply(repr(sorted(query.items())).encode(), "text/plain")
+
+
 @pytest.fixture
 def server() -> Iterator[RouteServer]:
-    routes = {"/hello": lambda: Reply(b"hi", "text/plain"), "/broken": failing}
+    routes: dict[str, Route] = {
+        "/hello": lambda: Reply(b"hi", "text/plain"),
+        "/broken": failing,
+        "/echo": QueryRoute(echo),
+    }
     served = RouteServer(routes, port=0)
     try:
         yield served
@@ -58,9 +66,21 @@ def test_a_route_answers_with_its_body_and_type(server: RouteServer) -> None:
     assert server.url("/hello") == f"http://127.0.0.1:{server.port}/hello"
 
 
+def test_a_query_route_gets_the_query_parsed(server: RouteServer) -> None:
+    assert request(server, "GET", "/echo?b=2&a=1&b=%20x") == (
+        200,
+        b"[('a', ['1']), ('b', ['2', ' x'])]",
+    )
+    assert request(server, "GET", "/echo") == (200, b"[]")
+    assert request(server, "GET", "/echo?a=") == (200, b"[('a', [''])]")
+    assert request(server, "GET", "/echo?a&&b=1") == (200, b"[('a', ['']), ('b', ['1'])]")
+    assert request(server, "GET", "/hello?a") == (200, b"hi")  # a plain route ignores it
+
+
 @pytest.mark.parametrize(
     ("method", "target", "status"),
     [
+        ("GET", "/echo?" + "&".join(f"q{i}=1" for i in range(11)), 400),
         ("GET", "/nowhere", 404),
         ("GET", "/hello/", 404),
         ("GET", "/../etc/passwd", 404),

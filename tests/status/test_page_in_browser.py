@@ -1,7 +1,8 @@
 """The status page in headless Chromium, beside a real pipeline on the broker and Spark:
-the rendered page shows checkpoints rising, then a killed worker's restart with its cause
-and the failure Spark reported, and, once the run is stopped and more input waits, the
-lag the broker tells."""
+the rendered page shows checkpoints rising, the dead letters of undecodable input (a
+click on their count lists them, read back from the dead-letter topic, with their reason
+and source offset), then a killed worker's restart with its cause and the failure Spark
+reported, and, once the run is stopped and more input waits, the lag the broker tells."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -22,7 +23,7 @@ from laminar_kafka.kafka.names import consumer_group
 from laminar_kafka.metrics import LagPoller
 from laminar_kafka.runtime.events import GenerationStarted, RuntimeEvent, WorkerLost
 from laminar_kafka.serving import RouteServer
-from laminar_kafka.status import StatusCollector, plan_view, status_routes
+from laminar_kafka.status import DeadLetterReader, StatusCollector, plan_view, status_routes
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import produce_orders
 from laminar_kafka.testing.run import BackgroundRun
@@ -85,6 +86,31 @@ def broker_lag(bootstrap: str, pipeline: str, topic: str) -> dict[tuple[str, int
         consumer.close()
 
 
+UNDECODABLE = b"<img src=x onerror=alert(1)>\x00"
+"""A value no Avro decoder takes, that the page must show as text, not as markup."""
+
+
+def produce_undecodable(bootstrap: str, topic: str, count: int) -> list[int]:
+    """`count` undecodable records to partition 0; their offsets."""
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    offsets: list[int] = []
+
+    def delivered(err: KafkaError | None, msg: Message) -> None:
+        assert err is None, err
+        offsets.append(int(msg.offset() or 0))
+
+    for _ in range(count):
+        producer.produce(topic, UNDECODABLE, b"c0", partition=0, on_delivery=delivered)
+    assert producer.flush(30) == 0
+    return sorted(offsets)
+
+
+def dead_letter_link(driver: webdriver.Chrome) -> Any:
+    """The link of the first dead-letter count, once the page shows one."""
+    links = driver.find_elements(By.CSS_SELECTOR, "#dead-letters tbody a[data-reason]")
+    return links[0] if links else False
+
+
 def test_the_page_shows_checkpoints_and_a_killed_workers_restart(
     kafka_bootstrap: str,
     topic_factory: TopicFactory,
@@ -109,9 +135,12 @@ def test_the_page_shows_checkpoints_and_a_killed_workers_restart(
         checkpoint_timeout_s=20.0,
     )
     produce_orders(kafka_bootstrap, source, range(500))
-    status = StatusCollector(plan_view(pipeline, config.parallelism, config.dead_letters_to(name)))
+    bad_offsets = produce_undecodable(kafka_bootstrap, source, 2)
+    dead_letters = config.dead_letters_to(name)
+    status = StatusCollector(plan_view(pipeline, config.parallelism, dead_letters))
     poller = LagPoller.for_pipeline(pipeline, config.kafka, 1.0, on_update=status.set_lag)
-    server = RouteServer(status_routes(status), port=0, what="the status page")
+    reader = DeadLetterReader(config.kafka, dead_letters)
+    server = RouteServer(status_routes(status, reader), port=0, what="the status page")
 
     def listener(event: RuntimeEvent) -> None:
         status(event)
@@ -130,7 +159,19 @@ def test_the_page_shows_checkpoints_and_a_killed_workers_restart(
         assert len(plan_rows) == 1 and plan_rows[0][1] == source
         assert plan_rows[0][6].endswith("/s")  # records in per second, between two commits
         assert set(graph_nodes(browser)) == {"t:" + source, "s:0", "t:" + source + "-out"}
-        assert shown(browser, "dead-letter-topic") == config.dead_letters_to(name)
+        assert shown(browser, "dead-letter-topic") == dead_letters
+        # The undecodable records are counted per reason; a click on the count lists
+        # them as the dead-letter topic holds them: reason, source offset, the bytes.
+        wait.until(dead_letter_link).click()
+        wait.until(lambda d: len(table_rows(d, "dead-letter-list")) == len(bad_offsets))
+        [[stage, kind, count]] = table_rows(browser, "dead-letters")
+        assert (stage, count) == ("0", str(len(bad_offsets)))
+        assert shown(browser, "dead-letter-filter") == f"reason {kind}"
+        letters = table_rows(browser, "dead-letter-list")
+        assert [row[4] for row in letters] == [f"{source}/0 @ {o}" for o in reversed(bad_offsets)]
+        assert all(row[3].startswith(kind + ": ") and "undecodable" in row[3] for row in letters)
+        assert {row[5] for row in letters} == {"<img src=x onerror=alert(1)>\\x00"}
+        assert not browser.find_elements(By.CSS_SELECTOR, "#dead-letter-list img")
         # A stateless stage snapshots nothing: its checkpoints show 0 bytes of state.
         newest = table_rows(browser, "checkpoints")[0]
         assert newest[2].startswith("committed") and newest[5] == "0 B"

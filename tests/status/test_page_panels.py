@@ -1,7 +1,7 @@
 """Panels of the page as headless Chromium renders them (no Spark, no broker): the newest
 lost generation's cause with its traceback collapsed until the reader opens it, dead
-letters per kind of reason, each checkpoint's snapshot bytes, and each partition's lag
-over the last minutes drawn beside its number."""
+letters per kind of reason (each count a link to the topic's records), each checkpoint's
+snapshot bytes, and each partition's lag over the last minutes drawn beside its number."""
 
 from __future__ import annotations
 
@@ -138,3 +138,27 @@ def test_dead_letters_per_reason_and_snapshot_bytes_are_shown(
     assert not driver.find_element(By.ID, "no-dead-letters").is_displayed()
     [checkpoint] = rows(driver, "checkpoints")
     assert (checkpoint[0], checkpoint[5]) == ("7", "1.5 MiB")
+    links = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#dead-letters tbody a'))"
+        ".map(a => [a.getAttribute('href'), a.dataset.reason]);"
+    )
+    assert links == [
+        ["#dead-letter-records", "map raised KeyError"],
+        ["#dead-letter-records", "undecodable value"],
+    ]
+
+
+def test_a_page_that_reads_no_dead_letter_topic_says_so_when_asked(
+    page: tuple[webdriver.Chrome, StatusCollector],
+) -> None:
+    driver, _ = page
+    wait = WebDriverWait(driver, 20, poll_frequency=0.1)
+    assert not driver.find_element(By.ID, "dead-letter-records").is_displayed()
+    wait.until(lambda d: d.find_element(By.ID, "dead-letter-topic").text == "orders.dlq")
+    driver.find_element(By.ID, "dead-letter-topic").click()
+    wait.until(lambda d: d.find_element(By.ID, "dead-letter-note").text.startswith("cannot"))
+    assert driver.find_element(By.ID, "dead-letter-records").is_displayed()
+    assert driver.find_element(By.ID, "dead-letter-note").text == (
+        "cannot read the dead letters (this status page reads no dead-letter topic)"
+    )
+    assert driver.find_element(By.ID, "dead-letter-filter").text == "all reasons"

@@ -178,18 +178,70 @@ function renderRestarts(s) {
   $("no-restarts").hidden = s.restarts.length > 0;
 }
 
-// The newest lost generation's cause, and its traceback collapsed: a <details> that
-// stays as the reader left it (open or not) across refreshes.
 // Dead letters per stage and kind of reason, most first, beside the topic they went to.
+// Each count links to the topic's newest records of that kind ("other" lumps kinds
+// together: it links to all of them), the topic's name to all of them.
 function renderDeadLetters(s) {
   text("dead-letter-topic", s.plan.dead_letter_topic || "–");
   const rows = s.stages.flatMap((st) => Object.entries(st.dead_letter_reasons || {})
     .map(([reason, count]) => ({ stage: st.stage, reason, count })));
   rows.sort((a, b) => a.stage - b.stage || b.count - a.count);
-  fill("dead-letters", rows, (r) => [r.stage, r.reason, r.count.toLocaleString()]);
+  fill("dead-letters", rows, (r) => [r.stage, r.reason, null]);
+  $("dead-letters").querySelectorAll("tbody tr").forEach((tr, i) => {
+    const a = document.createElement("a");
+    a.href = "#dead-letter-records";
+    a.className = "dead-letter-link";
+    a.textContent = rows[i].count.toLocaleString();
+    if (rows[i].reason !== "other") a.dataset.reason = rows[i].reason;
+    tr.cells[2].replaceChildren(a);
+  });
   $("no-dead-letters").hidden = rows.length > 0;
 }
 
+// The dead-letter topic's newest records, read from the broker when a link asks
+// (each ask is a read of the topic, so not every second), shown as text only.
+const DEAD_LETTER_LIMIT = 100;
+let deadLetterAsks = 0, deadLetterReason = null;
+
+function preview(p) {
+  if (!p) return null;
+  return p.truncated ? `${p.text}… (${p.bytes.toLocaleString()} bytes)` : p.text;
+}
+
+async function showDeadLetters(reason) {
+  const ask = ++deadLetterAsks;
+  deadLetterReason = reason;
+  $("dead-letter-records").hidden = false;
+  text("dead-letter-filter", reason ? `reason ${reason}` : "all reasons");
+  $("dead-letter-all").hidden = !reason;
+  text("dead-letter-note", "reading the topic…");
+  const query = new URLSearchParams({ limit: DEAD_LETTER_LIMIT });
+  if (reason) query.set("reason", reason);
+  try {
+    const response = await fetch("api/dead-letters?" + query, { cache: "no-store" });
+    const body = await response.json();
+    if (!response.ok) throw new Error(body.error || `HTTP ${response.status}`);
+    if (ask !== deadLetterAsks) return;  // a newer ask answers instead
+    text("dead-letter-records-topic", body.topic);
+    fill("dead-letter-list", body.records, (r) => [r.partition, r.offset,
+      r.timestamp_ms ? clock(r.timestamp_ms / 1000) : null, r.reason ?? r.error,
+      r.source ? `${r.source.topic}/${r.source.partition} @ ${r.source.offset}` : null,
+      preview(r.value)]);
+    text("dead-letter-note", body.note ||
+      `the newest ${body.records.length} (at most ${body.limit}), newest first`);
+  } catch (error) {
+    if (ask === deadLetterAsks) text("dead-letter-note", `cannot read the dead letters (${error.message})`);
+  }
+}
+
+document.addEventListener("click", (event) => {
+  const link = event.target.closest("a.dead-letter-link");
+  if (link) showDeadLetters(link.dataset.reason || null);
+});
+$("dead-letter-reload").addEventListener("click", () => showDeadLetters(deadLetterReason));
+
+// The newest lost generation's cause, and its traceback collapsed: a <details> that
+// stays as the reader left it (open or not) across refreshes.
 function renderLastError(s) {
   const error = s.last_error;
   $("last-error").hidden = !error;

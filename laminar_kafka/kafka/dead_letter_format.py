@@ -1,0 +1,60 @@
+"""The headers of a dead letter: why the record is there and where it came from.
+
+A dead letter is the source record's key and bytes, unchanged, with four
+headers. The flow runner writes them (`runtime/side_outputs.py`); the status
+page and the test kit read them back with `DeadLetterOrigin.from_headers`,
+so the format lives here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from laminar_kafka.errors import RecordDecodeError
+
+ERROR_HEADER = "laminar.error"
+SOURCE_TOPIC_HEADER = "laminar.source.topic"
+SOURCE_PARTITION_HEADER = "laminar.source.partition"
+SOURCE_OFFSET_HEADER = "laminar.source.offset"
+
+Header = tuple[str, str | bytes | None]
+
+
+@dataclass(frozen=True)
+class DeadLetterOrigin:
+    """A dead letter's reason and its source record's topic, partition and offset."""
+
+    reason: str
+    topic: str
+    partition: int
+    offset: int
+
+    def headers(self) -> list[tuple[str, bytes]]:
+        """The headers written on the dead letter, in this order."""
+        return [
+            (ERROR_HEADER, self.reason.encode()),
+            (SOURCE_TOPIC_HEADER, self.topic.encode()),
+            (SOURCE_PARTITION_HEADER, str(self.partition).encode()),
+            (SOURCE_OFFSET_HEADER, str(self.offset).encode()),
+        ]
+
+    @classmethod
+    def from_headers(cls, headers: Iterable[Header] | None) -> DeadLetterOrigin:
+        """Parse a dead letter's headers; RecordDecodeError when one is missing or malformed
+        (a record some other writer put on the topic)."""
+        fields: dict[str, str] = {}
+        for name, raw in headers or ():
+            text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+            fields[name] = text or ""
+        try:
+            return cls(
+                reason=fields[ERROR_HEADER],
+                topic=fields[SOURCE_TOPIC_HEADER],
+                partition=int(fields[SOURCE_PARTITION_HEADER]),
+                offset=int(fields[SOURCE_OFFSET_HEADER]),
+            )
+        except KeyError as exc:
+            raise RecordDecodeError(f"not a dead letter: no header {exc.args[0]}") from None
+        except ValueError as exc:
+            raise RecordDecodeError(f"not a dead letter: {exc}") from None
