@@ -12,7 +12,12 @@ from laminar_kafka import JsonFormat, Pipeline, faults
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.operators.partitioning import murmur2_partition
-from laminar_kafka.runtime.events import CheckpointAborted, CheckpointCommitted, RuntimeEvent
+from laminar_kafka.runtime.events import (
+    CheckpointAborted,
+    CheckpointCommitted,
+    GenerationStarted,
+    RuntimeEvent,
+)
 from laminar_kafka.testing.engine import in_process_config, run_in_process
 from laminar_kafka.testing.join_workload import (
     CUSTOMERS,
@@ -83,6 +88,31 @@ def test_updates_and_tombstones_reach_the_records_joined_after_them(tmp_path: Pa
         10: {**order(10), "name": "renamed"},  # the repartition puts it after the update
         11: {**order(11), "name": None},  # c2 was deleted
     }
+
+
+@pytest.mark.parametrize(("later", "tasks"), [(3, 2 + 3), (1, 1 + 1)])
+def test_a_restart_at_another_parallelism_moves_table_partitions_with_their_rows(
+    tmp_path: Path, later: int, tasks: int
+) -> None:
+    """The table is read once, in the first run; the second run's tasks own other
+    table partitions (2 tasks over 3 partitions, then `later`), and join its orders
+    with the rows they restored: a table partition's rows move with it. (`tasks`: the
+    orders' stage has 2 partitions, the joining stage the table's 3.)"""
+    broker = _broker()
+    _send(broker, range(10))
+    run_in_process(join_pipeline(), broker, in_process_config(tmp_path, 2), 3)
+    _put(broker, "c1", {"name": "renamed"})
+    _send(broker, range(10, 30))
+
+    run = run_in_process(join_pipeline(), broker, in_process_config(tmp_path, later), 3)
+
+    assert {e.tasks for e in run.events if isinstance(e, GenerationStarted)} == {tasks}
+    got = [JSON.decode_one(m.value()) for m in _read(broker, ENRICHED)]
+    table = customers() | {"c1": {"name": "renamed", "tier": 1}}
+    expected = batch_join([order(i) for i in range(10)], customers())
+    expected |= batch_join([order(i) for i in range(10, 30)], table)
+    assert compare(expected, got) == []
+    assert sum(g["name"] is not None for g in got) > 20  # rows joined, not left misses
 
 
 def test_bad_input_on_either_side_is_a_dead_letter(tmp_path: Path) -> None:
