@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from laminar_kafka.checkpoint.signing import CheckpointKey, Signer
+from laminar_kafka.checkpoint.signing import KEY_ENV, CheckpointKey, Signer
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.kafka import names
@@ -138,6 +138,11 @@ class RuntimeConfig:
                 f"heartbeat intervals ({3 * self.heartbeat_interval_s:g} s): a task may miss a "
                 "beat, and the driver calls itself cut off once it heard no task for two "
                 "(raise --heartbeat-timeout)"
+            )
+        if self.accept_unsigned_checkpoints and self.checkpoint_key is None:
+            raise ConfigError(
+                "--accept-unsigned-checkpoints takes over an unsigned store for a run with a "
+                f"checkpoint key, and no key is set (${KEY_ENV}): without one, nothing is signed"
             )
         # A plain dict in librdkafka's names: read-only views cannot be pickled to the tasks.
         object.__setattr__(self, "client_config", librdkafka_settings(self.client_config))

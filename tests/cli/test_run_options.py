@@ -199,6 +199,10 @@ def test_the_checkpoint_key_comes_from_the_environment_and_is_never_printed(
     assert secret not in config.describe() and "signed=yes" in config.describe()
     assert secret not in repr(config)
 
+    monkeypatch.delenv(KEY_ENV)
+    assert main(["run", pipeline, "--accept-unsigned-checkpoints"]) == 2
+    assert "no key is set" in capsys.readouterr().err
+
     monkeypatch.setenv(KEY_ENV, "short")
     assert main(["run", pipeline, "--bootstrap", "127.0.0.1:1"]) == 2
     err = capsys.readouterr().err
