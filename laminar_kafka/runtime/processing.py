@@ -185,7 +185,13 @@ class FlowRunner:
             if flow.runs_on_watermark:
                 count = self._partition_counts[topic]
                 ctx = BatchContext(
-                    topic, partition, count, tables, watermark=watermark, last_offset=last_offset
+                    topic,
+                    partition,
+                    count,
+                    tables,
+                    watermark=watermark,
+                    last_offset=last_offset,
+                    now_ms=self._now(),  # a window's results may feed a step with a TTL
                 )
                 self._apply(flow, [], [], ctx, txn)
 
