@@ -93,9 +93,6 @@ class FileSeal:
     def header(self) -> bytes:
         return json.dumps(asdict(self), sort_keys=True).encode()
 
-    def describe(self) -> str:
-        return f"{self.file} of pipeline {self.pipeline!r}"
-
 
 def _message(seal: FileSeal, body: bytes) -> bytes:
     header = seal.header()
@@ -112,9 +109,13 @@ def _problem(
             "altered after it was written, or signed with another key"
         )
     if claimed != expected:
+        theirs, ours = claimed.file, expected.file
+        if claimed.pipeline != expected.pipeline:
+            theirs += f" of pipeline {claimed.pipeline!r}"
+            ours += f" of pipeline {expected.pipeline!r}"
         return (
-            f"it is the genuine {claimed.kind} file {claimed.describe()}, not "
-            f"{expected.describe()}: it was copied or moved here"
+            f"it is the genuine {claimed.kind} file {theirs}, not {ours}: it was copied or "
+            "moved here"
         )
     return None
 
