@@ -17,6 +17,7 @@ from laminar_kafka.operators.base import BatchContext, describe_error
 from laminar_kafka.operators.partitioning import PARTITIONERS, Partitioner
 from laminar_kafka.operators.sessions import apply_sessions
 from laminar_kafka.operators.sliding import apply_sliding
+from laminar_kafka.operators.ttl import apply_with_ttl
 from laminar_kafka.operators.windows import WindowSpec, apply_windowed
 
 
@@ -125,6 +126,8 @@ class AggregateOp:
     sessions.py, sliding.py)."""
     merge: Callable[[Any, Any], Any] | None = None
     """Combines two aggregates when a record bridges two sessions (session windows)."""
+    ttl_ms: int | None = None
+    """A key not updated for this long (processing time) leaves the table (operators/ttl.py)."""
 
     def apply(
         self, values: list[Any], offsets: list[int], ctx: BatchContext
@@ -137,6 +140,9 @@ class AggregateOp:
                 return apply_sessions(self.step, w, *fns, values, offsets, ctx)
             run = apply_sliding if w.kind == "sliding" else apply_windowed
             return run(self.step, w, self.initial, self.add, self.emit, values, offsets, ctx)
+        if self.ttl_ms is not None:
+            aggregate = self.initial, self.add, self.emit
+            return apply_with_ttl(self.step, self.ttl_ms, *aggregate, values, offsets, ctx)
         table = ctx.table(self.step)  # once per batch: the loop below is the hot path
         initial, add, emit = self.initial, self.add, self.emit
         out: list[Any] = []

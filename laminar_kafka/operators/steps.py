@@ -79,6 +79,8 @@ def step_signatures(operators: Iterable[Operator]) -> dict[str, str]:
             found[op.step] = step_signature(op.kind, key_by)
             if (window := window_of(op)) is not None:
                 found[op.step] += " over " + window.describe()
+            if getattr(op, "ttl_ms", None) is not None:  # its table holds update times
+                found[op.step] += " with ttl"
     return found
 
 

@@ -19,10 +19,11 @@ from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats.batch import decode_batch
 from laminar_kafka.formats.format_check import FormatCheck
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.operators import runs_on_watermark
+from laminar_kafka.operators import AggregateOp, runs_on_watermark
 from laminar_kafka.operators.base import BatchContext
 from laminar_kafka.operators.event_time import NO_WATERMARK, Progress
 from laminar_kafka.operators.join import TableSpec, side_rows, update_table
+from laminar_kafka.operators.ttl import expire
 from laminar_kafka.runtime.event_clock import Clock, EventClock, wall_ms
 from laminar_kafka.runtime.side_outputs import write_dead_letters, write_late
 from laminar_kafka.runtime.sink_writes import write_sink
@@ -71,6 +72,14 @@ class FlowRunner:
             f.source.topic: f.source.event_time for f in flows if f.source.event_time is not None
         }
         self.clock = EventClock(clock)
+        self._now = clock
+        self._ttls = {
+            op.step: op.ttl_ms
+            for f in flows
+            for op in f.operators
+            if isinstance(op, AggregateOp) and op.ttl_ms is not None
+        }
+        """Stateful step name → its state TTL in ms (operators/ttl.py)."""
         self.counts = ProcessCounts()
         self._format_check = FormatCheck()
 
@@ -107,12 +116,23 @@ class FlowRunner:
                 key_format=flow.source.key_format,
                 last_offset=last,
                 side=side_rows(flow.tables, partition, self.states_of) if flow.tables else {},
+                now_ms=self._now(),
             )
             values, offsets = self._decode(flow, datas, source_offsets, ctx)
             if clock is not None and start is not None and progress is not None:
                 stamped = self.clock.stamp(key, clock, ctx, values, offsets, start, progress)
                 ctx, values, offsets = stamped
             self._apply(flow, values, offsets, ctx, txn)
+
+    def expire(self, states: Mapping[PartitionKey, Mapping[str, KeyedState]]) -> int:
+        """Remove the expired keys of every step with a TTL (before a snapshot: an expired
+        key is in none); how many went."""
+        now, removed = self._now(), 0
+        for tables in states.values():
+            for step, ttl_ms in self._ttls.items():
+                if step in tables:
+                    removed += expire(tables[step].table, now, ttl_ms)
+        return removed
 
     def tick(
         self,
@@ -165,7 +185,13 @@ class FlowRunner:
             if flow.runs_on_watermark:
                 count = self._partition_counts[topic]
                 ctx = BatchContext(
-                    topic, partition, count, tables, watermark=watermark, last_offset=last_offset
+                    topic,
+                    partition,
+                    count,
+                    tables,
+                    watermark=watermark,
+                    last_offset=last_offset,
+                    now_ms=self._now(),  # a window's results may feed a step with a TTL
                 )
                 self._apply(flow, [], [], ctx, txn)
 

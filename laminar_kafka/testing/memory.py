@@ -226,6 +226,7 @@ class PipelineTester:
         they are, and a crash cuts them back to here.
         """
         self._process()
+        self._runner.expire(self._states)  # as a task does: expired keys are in no snapshot
         self._snapshot = encode_task_snapshot(self._states)
         self._snapshot_keys = frozenset(self._states)
         self._snapshot_topology = self.pipeline.topology()  # as the runner's manifest holds it
