@@ -44,6 +44,13 @@ def add_runtime_options(parser: Any) -> None:
         help="seconds between checkpoints; output becomes visible at each (%(default)s)",
     )
     parser.add_argument(
+        "--full-snapshot-every",
+        type=int,
+        default=_default("full_snapshot_every"),
+        help="write a task's whole state every K checkpoints, and in between only the keys "
+        "its running aggregates changed (1: whole every time) (%(default)s)",
+    )
+    parser.add_argument(
         "--checkpoint-timeout",
         type=float,
         default=_default("checkpoint_timeout_s"),
@@ -265,6 +272,7 @@ def runtime_config(args: argparse.Namespace) -> RuntimeConfig:
         checkpoint_dir=str(args.checkpoint_dir),
         parallelism=args.parallelism,
         checkpoint_interval_s=args.checkpoint_interval,
+        full_snapshot_every=args.full_snapshot_every,
         checkpoint_timeout_s=args.checkpoint_timeout,
         alignment_timeout_s=args.alignment_timeout,
         heartbeat_timeout_s=args.heartbeat_timeout,

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats import BytesFormat, Format
 from laminar_kafka.operators.record import Record, SourceFields, record_views, source_fields
+from laminar_kafka.state.delta import TrackedTable
 from laminar_kafka.state.keyed_state import KeyedState
 
 
@@ -95,6 +96,8 @@ class BatchContext:
     """Table topic → the rows of its partition joined with this one (operators/join.py)."""
     now_ms: int = 0
     """Processing time of the batch (the task's wall clock, ms): what state TTL counts in."""
+    track_changes: bool = False
+    """Running aggregates record the keys they change, for incremental checkpoints."""
     _fields: dict[int, SourceFields | str] = field(default_factory=dict, repr=False)
 
     def table(self, step: str) -> dict[Any, Any]:
@@ -102,6 +105,17 @@ class BatchContext:
         state = self.tables.get(step)
         if state is None:
             state = self.tables[step] = KeyedState()
+        return state.table
+
+    def running_table(self, step: str) -> dict[Any, Any]:
+        """The table of a running aggregate `step`: one that records its changes
+        (state/delta.py) when checkpoints are incremental; its values are only ever
+        replaced (set, popped), never changed in place behind the table's back."""
+        state = self.tables.get(step)
+        if state is None:
+            state = self.tables[step] = KeyedState()
+        if self.track_changes and type(state.table) is dict:
+            state.table = TrackedTable(state.table)
         return state.table
 
     def views(

@@ -143,7 +143,7 @@ class AggregateOp:
         if self.ttl_ms is not None:
             aggregate = self.initial, self.add, self.emit
             return apply_with_ttl(self.step, self.ttl_ms, *aggregate, values, offsets, ctx)
-        table = ctx.table(self.step)  # once per batch: the loop below is the hot path
+        table = ctx.running_table(self.step)  # once per batch: the loop below is the hot path
         initial, add, emit = self.initial, self.add, self.emit
         out: list[Any] = []
         kept: list[int] = []

@@ -59,6 +59,10 @@ class RuntimeConfig:
     checkpoint_timeout_s: float = 60.0
     alignment_timeout_s: float = 0.05
     retained_checkpoints: int = 3
+    full_snapshot_every: int = 1
+    """A task writes its whole state every K checkpoints (and when a barrier carries
+    FULL_SNAPSHOT); in between, a delta of the keys its running aggregates changed
+    (`state/chain.py`). 1: whole state at every checkpoint."""
     master: str | None = None
     client_config: Mapping[str, str] = field(default_factory=dict)
     transaction_timeout_ms: int | None = None
@@ -109,6 +113,8 @@ class RuntimeConfig:
             raise ConfigError("checkpoint interval must be positive")
         if self.checkpoint_timeout_s <= self.alignment_timeout_s:
             raise ConfigError("checkpoint timeout must exceed the alignment timeout")
+        if self.full_snapshot_every < 1:
+            raise ConfigError(f"full snapshot every {self.full_snapshot_every}: at least 1")
         if self.retained_checkpoints < 2:
             # A task whose commit of N was lost restores N-1: it must still exist.
             raise ConfigError("retain at least 2 checkpoints")

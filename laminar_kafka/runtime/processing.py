@@ -81,6 +81,8 @@ class FlowRunner:
         }
         """Stateful step name → its state TTL in ms (operators/ttl.py)."""
         self.counts = ProcessCounts()
+        self.track_changes = False
+        """Running aggregates record their changes: checkpoints are incremental."""
         self._format_check = FormatCheck()
 
     def run(
@@ -117,6 +119,7 @@ class FlowRunner:
                 last_offset=last,
                 side=side_rows(flow.tables, partition, self.states_of) if flow.tables else {},
                 now_ms=self._now(),
+                track_changes=self.track_changes,
             )
             values, offsets = self._decode(flow, datas, source_offsets, ctx)
             if clock is not None and start is not None and progress is not None:
@@ -192,6 +195,7 @@ class FlowRunner:
                     watermark=watermark,
                     last_offset=last_offset,
                     now_ms=self._now(),  # a window's results may feed a step with a TTL
+                    track_changes=self.track_changes,
                 )
                 self._apply(flow, [], [], ctx, txn)
 
