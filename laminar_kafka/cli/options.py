@@ -44,6 +44,13 @@ def add_runtime_options(parser: Any) -> None:
         help="seconds between checkpoints; output becomes visible at each (%(default)s)",
     )
     parser.add_argument(
+        "--state-store",
+        choices=("memory", "disk"),
+        default=_default("state_store"),
+        help="where running aggregates keep their state: memory, or the task's local disk "
+        "(LMDB, with a bounded cache; pip install 'laminar-kafka[disk-state]') (%(default)s)",
+    )
+    parser.add_argument(
         "--full-snapshot-every",
         type=int,
         default=_default("full_snapshot_every"),
@@ -273,6 +280,7 @@ def runtime_config(args: argparse.Namespace) -> RuntimeConfig:
         parallelism=args.parallelism,
         checkpoint_interval_s=args.checkpoint_interval,
         full_snapshot_every=args.full_snapshot_every,
+        state_store=args.state_store,
         checkpoint_timeout_s=args.checkpoint_timeout,
         alignment_timeout_s=args.alignment_timeout,
         heartbeat_timeout_s=args.heartbeat_timeout,

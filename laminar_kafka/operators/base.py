@@ -8,14 +8,13 @@ its offset instead of failing the task.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats import BytesFormat, Format
 from laminar_kafka.operators.record import Record, SourceFields, record_views, source_fields
-from laminar_kafka.state.delta import TrackedTable
 from laminar_kafka.state.keyed_state import KeyedState
 
 
@@ -96,8 +95,9 @@ class BatchContext:
     """Table topic → the rows of its partition joined with this one (operators/join.py)."""
     now_ms: int = 0
     """Processing time of the batch (the task's wall clock, ms): what state TTL counts in."""
-    track_changes: bool = False
-    """Running aggregates record the keys they change, for incremental checkpoints."""
+    make_table: Callable[[tuple[str, int], str, dict[Any, Any]], dict[Any, Any]] | None = None
+    """Makes a running aggregate's table (partition, step, contents): one that records its
+    changes for incremental checkpoints, or one on disk (`TaskState.running_table`)."""
     _fields: dict[int, SourceFields | str] = field(default_factory=dict, repr=False)
 
     def table(self, step: str) -> dict[Any, Any]:
@@ -108,14 +108,14 @@ class BatchContext:
         return state.table
 
     def running_table(self, step: str) -> dict[Any, Any]:
-        """The table of a running aggregate `step`: one that records its changes
-        (state/delta.py) when checkpoints are incremental; its values are only ever
+        """The table of a running aggregate `step`: made by `make_table` once (a restored
+        table is a dict, moved into it at its first use). Its values are only ever
         replaced (set, popped), never changed in place behind the table's back."""
         state = self.tables.get(step)
         if state is None:
             state = self.tables[step] = KeyedState()
-        if self.track_changes and type(state.table) is dict:
-            state.table = TrackedTable(state.table)
+        if self.make_table is not None and type(state.table) is dict:
+            state.table = self.make_table((self.topic, self.partition), step, state.table)
         return state.table
 
     def views(

@@ -81,8 +81,8 @@ class FlowRunner:
         }
         """Stateful step name → its state TTL in ms (operators/ttl.py)."""
         self.counts = ProcessCounts()
-        self.track_changes = False
-        """Running aggregates record their changes: checkpoints are incremental."""
+        self.make_table: Callable[[PartitionKey, str, dict[Any, Any]], dict[Any, Any]] | None = None
+        """Makes running aggregates' tables (`TaskState.running_table`); None: plain dicts."""
         self._format_check = FormatCheck()
 
     def run(
@@ -119,7 +119,7 @@ class FlowRunner:
                 last_offset=last,
                 side=side_rows(flow.tables, partition, self.states_of) if flow.tables else {},
                 now_ms=self._now(),
-                track_changes=self.track_changes,
+                make_table=self.make_table,
             )
             values, offsets = self._decode(flow, datas, source_offsets, ctx)
             if clock is not None and start is not None and progress is not None:
@@ -195,7 +195,7 @@ class FlowRunner:
                     watermark=watermark,
                     last_offset=last_offset,
                     now_ms=self._now(),  # a window's results may feed a step with a TTL
-                    track_changes=self.track_changes,
+                    make_table=self.make_table,
                 )
                 self._apply(flow, [], [], ctx, txn)
 

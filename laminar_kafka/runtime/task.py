@@ -32,7 +32,7 @@ from laminar_kafka.runtime.processing import FlowRunner
 from laminar_kafka.runtime.table_bootstrap import bootstrap_tables
 from laminar_kafka.runtime.task_event_time import TaskEventTime
 from laminar_kafka.runtime.task_spec import TaskSpec, TaskSummary
-from laminar_kafka.runtime.task_start import recover_task
+from laminar_kafka.runtime.task_start import open_disk_store, recover_task
 from laminar_kafka.sources.kafka_reader import KafkaMessage
 from laminar_kafka.state.task_state import TaskState
 
@@ -66,8 +66,10 @@ class WorkerTask:
             cfg.full_snapshot_every,
             path_of=lambda n, base: str(store.snapshot_path(n, spec.task, spec.generation, base)),
             read=store.read_snapshot,
+            disk=open_disk_store(spec),
         )
-        self._flows.track_changes = self._state.incremental
+        if self._state.makes_tables:
+            self._flows.make_table = self._state.running_table
         self._flows.states_of = self._state.of  # the tables a join reads
         self._time = TaskEventTime(spec, self._flows, self._state, self._sinks)
         self._since_commit = 0
@@ -102,7 +104,8 @@ class WorkerTask:
 
     def _close(self) -> None:
         live, txn, reader, control = self._live, self._txn, self._ports.reader, self._ports.control
-        for close in (live.close, txn.close, reader.close, control.close):
+        closes = (live.close, txn.close, reader.close, control.close, self._state.close)
+        for close in closes:
             with contextlib.suppress(Exception):  # must not hide the error that got us here
                 close()
 

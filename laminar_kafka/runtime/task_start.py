@@ -10,6 +10,7 @@ from laminar_kafka.runtime.inputs import TaskInputs
 from laminar_kafka.runtime.ports import TaskPorts
 from laminar_kafka.runtime.recovery import plan_starts
 from laminar_kafka.runtime.task_spec import TaskSpec
+from laminar_kafka.state.disk import DiskStore
 from laminar_kafka.state.task_state import TaskState
 
 log = logging.getLogger(__name__)
@@ -37,3 +38,12 @@ def recover_task(
     return CheckpointParticipant(
         identity, ports.sinks, ports.store, ports.control, inputs.group_metadata, cut
     )
+
+
+def open_disk_store(spec: TaskSpec) -> DiskStore | None:
+    """The task's local store for running aggregates, when the run keeps state on disk."""
+    cfg = spec.config
+    if cfg.state_store != "disk" or not spec.stage.keeps_state:
+        return None
+    label = f"{spec.pipeline.name}-t{spec.task}-g{spec.generation}"
+    return DiskStore(label, cfg.state_cache_keys)

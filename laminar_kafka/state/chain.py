@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from laminar_kafka.control.records import partition_key
 from laminar_kafka.errors import CheckpointError
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.state.delta import TrackedTable, apply_delta, encode_delta, is_delta
+from laminar_kafka.state.delta import ChangeTracking, apply_delta, encode_delta, is_delta
 from laminar_kafka.state.keyed_state import KeyedState
 from laminar_kafka.state.snapshot import PartitionTables, decode_partition_snapshot
 
@@ -38,7 +38,7 @@ def encode_delta_file(
     since the file `parent`, and every other table whole."""
     body = {
         partition_key(*key): {
-            step: encode_delta(s.table) if isinstance(s.table, TrackedTable) else s.snapshot()
+            step: encode_delta(s.table) if isinstance(s.table, ChangeTracking) else s.snapshot()
             for step, s in tables.items()
         }
         for key, tables in states.items()

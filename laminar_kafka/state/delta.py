@@ -17,12 +17,23 @@ from __future__ import annotations
 import io
 import pickle
 from itertools import islice
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from laminar_kafka.errors import CheckpointError
 from laminar_kafka.state.keyed_state import CHUNK_KEYS
 
 DELTA_FORMAT = 3
+
+
+@runtime_checkable
+class ChangeTracking(Protocol):
+    """A table that records its changes: a `TrackedTable`, or a `state/disk.DiskTable`."""
+
+    changed: dict[Any, None]
+    deleted: set[Any]
+
+    def __getitem__(self, key: Any) -> Any: ...
+    def reset(self) -> None: ...
 
 
 class TrackedTable(dict[Any, Any]):
@@ -76,7 +87,7 @@ class TrackedTable(dict[Any, Any]):
         self.deleted = set()
 
 
-def encode_delta(table: TrackedTable) -> bytes:
+def encode_delta(table: ChangeTracking) -> bytes:
     """The keys set and deleted in `table` since its last `reset`, as bytes."""
     stream = io.BytesIO()
     header = (DELTA_FORMAT, len(table.changed), list(table.deleted))

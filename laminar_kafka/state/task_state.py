@@ -7,16 +7,21 @@ checkpoint, and a whole file, a new base, every `base_every` checkpoints, when
 the barrier asks for one (FULL_SNAPSHOT), and at the first checkpoint after a
 restore (a task's chain never spans a recovery or a rollback). The chain is
 the task's own: `path_of(checkpoint id, base id)` names its files in the store.
+
+With a `DiskStore` (state/disk.py), running aggregates keep their tables on the
+task's local disk instead (`running_table`); a restore loads them there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any, cast
 
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.state.chain import Reader, encode_delta_file, read_partition
-from laminar_kafka.state.delta import TrackedTable
+from laminar_kafka.state.delta import ChangeTracking, TrackedTable
+from laminar_kafka.state.disk import DiskStore
 from laminar_kafka.state.snapshot import (
     PartitionTables,
     decode_partition_snapshot,
@@ -45,6 +50,7 @@ class TaskState:
         base_every: int = 1,
         path_of: PathOf | None = None,
         read: Reader | None = None,
+        disk: DiskStore | None = None,
     ) -> None:
         self.stateful = stateful
         self.partitions: dict[PartitionKey, PartitionTables] = {}
@@ -53,6 +59,27 @@ class TaskState:
         self._chain: tuple[int, ...] = ()
         """The checkpoints of the last committed chain: its base, then its deltas."""
         self._pending: tuple[int, ...] = ()
+        self.disk = disk
+
+    @property
+    def makes_tables(self) -> bool:
+        """Whether running aggregates get their tables from `running_table`."""
+        return self.incremental or self.disk is not None
+
+    def running_table(
+        self, key: PartitionKey, step: str, contents: dict[Any, Any]
+    ) -> dict[Any, Any]:
+        """The table of running aggregate `step` of partition `key`, holding `contents`: on
+        disk with a `DiskStore`, else in memory; either records its changes."""
+        if self.disk is not None:
+            table = self.disk.table(f"{key[0]}:{key[1]}/{step}", contents)
+            return cast("dict[Any, Any]", table)  # a dict's interface, not a dict
+        return TrackedTable(contents)
+
+    def close(self) -> None:
+        """Remove the local store, if any (the task ends)."""
+        if self.disk is not None:
+            self.disk.close()
 
     @property
     def incremental(self) -> bool:
@@ -87,7 +114,7 @@ class TaskState:
             made = StateFile(encode_delta_file(parent, self.partitions), base=chain[0])
         for tables in self.partitions.values():
             for state in tables.values():
-                if isinstance(state.table, TrackedTable):
+                if isinstance(state.table, ChangeTracking):
                     state.table.reset()
         return made
 
