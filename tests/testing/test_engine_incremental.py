@@ -1,7 +1,8 @@
 """Incremental checkpoints in the real engine: crashes recover from a base plus deltas.
 
 The two-stage pipeline of `test_engine_crashes.py` (running totals per product in
-its second stage), its state in memory or on disk (LMDB), with a new base every third checkpoint and deltas in between;
+its second stage), its state in memory or on disk (LMDB), with a new base every
+third checkpoint and deltas in between;
 a task or the driver is killed at checkpoint 6, when the last committed
 checkpoint (5) is a delta on the base of 4; the run recovers from what the
 store holds (retention keeping every base a kept delta needs), and its
