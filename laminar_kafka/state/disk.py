@@ -25,6 +25,7 @@ import importlib
 import itertools
 import os
 import pickle
+import re
 import shutil
 import tempfile
 from collections import OrderedDict
@@ -55,6 +56,19 @@ def local_dir() -> str:
     """Where a task keeps its store: Spark's first local directory, else the temp directory."""
     spark = os.environ.get("SPARK_LOCAL_DIRS", "").split(",")[0]
     return spark or tempfile.gettempdir()
+
+
+def remove_older(root: str, pipeline: str, generation: int) -> list[str]:
+    """Remove the stores that tasks of `pipeline`'s older generations left in `root` (a
+    task killed with SIGKILL cannot remove its own); the names of those removed."""
+    pattern = re.compile(re.escape(f"laminar-state-{pipeline}-t") + r"\d+-g(\d+)-.+")
+    removed = []
+    for name in os.listdir(root):
+        match = pattern.fullmatch(name)
+        if match and int(match.group(1)) < generation:
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+            removed.append(name)
+    return removed
 
 
 class DiskStore:

@@ -94,3 +94,19 @@ def test_without_lmdb_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(disk.importlib, "import_module", missing)
     with pytest.raises(ConfigError, match=r"laminar-kafka\[disk-state\]"):
         DiskStore("x", 10)
+
+
+def test_stores_of_older_generations_are_removed(tmp_path: Path) -> None:
+    """A task killed with SIGKILL leaves its store: the next generation removes it."""
+    old = DiskStore("orders-t0-g1", 10, root=str(tmp_path))
+    other = DiskStore("orders-eu-t0-g1", 10, root=str(tmp_path))  # another pipeline
+    new = DiskStore("orders-t1-g2", 10, root=str(tmp_path))
+    try:
+        removed = disk.remove_older(str(tmp_path), "orders", 2)
+        assert removed == [os.path.basename(old.path)]
+        assert sorted(os.listdir(tmp_path)) == sorted(
+            os.path.basename(s.path) for s in (other, new)
+        )
+    finally:
+        for s in (other, new):
+            s.close()
