@@ -235,6 +235,37 @@ def _size(path: str) -> int:
     )
 
 
+def aggregate_rates(records: int, keys: int, work: str) -> dict[str, float]:
+    """Records per second of a running count (`AggregateOp`, the keyed workload's step) over
+    `keys` keys, in a dict, in a dict that records its changes (incremental checkpoints)
+    and on disk (cache of 100,000 keys)."""
+    from laminar_kafka.operators import AggregateOp, BatchContext
+    from laminar_kafka.state.delta import TrackedTable
+    from laminar_kafka.state.disk import DiskStore
+
+    op = AggregateOp(lambda: 0, lambda n, _v: n + 1, kind="count", step="s")
+    rng = random.Random(5)
+    batch = [(f"key-{rng.randrange(keys)}", None) for _ in range(5_000)]
+    offsets = list(range(len(batch)))
+    store = DiskStore("bench", 100_000, root=work)
+    makers: dict[str, Any] = {
+        "memory": None,
+        "memory, deltas": lambda _k, _s, contents: TrackedTable(contents),
+        "disk": lambda _k, step, contents: store.table(step, contents),
+    }
+    rates = {}
+    try:
+        for name, make in makers.items():
+            ctx = BatchContext("t", 0, 1, {}, make_table=make)
+            start = time.perf_counter()
+            for _ in range(records // len(batch)):
+                op.apply(batch, offsets, ctx)
+            rates[name] = records / (time.perf_counter() - start)
+    finally:
+        store.close()
+    return rates
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=1_000_000)
@@ -261,6 +292,10 @@ def main(argv: list[str] | None = None) -> None:
                     f"{'':<10} full snapshot of the dict: {r['full_ms']:.0f} ms, "
                     f"{r['full_mib']:.1f} MiB"
                 )
+        records = min(args.keys, 1_000_000)
+        print(f"running count, {records:,} records over {args.keys // 10:,} keys:")
+        for name, rate in aggregate_rates(records, max(args.keys // 10, 1), work).items():
+            print(f"  {name:<15} {rate / 1000:>7.0f}k records/s")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

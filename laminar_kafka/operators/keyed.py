@@ -97,6 +97,9 @@ class KeyByOp:
         return out, kept
 
 
+_ABSENT = object()
+
+
 def _default_emit(key: Any, state: Any) -> Any:
     return {"key": key, "value": state}
 
@@ -149,8 +152,8 @@ class AggregateOp:
         kept: list[int] = []
         for (k, v), o in zip(values, offsets, strict=True):
             try:
-                current = table[k] if k in table else initial()
-                updated = add(current, v)
+                current = table.get(k, _ABSENT)  # one call: a disk table's is Python's
+                updated = add(initial() if current is _ABSENT else current, v)
                 emitted = emit(k, updated)
             except Exception as exc:
                 ctx.reject(o, describe_error("aggregate", exc))

@@ -16,7 +16,9 @@ Keys and values are pickled; keys that are equal in Python must pickle alike
 (ints, strings, bytes and tuples of them do; 1 and 1.0 do not).
 
 All reads and writes of a task go through one write transaction, committed
-every `COMMIT_EVERY` writes so that LMDB's dirty pages stay bounded.
+every `COMMIT_EVERY` writes so that LMDB's dirty pages stay bounded. The cache
+holds up to `cache_keys` decoded entries per table and writes them back when
+they are evicted or the table is iterated (a snapshot, TTL expiry).
 """
 
 from __future__ import annotations
@@ -120,19 +122,29 @@ class DiskStore:
             shutil.rmtree(self.path, ignore_errors=True)
 
 
+_CLEAN, _DIRTY, _NEW = 0, 1, 2
+"""A cached entry: as in the store; changed since; not in the store at all (nor its order)."""
+
+
 class DiskTable(MutableMapping[Any, Any]):
     """A running aggregate's table in a `DiskStore`: a dict's interface and order, recording
-    the keys set (`changed`) and deleted (`deleted`) since `reset` like `TrackedTable`."""
+    the keys set (`changed`) and deleted (`deleted`) since `reset` like `TrackedTable`.
+
+    Writes stay in the cache (write-back) until their key is evicted or the table is
+    iterated; deletes go to the store at once.
+    """
 
     def __init__(self, store: DiskStore, prefix: bytes) -> None:
         self._store, self._prefix = store, prefix
-        self._cache: OrderedDict[Any, tuple[bytes, Any]] = OrderedDict()
+        self._cache: OrderedDict[Any, list[Any]] = OrderedDict()
+        """key → [sequence number, value, _CLEAN | _DIRTY | _NEW], least recently used first."""
         self._len = 0
         self.changed: dict[Any, None] = {}
         self.deleted: set[Any] = set()
 
-    def _entry(self, key: Any) -> tuple[bytes, Any] | None:
-        """(sequence number, value) of `key`, from the cache or the store; None if absent."""
+    def _entry(self, key: Any) -> list[Any] | None:
+        """[sequence number, value, status] of `key`, from the cache or the store; None if
+        absent."""
         entry = self._cache.get(key)
         if entry is not None:
             self._cache.move_to_end(key)
@@ -140,30 +152,43 @@ class DiskTable(MutableMapping[Any, Any]):
         raw = self._store.txn.get(self._prefix + pickle.dumps(key, _P), db=self._store.main)
         if raw is None:
             return None
-        found: tuple[bytes, Any] = (raw[:_SEQ], pickle.loads(raw[_SEQ:]))
-        self._remember(key, found)
-        return found
+        entry = [raw[:_SEQ], pickle.loads(raw[_SEQ:]), _CLEAN]
+        self._remember(key, entry)
+        return entry
 
-    def _remember(self, key: Any, entry: tuple[bytes, Any]) -> None:
+    def _remember(self, key: Any, entry: list[Any]) -> None:
         self._cache[key] = entry
-        self._cache.move_to_end(key)
         if len(self._cache) > self._store.cache_keys:
-            self._cache.popitem(last=False)
+            old_key, old = self._cache.popitem(last=False)
+            self._write(old_key, old)
+
+    def _write(self, key: Any, entry: list[Any]) -> None:
+        """Write a changed entry to the store."""
+        seq, value, status = entry
+        if status == _CLEAN:
+            return
+        store, packed = self._store, pickle.dumps(key, _P)
+        if status == _NEW:
+            store.txn.put(self._prefix + seq, packed, db=store.order)
+        store.txn.put(self._prefix + packed, seq + pickle.dumps(value, _P), db=store.main)
+        entry[2] = _CLEAN
+        store.wrote()
+
+    def flush(self) -> None:
+        """Write every changed entry to the store."""
+        for key, entry in self._cache.items():
+            self._write(key, entry)
 
     def put(self, key: Any, value: Any) -> None:
         """Set without recording the change (a restore's load)."""
-        store, entry = self._store, self._entry(key)
+        entry = self._entry(key)
         if entry is None:
-            seq = store.next_seq()
-            store.txn.put(self._prefix + seq, pickle.dumps(key, _P), db=store.order)
             self._len += 1
+            self._remember(key, [self._store.next_seq(), value, _NEW])
         else:
-            seq = entry[0]
-        store.txn.put(
-            self._prefix + pickle.dumps(key, _P), seq + pickle.dumps(value, _P), db=store.main
-        )
-        self._remember(key, (seq, value))
-        store.wrote()
+            entry[1] = value
+            if entry[2] == _CLEAN:
+                entry[2] = _DIRTY
 
     def __getitem__(self, key: Any) -> Any:
         entry = self._entry(key)
@@ -171,11 +196,21 @@ class DiskTable(MutableMapping[Any, Any]):
             raise KeyError(key)
         return entry[1]
 
+    def get(self, key: Any, default: Any = None) -> Any:
+        entry = self._entry(key)
+        return default if entry is None else entry[1]
+
     def __contains__(self, key: object) -> bool:
         return self._entry(key) is not None
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        self.put(key, value)
+        entry = self._cache.get(key)  # the hot path: a key just read
+        if entry is None:
+            self.put(key, value)
+        else:
+            entry[1] = value
+            if entry[2] == _CLEAN:
+                entry[2] = _DIRTY
         self.changed[key] = None
         self.deleted.discard(key)
 
@@ -183,17 +218,19 @@ class DiskTable(MutableMapping[Any, Any]):
         entry = self._entry(key)
         if entry is None:
             raise KeyError(key)
-        store = self._store
-        store.txn.delete(self._prefix + pickle.dumps(key, _P), db=store.main)
-        store.txn.delete(self._prefix + entry[0], db=store.order)
-        self._cache.pop(key, None)
+        del self._cache[key]
+        if entry[2] != _NEW:  # in the store
+            store = self._store
+            store.txn.delete(self._prefix + pickle.dumps(key, _P), db=store.main)
+            store.txn.delete(self._prefix + entry[0], db=store.order)
+            store.wrote()
         self._len -= 1
         self.changed.pop(key, None)
         self.deleted.add(key)
-        store.wrote()
 
     def __iter__(self) -> Iterator[Any]:
         """The keys in insertion order (a key set again keeps its place, as in a dict)."""
+        self.flush()
         cursor = self._store.txn.cursor(db=self._store.order)
         if not cursor.set_range(self._prefix):
             return
