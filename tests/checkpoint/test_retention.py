@@ -17,6 +17,7 @@ from laminar_kafka.state import KeyedState
 from laminar_kafka.state.chain import read_partition
 from laminar_kafka.state.delta import TrackedTable
 from laminar_kafka.state.task_state import TaskState
+from laminar_kafka.testing.object_store import LocalS3
 
 PIPELINE = "orders"
 KEY: PartitionKey = ("orders", 0)
@@ -68,6 +69,17 @@ def test_retention_keeps_every_checkpoint_back_to_the_base_a_kept_one_needs(
     assert newest is not None and delta_base(newest.snapshots["orders:0"]) == 5
     restored = read_partition(store.read_snapshot, newest.snapshots["orders:0"], KEY)
     assert dict(restored[STEP].table) == {"a": 8, "b": 0}
+
+
+def test_retention_and_restore_of_a_chain_on_s3(local_s3: LocalS3, s3_bucket: str) -> None:
+    store = CheckpointStore(s3_bucket, PIPELINE, Signer(PIPELINE, CheckpointKey(b"k" * 32)))
+    _run(store, range(1, 7), every=3)  # bases at 1 and 4
+    assert store.retain(2) == [1, 2, 3]
+    assert _kept(store) == [4, 5, 6]
+    newest = store.latest_complete()
+    assert newest is not None
+    restored = read_partition(store.read_snapshot, newest.snapshots["orders:0"], KEY)
+    assert dict(restored[STEP].table) == {"a": 6, "b": 0}
 
 
 def test_retention_of_whole_files_keeps_only_the_count(store: CheckpointStore) -> None:
