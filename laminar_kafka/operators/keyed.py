@@ -100,7 +100,7 @@ def _default_emit(key: Any, state: Any) -> Any:
     return {"key": key, "value": state}
 
 
-StepKind = Literal["aggregate", "reduce", "count", "process", "interval_join"]
+StepKind = Literal["aggregate", "reduce", "count", "process", "interval_join", "asof_join"]
 """Which API call made a stateful step: part of its signature."""
 
 
