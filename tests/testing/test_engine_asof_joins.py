@@ -173,3 +173,47 @@ def test_an_idle_table_releases_the_records_after_its_last_change(tmp_path: Path
     got = _read(broker)
     assert compare(batch_asof_join([trade(i) for i in range(n)], changes), got) == []
     assert max(r["ts"] for r in got) > changes[-1][2]  # released: the table never got there
+
+
+def test_records_released_by_the_table_are_not_late_for_a_window_downstream(
+    tmp_path: Path,
+) -> None:
+    """The joining task's watermark (what it writes downstream) is held back by its table
+    partitions: the trades released after the stream's watermark moved on still count."""
+    pipeline = Pipeline("windowed")
+    prices = pipeline.table(PRICES, versions_kept=3600)
+    (
+        pipeline.source(TRADES, JsonFormat(), timestamp="ts")
+        .join_table(prices, on="product", as_of=True, name="at-price")
+        .key_by("price", name="by-price")
+        .tumbling_window(10)
+        .count()
+        .sink(PRICED)
+    )
+    broker = _broker()
+    t0 = trade(0)["ts"]
+    _put(broker, ("p0", {"price": 5}, t0 - 1000))
+    for i in (0, 5, 40, 41):  # p0 at t0, t0 + 5 s; p0 and p1 at t0 + 40 s, 41 s
+        _trade(broker, i)
+    done: list[int] = []
+
+    def feed(event: RuntimeEvent) -> None:
+        if done or not isinstance(event, CheckpointCommitted):
+            return
+        if _joined_by_a_checkpoint(broker, pipeline) == 4:
+            done.append(1)
+            for change in ticks(PARTITIONS, 100):
+                _put(broker, change)
+
+    run_in_process(
+        pipeline,
+        broker,
+        in_process_config(tmp_path, 1),
+        3,
+        timeout_s=60,
+        listener=feed,
+        until=lambda: len(_read(broker)) >= 1,
+    )
+
+    got = _read(broker)
+    assert [(r["key"], r["start"] - (t0 - 500), r["value"]) for r in got] == [(5, 0, 2)]
