@@ -217,3 +217,34 @@ def test_records_released_by_the_table_are_not_late_for_a_window_downstream(
 
     got = _read(broker)
     assert [(r["key"], r["start"] - (t0 - 500), r["value"]) for r in got] == [(5, 0, 2)]
+
+
+def test_waiting_records_move_with_their_partitions_to_fewer_tasks(tmp_path: Path) -> None:
+    """A run at parallelism 2 drains with trades waiting; the next run, at 1, holds every
+    partition (stream, table, and their state) in one task and joins them once."""
+    broker = _broker()
+    n = 30
+    changes = [price_change(j) for j in range(n // 3 + 1)]
+    early = [c for c in changes if c[2] < trade(0)["ts"]]
+    for change in early:
+        _put(broker, change)
+    for i in range(n):
+        _trade(broker, i)
+    pipeline = asof_pipeline()
+    checkpoints = tmp_path / "checkpoints"
+    run_in_process(pipeline, broker, in_process_config(checkpoints, 2), 3)
+    assert _read(broker) == []  # all waiting, in the checkpoint
+    for change in [*changes[len(early) :], *ticks(PARTITIONS, n)]:
+        _put(broker, change)
+
+    run_in_process(
+        pipeline,
+        broker,
+        in_process_config(checkpoints, 1),
+        2,
+        timeout_s=60,
+        until=lambda: len(_read(broker)) >= n,
+    )
+
+    expected = batch_asof_join([trade(i) for i in range(n)], changes)
+    assert compare(expected, _read(broker)) == []
