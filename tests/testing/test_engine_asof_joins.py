@@ -43,10 +43,14 @@ def _trade(broker: MemoryBroker, i: int) -> None:
     broker.append((TRADES, i % 2), JSON.encode_one(trade(i)))
 
 
-def _read(broker: MemoryBroker) -> list[dict[str, Any]]:
+def _messages(broker: MemoryBroker) -> list[Any]:
     reader = MemoryReader(broker, "reader", 100_000)
     reader.assign({(PRICED, p): 0 for p in range(broker.partitions(PRICED))})
-    return [JSON.decode_one(m.value()) for m in reader.poll(0)]
+    return list(reader.poll(0))
+
+
+def _read(broker: MemoryBroker) -> list[dict[str, Any]]:
+    return [JSON.decode_one(m.value()) for m in _messages(broker)]
 
 
 def _broker() -> MemoryBroker:
@@ -104,6 +108,8 @@ def test_records_wait_for_table_changes_written_after_them_but_stamped_before(
     assert compare(batch_asof_join([trade(i) for i in range(n)], changes), got) == []
     assert {r["price"] for r in got if r["product"] == "p4"} == {None}  # a left join's miss
     assert any(r["price"] is None for r in got if r["product"] != "p4")  # a tombstone's
+    stamps = {JSON.decode_one(m.value())["ts"]: m.timestamp()[1] for m in _messages(broker)}
+    assert all(ts == stamp for ts, stamp in stamps.items())  # each its trade's time
 
 
 def test_a_crash_between_a_waiting_record_and_its_table_watermark_joins_it_once(
