@@ -253,6 +253,8 @@ class FlowRunner:
             self.counts.dead_letters += write_dead_letters(
                 self._dlq, ctx.dead_letters, messages, txn, self.counts.reasons
             )
+        if ctx.late:
+            self.counts.late += write_late(ctx.late, key, messages, txn)
         if rose:
             self._watermark_rose(key, Progress.of(states).watermark, states, txn, -1)
 

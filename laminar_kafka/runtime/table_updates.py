@@ -31,8 +31,10 @@ def update_versions(
     to its versions, in offset order; True when the partition's watermark rose.
 
     Bad records (undecodable, misplaced, without a usable time) are dead letters in
-    `ctx`. Each key updated is pruned (operators/versions.py) with the horizon of the
-    watermark before the batch: a record still waiting has a time above that watermark.
+    `ctx`. A change below the partition's watermark when read is kept, and counted late
+    in `ctx`: records at or after its time may have been joined without it. Each key
+    updated is pruned (operators/versions.py) with the horizon of the watermark before
+    the batch: a record still waiting has a time above that watermark.
     """
     assert spec.event_time is not None and spec.versions_kept_ms is not None
     records = table_records(spec, messages, ctx, check)
@@ -54,8 +56,11 @@ def update_versions(
         times=times,
     )
     versions = ctx.table(spec.state_name)
+    times_of, marks = stamped.times, stamped.marks
     for (key, value), offset in zip(kept, offsets, strict=True):
-        put_version(versions, key, stamped.times[offset], value)
+        put_version(versions, key, times_of[offset], value)
+        if times_of[offset] < marks[offset]:
+            ctx.late_record(offset, None, [])
     if start.watermark != NO_WATERMARK:
         horizon = start.watermark - spec.versions_kept_ms
         for key in {key for key, _ in kept}:

@@ -28,6 +28,7 @@ def _apply(spec: TableSpec, tables: dict[str, KeyedState], batch: list[MemoryMes
     ctx = BatchContext("prices", 0, 1, tables, messages=batch)
     rose = update_versions(spec, ctx, batch, EventClock(lambda: NOW), FormatCheck())
     tables["#letters"] = KeyedState({d.offset: d.reason for d in ctx.dead_letters})
+    tables["#late"] = KeyedState({r.offset: None for r in ctx.late})
     return rose
 
 
@@ -38,9 +39,11 @@ def test_versions_are_pruned_with_the_horizon_the_batch_started_from() -> None:
     assert Progress.of(tables).watermark == 900
     # At 5000 the horizon is 4000, but the batch started at 900 (horizon -100): kept.
     assert _apply(spec, tables, [_message(2, b"a", b'{"v": 3}', 5000)])
+    assert not tables["#late"].table
     assert tables["table:prices"].table["a"] == [(100, {"v": 1}), (900, {"v": 2}), (5000, {"v": 3})]
     # The next change of "a" prunes behind 4000: 900 stays, the newest at the horizon.
     assert not _apply(spec, tables, [_message(3, b"a", b'{"v": 4}', 4500)])  # out of order
+    assert list(tables["#late"].table) == [3]  # kept, but counted late
     versions = tables["table:prices"].table["a"]
     assert versions == [(900, {"v": 2}), (4500, {"v": 4}), (5000, {"v": 3})]
 
