@@ -30,6 +30,21 @@ windowed
               the window closes: one `WINDOW_SCHEMA` record {key, start, end,
               count, sum}; the output's Kafka key is `key`.
     Output: exactly `event_input.window_totals(N)`, one record per key and window.
+join-table
+    input: `join_input.JoinInput` orders (the N records, stamped one a second) and
+           a customers table topic (a row per customer but every tenth, then
+           N / 100 new versions interleaved with the orders in time)
+    decode -> each order joined with its customer's row (inner: no row, no output)
+           -> encode a `JOINED_SCHEMA` record {id, key, amount, name, tier, version};
+              the output's Kafka key is `key`.
+    Output count: `join_input.joined_orders(N)` (the orders of the customers in the table).
+join-interval
+    input: the same orders and a payments topic (each order's payment, 30 to 569 s
+           after it, in payment-time order)
+    decode -> pairs of an order and a payment of the same customer at most 10
+              minutes after it (inner) -> encode a `PAID_SCHEMA` record {id, key,
+              amount, payment_id}; the output's Kafka key is `key`.
+    Output count: N, each order with its own payment.
 
 Systems that express the work in their own language (Spark's DataFrame
 functions, Quix's StreamingDataFrame) implement these same rules; the checks in
@@ -41,6 +56,7 @@ from __future__ import annotations
 from typing import Final, Literal, get_args
 
 from benchmarks.event_input import window_totals
+from benchmarks.join_input import joined_orders
 from benchmarks.records import (
     DEFAULT_NUM_KEYS,
     Record,
@@ -51,6 +67,8 @@ from benchmarks.records import (
 )
 
 __all__ = [
+    "JOINS",
+    "ONE_INPUT",
     "WORKLOADS",
     "KeyedCounter",
     "Workload",
@@ -62,8 +80,11 @@ __all__ = [
     "transform_stateless",
 ]
 
-Workload = Literal["stateless", "keyed", "rekey", "windowed"]
+Workload = Literal["stateless", "keyed", "rekey", "windowed", "join-table", "join-interval"]
 WORKLOADS: Final[tuple[Workload, ...]] = get_args(Workload)
+JOINS: Final[tuple[Workload, ...]] = ("join-table", "join-interval")
+"""The workloads of two input topics (`join_input`)."""
+ONE_INPUT: Final[tuple[Workload, ...]] = tuple(w for w in WORKLOADS if w not in JOINS)
 
 FILTER_MODULUS: Final = 10
 
@@ -126,6 +147,8 @@ def expected_output_count(
     """Output records that `records` inputs (ids 0..records-1) must yield."""
     if workload == "windowed":
         return len(window_totals(records, num_keys))
+    if workload == "join-table":
+        return joined_orders(records, num_keys)
     if workload != "stateless":
         return records
     dropped = (records + FILTER_MODULUS - 1) // FILTER_MODULUS
