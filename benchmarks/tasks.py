@@ -33,7 +33,7 @@ TaskKind = Literal["throughput", "latency", "recovery"]
 SYSTEM_WORKLOADS: Final[dict[System, tuple[Workload, ...]]] = {
     "laminar": WORKLOADS,
     "limit": ONE_INPUT,
-    "ceiling": ("stateless", "keyed"),
+    "ceiling": ("stateless", "keyed", "join-table"),
     "quix": WORKLOADS,
     "spark": ONE_INPUT,
 }
@@ -42,8 +42,8 @@ SYSTEM_WORKLOADS: Final[dict[System, tuple[Workload, ...]]] = {
 _NO_JOIN: Final[dict[System, str]] = {
     "limit": "the limit copies one input topic; a join reads two, and its work is the"
     " lookup it leaves out",
-    "ceiling": "the ceiling loop has no join: it reads one topic with no table or buffer"
-    " of another",
+    "ceiling": "the ceiling loop has no interval join: no buffers per key, no event time"
+    " to drop them by",
     "spark": "the Spark baseline implements no join yet (a stream-static join reads the"
     " table as a batch, not in step with the stream; a stream-stream interval join needs"
     " watermarks on both sides); the target of the joins is laminar/quix",
@@ -54,7 +54,12 @@ UNSUPPORTED: Final[dict[tuple[System, Workload], str]] = {
     " transaction; it has no two-hop (repartitioning) variant",
     ("ceiling", "windowed"): "the ceiling loop has no event-time windows (watermarks,"
     " closing); the limit row bounds the windowed workload instead",
-    **{(system, join): why for system, why in _NO_JOIN.items() for join in JOINS},
+    **{
+        (system, join): why
+        for system, why in _NO_JOIN.items()
+        for join in JOINS
+        if join not in SYSTEM_WORKLOADS[system]
+    },
 }
 """Why a system does not run a workload, for the table's notes."""
 

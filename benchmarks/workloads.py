@@ -53,10 +53,11 @@ functions, Quix's StreamingDataFrame) implement these same rules; the checks in
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final, Literal, get_args
 
 from benchmarks.event_input import window_totals
-from benchmarks.join_input import joined_orders
+from benchmarks.join_input import decode_customer, encode_joined, joined_orders, with_customer
 from benchmarks.records import (
     DEFAULT_NUM_KEYS,
     Record,
@@ -71,6 +72,7 @@ __all__ = [
     "ONE_INPUT",
     "WORKLOADS",
     "KeyedCounter",
+    "TableJoiner",
     "Workload",
     "expected_output_count",
     "keep",
@@ -139,6 +141,24 @@ class KeyedCounter:
         count = self.counts.get(key, 0) + 1
         self.counts[key] = count
         return key.encode(), encode_count({"id": record["id"], "key": key, "count": count})
+
+
+class TableJoiner:
+    """The join-table workload's state: each customer's latest row, in a dict.
+
+    Built from the table's `(Kafka key, value)` records in offset order (a key's
+    records are in one partition), so a later version replaces an earlier one.
+    """
+
+    def __init__(self, table: Iterable[tuple[bytes | None, bytes]]) -> None:
+        self.rows: dict[bytes | None, Record] = {k: decode_customer(v) for k, v in table}
+
+    def process(self, value: bytes) -> tuple[bytes, bytes] | None:
+        """decode -> look up -> merge -> encode; None for an order of no known customer."""
+        order = decode_record(value)
+        key = order["key"].encode()
+        row = self.rows.get(key)
+        return None if row is None else (key, encode_joined(with_customer(order, row)))
 
 
 def expected_output_count(

@@ -1,6 +1,6 @@
 """The join workloads on a few records: their inputs against a plain-Python oracle, the
-output check, the plan (n/a rows, the second input), the last line, and laminar-kafka
-and Quix Streams end to end (not speed)."""
+output check, the ceiling loop's table, the plan (n/a rows, the second input), the last
+line, and laminar-kafka, Quix Streams and the ceiling loop end to end (not speed)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from benchmarks.records import RECORD_SCHEMA, decode_avro, key_of, make_record
 from benchmarks.tasks import TaskResult
 from benchmarks.topics import KEEP_RECORDS
 from benchmarks.verify import KeyValue, check_output
-from benchmarks.workloads import expected_output_count
+from benchmarks.workloads import TableJoiner, expected_output_count
 from laminar_kafka.errors import PipelineError
 from laminar_kafka.testing import TopicFactory
 
@@ -125,7 +125,18 @@ def test_check_output_rejects_a_wrong_version_a_missing_customer_and_a_wrong_pay
         check_output("join-interval", pairs[:-1], RECORDS)
 
 
-def test_plan_gives_quix_both_inputs_and_the_others_n_a_rows() -> None:
+def test_the_ceilings_table_keeps_the_latest_row_and_drops_unknown_customers() -> None:
+    source = JoinInput(RECORDS)
+    joiner = TableJoiner((key, value) for key, value, _ts in source.table())
+    outputs = [joiner.process(value) for _key, value, _ts in source.orders()]
+
+    joined = [out for out in outputs if out is not None]
+    check_output("join-table", joined, RECORDS)
+    versions = source.versions()
+    assert all(decode_joined(v)["version"] == versions[k.decode()] for k, v in joined)
+
+
+def test_plan_gives_quix_and_the_ceiling_both_inputs_and_the_others_n_a_rows() -> None:
     settings = CompareSettings(records=RECORDS, workloads=JOINS, recovery=False)
     inputs = {"join-table": ("orders", "customers"), "join-interval": ("orders", "payments")}
     tasks = plan_tasks("quix", settings, inputs, lambda prefix, _p: prefix)  # type: ignore[arg-type]
@@ -133,11 +144,15 @@ def test_plan_gives_quix_both_inputs_and_the_others_n_a_rows() -> None:
         ("throughput", "orders", "customers"),
         ("throughput", "orders", "payments"),
     ]
-    for system in ("ceiling", "limit", "spark"):
+    for system in ("limit", "spark"):
         rows = not_applicable_rows(system, settings)  # type: ignore[arg-type]
         assert [row.workload for row in rows] == list(JOINS)
         assert all(row.not_applicable for row in rows)
         assert plan_tasks(system, settings, inputs, lambda p, _n: p) == []  # type: ignore[arg-type]
+    (loop,) = plan_tasks("ceiling", settings, inputs, lambda p, _n: p)  # type: ignore[arg-type]
+    assert (loop.job.workload, loop.job.side_topic) == ("join-table", "customers")
+    (row,) = not_applicable_rows("ceiling", settings)
+    assert row.workload == "join-interval" and "no interval join" in (row.not_applicable or "")
     assert [stage_count(w) for w in JOINS] == [1, 2]  # the table join needs no repartition
 
 
@@ -192,7 +207,9 @@ def test_laminar_joins_check_out(
 
 @pytest.mark.integration
 @pytest.mark.timeout(240)
-def test_quix_joins_check_out(kafka_bootstrap: str, topic_factory: TopicFactory) -> None:
+def test_quix_joins_and_the_ceilings_table_join_check_out(
+    kafka_bootstrap: str, topic_factory: TopicFactory
+) -> None:
     comparison = run_comparison(
         kafka_bootstrap,
         _settings(("quix", "ceiling")),
@@ -201,5 +218,9 @@ def test_quix_joins_check_out(kafka_bootstrap: str, topic_factory: TopicFactory)
 
     assert comparison.ok, comparison.failures
     ran = [(row.system, row.workload) for row in comparison.rows if row.not_applicable is None]
-    assert sorted(ran) == [("quix", "join-interval"), ("quix", "join-table")]
-    assert all(row.result.records_per_s for row in comparison.rows if row.system == "quix")
+    assert sorted(ran) == [
+        ("ceiling", "join-table"),
+        ("quix", "join-interval"),
+        ("quix", "join-table"),
+    ]
+    assert all(row.result.records_per_s for row in comparison.rows if row.not_applicable is None)
