@@ -136,7 +136,8 @@ def interval_join_op(
 def check_tables(flows: Sequence[Flow]) -> None:
     """A table is read by one flow, and is not also read as a stream."""
     streams = {f.source.topic for f in flows}
-    joined = [t.topic for f in flows for t in dict.fromkeys(f.tables)]
+    # By topic: a TableSpec may hold an unhashable format (AvroFormat's schema dict).
+    joined = [topic for f in flows for topic in dict.fromkeys(t.topic for t in f.tables)]
     for topic in dict.fromkeys(joined):
         if topic in streams:
             raise ConfigError(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from laminar_kafka import Pipeline
+from laminar_kafka import AvroFormat, Pipeline
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.operators import step_signatures
 from laminar_kafka.plan.describe import describe_plan
@@ -36,6 +36,17 @@ def test_an_undeclared_stream_is_repartitioned_with_the_tables_partition_count()
     assert plan.stages[1].barrier_inputs == ("customers",)
     assert plan.internal["joins.by-customer.repartition"].wanted({"customers": 5}) == 5
     assert "repartitioned by the join key" in describe_plan(pipeline)[1]
+    assert pipeline.source_topics == ("orders", "customers")
+
+
+def test_a_table_of_avro_rows_passes_validation() -> None:
+    pipeline = Pipeline("avro-table")
+    schema = {"type": "record", "name": "C", "fields": [{"name": "n", "type": "string"}]}
+    table = pipeline.table("customers", value_format=AvroFormat(schema))  # holds a dict
+    pipeline.source("orders").join_table(table, on="customer").sink("out")
+
+    pipeline.validate()  # hashed the table spec once, and its schema dict with it
+
     assert pipeline.source_topics == ("orders", "customers")
 
 
