@@ -1,12 +1,12 @@
 """`JoinWorkload`: the input and the oracle of a chaos round for a stream-table join.
 
-For pipelines whose sink a left `join_table` (of the latest row) feeds, straight from one source
-topic of orders (`testing.orders.order`), maybe repartitioned on the way
-(`join_shape`; other shapes are refused with a ConfigError; an as-of join of
-the same shape gets `asof_chaos.AsOfWorkload`). Both sides get
-input: rows for most customers come first, then the orders, with table
-changes among them (updates, a new customer, tombstones), some in the last
-quarter of the input, so that a kill meets both sides in flight.
+For pipelines whose sink a left `join_table` (of the latest row) feeds,
+straight from one source topic of orders (`testing.orders.order`), maybe
+repartitioned on the way (`join_shape`; other shapes are refused with a
+ConfigError; an as-of join of this shape gets `asof_chaos.AsOfWorkload`).
+Both sides get input: rows for most customers come first, then the orders,
+with table changes among them (updates, a new customer, tombstones), some in
+the last quarter of the input, so that a kill meets both sides in flight.
 
 A record joins with whichever row of its key is current when its task reads
 it, and nothing orders a table partition's records against the stream's
