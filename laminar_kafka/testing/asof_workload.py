@@ -13,7 +13,8 @@ releases every trade still waiting.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from operator import itemgetter
 from typing import Any
 
 from laminar_kafka.api.pipeline import Pipeline
@@ -26,7 +27,7 @@ PRODUCTS = 5
 """Products p0..p4; p4 never has a price."""
 TICK = "tick"
 
-PriceChange = tuple[str, dict[str, Any] | None, int]
+PriceChange = tuple[Any, Any, int]
 """(product, row or None for a tombstone, time in ms)."""
 
 
@@ -74,17 +75,30 @@ def asof_pipeline(
 
 
 def batch_asof_join(
-    trades: Iterable[Mapping[str, Any]], changes: Iterable[PriceChange]
+    trades: Iterable[Mapping[str, Any]],
+    changes: Iterable[PriceChange],
+    merge: Callable[[Any, Any], Any] = priced,
+    on: str | Callable[[Any], Any] = "product",
+    time: str = "ts",
+    left: bool = True,
 ) -> dict[int, Any]:
-    """Trade id → what the left as-of join must emit for it, in one pass: the trade
-    merged with its product's newest change at or before its time (None: none, or a
-    tombstone); of two changes at one time, the later one."""
-    history: dict[str, list[tuple[int, Any]]] = {}
-    for product, row, ts in changes:
-        history.setdefault(product, []).append((ts, row))
+    """Trade id → what the as-of join must emit for it, in one pass: the trade merged
+    (`merge`) with the newest change of its key (`on`) at or before its time (field
+    `time`), None when there is none or it is a tombstone (then an inner join, not
+    `left`, emits nothing for it); of two changes at one time, the later one."""
+    key_of = on if callable(on) else itemgetter(on)
+    history: dict[Any, list[tuple[int, Any]]] = {}
+    for key, row, ts in changes:
+        history.setdefault(key, []).append((ts, row))
     found: dict[int, Any] = {}
     for t in trades:
-        versions = sorted(history.get(t["product"], []), key=lambda v: v[0])  # stable
-        before = [row for ts, row in versions if ts <= t["ts"]]
-        found[t["id"]] = priced(dict(t), before[-1] if before else None)
+        versions = sorted(history.get(key_of(t), []), key=lambda v: v[0])  # stable
+        before = [row for ts, row in versions if ts <= t[time]]
+        row = before[-1] if before else None
+        if row is not None or left:
+            found[t["id"]] = merge(dict(t), _copy(row))
     return found
+
+
+def _copy(row: Any) -> Any:
+    return dict(row) if isinstance(row, Mapping) else row
