@@ -17,6 +17,9 @@ from laminar_kafka.formats import BytesFormat, Format
 from laminar_kafka.operators.record import Record, SourceFields, record_views, source_fields
 from laminar_kafka.state.keyed_state import KeyedState
 
+TableMaker = Callable[[tuple[str, int], str, dict[Any, Any]], dict[Any, Any]]
+"""Makes a running aggregate's table: (partition, step, what it holds) → the table."""
+
 
 @dataclass(frozen=True)
 class DeadLetter:
@@ -95,7 +98,9 @@ class BatchContext:
     """Table topic → the rows of its partition joined with this one (operators/join.py)."""
     now_ms: int = 0
     """Processing time of the batch (the task's wall clock, ms): what state TTL counts in."""
-    make_table: Callable[[tuple[str, int], str, dict[Any, Any]], dict[Any, Any]] | None = None
+    side_watermarks: Mapping[str, int] = field(default_factory=dict)
+    """Versioned table topic → the watermark of its partition joined with this one."""
+    make_table: TableMaker | None = None
     """Makes a running aggregate's table (partition, step, contents): one that records its
     changes for incremental checkpoints, or one on disk (`TaskState.running_table`)."""
     _fields: dict[int, SourceFields | str] = field(default_factory=dict, repr=False)

@@ -9,7 +9,7 @@ not is a dead letter with the partition it belongs to. A None key is a dead lett
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -104,7 +104,7 @@ def _default_emit(key: Any, state: Any) -> Any:
     return {"key": key, "value": state}
 
 
-StepKind = Literal["aggregate", "reduce", "count", "process", "interval_join"]
+StepKind = Literal["aggregate", "reduce", "count", "process", "interval_join", "asof_join"]
 """Which API call made a stateful step: part of its signature."""
 
 
@@ -162,3 +162,12 @@ class AggregateOp:
             out.append(emitted)
             kept.append(o)
         return out, kept
+
+
+def ttls_of(operators: Iterable[Any]) -> dict[str, int]:
+    """Stateful step name → its state TTL in ms, for the running aggregates given one."""
+    return {
+        op.step: op.ttl_ms
+        for op in operators
+        if isinstance(op, AggregateOp) and op.ttl_ms is not None
+    }

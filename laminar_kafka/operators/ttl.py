@@ -13,7 +13,7 @@ set back delays expiry (it stops at the first key not yet expired), never hasten
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from itertools import islice
 from typing import Any
 
@@ -62,3 +62,11 @@ def apply_with_ttl(
         out.append(emitted)
         kept.append(o)
     return out, kept
+
+
+def expire_steps(tables: Mapping[str, Any], ttls: Mapping[str, int], now_ms: int) -> int:
+    """`expire` each step of `ttls` found in `tables` (step → its keyed state); how many
+    keys went."""
+    return sum(
+        expire(tables[step].table, now_ms, ttl) for step, ttl in ttls.items() if step in tables
+    )

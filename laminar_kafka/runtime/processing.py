@@ -19,14 +19,16 @@ from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats.batch import decode_batch
 from laminar_kafka.formats.format_check import FormatCheck
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.operators import AggregateOp, runs_on_watermark
-from laminar_kafka.operators.base import BatchContext
+from laminar_kafka.operators import runs_on_watermark
+from laminar_kafka.operators.base import BatchContext, TableMaker
 from laminar_kafka.operators.event_time import NO_WATERMARK, Progress
-from laminar_kafka.operators.join import TableSpec, side_rows, update_table
-from laminar_kafka.operators.ttl import expire
+from laminar_kafka.operators.join import TableSpec, side_rows, side_watermarks, update_table
+from laminar_kafka.operators.keyed import ttls_of
+from laminar_kafka.operators.ttl import expire_steps
 from laminar_kafka.runtime.event_clock import Clock, EventClock, wall_ms
 from laminar_kafka.runtime.side_outputs import write_dead_letters, write_late
 from laminar_kafka.runtime.sink_writes import write_sink
+from laminar_kafka.runtime.table_updates import update_versions
 from laminar_kafka.sinks.output import OutputWriter
 from laminar_kafka.sources.kafka_reader import KafkaMessage
 from laminar_kafka.state.keyed_state import KeyedState
@@ -64,25 +66,25 @@ class FlowRunner:
         for flow in flows:
             self._flows_by_topic.setdefault(flow.source.topic, []).append(flow)
         self._tables = {t.topic: t for f in flows for t in f.tables}
-        self.states_of: Callable[[PartitionKey], Mapping[str, KeyedState]] = lambda _: {}
+        self._joined_by = {t.topic: f.source.topic for f in flows for t in f.tables if t.versioned}
+        """Versioned table → the stream joined with it: its watermark releases that stream's
+        waiting records (operators/asof_join.py)."""
+        self.states_of: Callable[[PartitionKey], dict[str, KeyedState]] = lambda _: {}
         """A partition's keyed state, for the tables a flow joins (set by the task)."""
         self._partition_counts = partition_counts
         self._dlq = dead_letter_topic
         self._event_times = {
             f.source.topic: f.source.event_time for f in flows if f.source.event_time is not None
         }
+        # A versioned table's partitions have watermarks of their own, idleness included.
+        self._event_times.update(
+            {t.topic: t.event_time for t in self._tables.values() if t.event_time is not None}
+        )
         self.clock = EventClock(clock)
         self._now = clock
-        self._ttls = {
-            op.step: op.ttl_ms
-            for f in flows
-            for op in f.operators
-            if isinstance(op, AggregateOp) and op.ttl_ms is not None
-        }
-        """Stateful step name → its state TTL in ms (operators/ttl.py)."""
+        self._ttls = ttls_of(op for f in flows for op in f.operators)
         self.counts = ProcessCounts()
-        self.make_table: Callable[[PartitionKey, str, dict[Any, Any]], dict[Any, Any]] | None = None
-        """Makes running aggregates' tables (`TaskState.running_table`); None: plain dicts."""
+        self.make_table: TableMaker | None = None  # TaskState.running_table; None: dicts
         self._format_check = FormatCheck()
 
     def run(
@@ -92,11 +94,8 @@ class FlowRunner:
         states: dict[str, KeyedState],
         txn: OutputWriter,
     ) -> None:
-        """Process `messages` (data records of partition `key`, in offset order).
-
-        `states` is the partition's state, step name → table; a step's table is
-        added to it on the step's first record.
-        """
+        """Process `messages` (data records of partition `key`, in offset order); `states` is
+        the partition's state, step name → table (a step adds its table on first use)."""
         topic, partition = key
         self.counts.records_in += len(messages)
         if topic in self._tables:
@@ -117,10 +116,11 @@ class FlowRunner:
                 messages=messages,
                 key_format=flow.source.key_format,
                 last_offset=last,
-                side=side_rows(flow.tables, partition, self.states_of) if flow.tables else {},
                 now_ms=self._now(),
                 make_table=self.make_table,
             )
+            if flow.tables:
+                ctx = self._with_tables(flow, ctx)
             values, offsets = self._decode(flow, datas, source_offsets, ctx)
             if clock is not None and start is not None and progress is not None:
                 stamped = self.clock.stamp(key, clock, ctx, values, offsets, start, progress)
@@ -130,12 +130,8 @@ class FlowRunner:
     def expire(self, states: Mapping[PartitionKey, Mapping[str, KeyedState]]) -> int:
         """Remove the expired keys of every step with a TTL (before a snapshot: an expired
         key is in none); how many went."""
-        now, removed = self._now(), 0
-        for tables in states.values():
-            for step, ttl_ms in self._ttls.items():
-                if step in tables:
-                    removed += expire(tables[step].table, now, ttl_ms)
-        return removed
+        now = self._now()
+        return sum(expire_steps(tables, self._ttls, now) for tables in states.values())
 
     def tick(
         self,
@@ -182,8 +178,13 @@ class FlowRunner:
         txn: OutputWriter,
         last_offset: int,
     ) -> None:
-        """Run the flows that act on the watermark alone: windows close, timers fire."""
+        """Run the flows that act on the watermark alone: windows close, timers fire. A
+        versioned table's watermark acts on the stream partition joined with it."""
         topic, partition = key
+        if topic in self._joined_by:
+            topic = self._joined_by[topic]
+            tables = self.states_of((topic, partition))
+            watermark = Progress.of(tables).watermark
         for flow in self._flows_by_topic.get(topic, ()):
             if flow.runs_on_watermark:
                 count = self._partition_counts[topic]
@@ -197,7 +198,14 @@ class FlowRunner:
                     now_ms=self._now(),  # a window's results may feed a step with a TTL
                     make_table=self.make_table,
                 )
-                self._apply(flow, [], [], ctx, txn)
+                self._apply(flow, [], [], self._with_tables(flow, ctx) if flow.tables else ctx, txn)
+
+    def _with_tables(self, flow: Flow, ctx: BatchContext) -> BatchContext:
+        """`ctx` with the rows (or versions) and watermarks of the tables `flow` joins."""
+        tables, partition = flow.tables, ctx.partition
+        side = side_rows(tables, partition, self.states_of)
+        marks = side_watermarks(tables, partition, self.states_of)
+        return replace(ctx, side=side, side_watermarks=marks)
 
     def watermark(
         self,
@@ -248,13 +256,24 @@ class FlowRunner:
         states: dict[str, KeyedState],
         txn: OutputWriter,
     ) -> None:
-        """Table records change the partition's rows; bad ones are dead letters."""
-        ctx = BatchContext(key[0], key[1], self._partition_counts[key[0]], states)
-        update_table(spec, messages, ctx.table(spec.state_name), ctx, self._format_check)
+        """Table records change the partition's rows (or versions); bad ones are dead
+        letters. A versioned table's rising watermark releases waiting stream records."""
+        ctx = BatchContext(
+            key[0], key[1], self._partition_counts[key[0]], states, messages=messages
+        )
+        rose = False
+        if spec.versioned:
+            rose = update_versions(spec, ctx, messages, self.clock, self._format_check)
+        else:
+            update_table(spec, messages, ctx.table(spec.state_name), ctx, self._format_check)
         if ctx.dead_letters:
             self.counts.dead_letters += write_dead_letters(
                 self._dlq, ctx.dead_letters, messages, txn, self.counts.reasons
             )
+        if ctx.late:
+            self.counts.late += write_late(ctx.late, key, messages, txn)
+        if rose:
+            self._watermark_rose(key, Progress.of(states).watermark, states, txn, -1)
 
     def _decode(
         self, flow: Flow, datas: list[Any], offsets: list[int], ctx: BatchContext
