@@ -16,7 +16,7 @@ import contextlib
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -77,6 +77,7 @@ class Session:
         checkpoint_dir: str,
         spark_context: Any,
         timeout_s: float,
+        settings: Mapping[str, Any] | None = None,
     ) -> None:
         self.job = job
         self.name = name
@@ -86,6 +87,7 @@ class Session:
             checkpoint_dir=checkpoint_dir,
             parallelism=parallelism,
             checkpoint_interval_s=job.commit_interval_s,
+            **(settings or {}),
         )
         self.timeout_s = timeout_s
         self.done = threading.Event()
@@ -184,16 +186,18 @@ def run_laminar(
     spark_context: Any = None,
     timeout_s: float = RUN_TIMEOUT_S,
     on_started: Callable[[], object] | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> LaminarResult:
     """Run `job.workload` with checkpoints every `job.commit_interval_s` until its output is in.
 
     `job.output_topic` must exist. Pass `spark_context` to reuse a running
     context; without it the runner gets or creates one (`local[parallelism]`).
     `on_started` is called once the tasks run (to start producing live input).
+    `settings`: more `RuntimeConfig` fields (its state store, say).
     """
     name = name or pipeline_name(job.workload, job.commit_interval_s)
     with tempfile.TemporaryDirectory(prefix="bench-laminar-") as checkpoints:
-        session = Session(job, name, parallelism, checkpoints, spark_context, timeout_s)
+        session = Session(job, name, parallelism, checkpoints, spark_context, timeout_s, settings)
         try:
             running_at = session.await_started()
             if on_started is not None:

@@ -39,13 +39,15 @@ from laminar_kafka.checkpoint.manifest import Manifest
 from laminar_kafka.checkpoint.signing import STATE, CheckpointKey, Signer
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import CheckpointError, CheckpointIntegrityError
+from laminar_kafka.state.chain import DELTA_FILE
+from laminar_kafka.state.delta import is_delta, read_delta
 from laminar_kafka.state.keyed_state import snapshot_keys
 from laminar_kafka.storage.locations import StorePath, store_path
 
 __all__ = ["MarkerReader", "find_pipelines", "inspect_store", "kafka_marker_reader"]
 
 _CHECKPOINT_DIR = re.compile(r"chk-([0-9]+)")
-_STATE_FILE = re.compile(r"task-([0-9]+)-g([0-9]+)\.state")
+_STATE_FILE = re.compile(r"task-([0-9]+)-g([0-9]+)\.(?:state|base-[0-9]+\.delta)")
 _HOME_FILES = ("generation.json", "MARKERS_SEEN", "LOCK")
 
 
@@ -234,6 +236,8 @@ def _state_file(
     try:
         data = store_path(path).read_bytes()
         body = pickle.loads(store.signer.open(path, STATE, data, f"state snapshot {path}"))
+        if isinstance(body, tuple) and len(body) == 3 and body[0] == DELTA_FILE:
+            body = body[2]  # a delta file: its partitions' changes (state/chain.py)
         if not isinstance(body, dict):
             raise TypeError(f"it holds a {type(body).__name__}, not partitions")
     except CheckpointIntegrityError as exc:
@@ -282,4 +286,7 @@ def _count_keys(blob: object) -> int | None:
     """The keys in one table's snapshot bytes (see `snapshot_keys`); raises if damaged."""
     if not isinstance(blob, bytes):
         raise CheckpointError(f"is a {type(blob).__name__}, not bytes")
+    if is_delta(blob):  # the keys it changes and deletes
+        deleted, changed = read_delta(blob)
+        return len(deleted) + len(changed)
     return snapshot_keys(blob)

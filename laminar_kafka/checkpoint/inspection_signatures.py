@@ -50,7 +50,7 @@ def _files(store: CheckpointStore, checkpoint_id: int) -> list[StorePath]:
     return [
         entry
         for entry in children(store.checkpoint_dir(checkpoint_id))
-        if entry.name == "MANIFEST.json" or entry.name.endswith(".state")
+        if entry.name == "MANIFEST.json" or entry.name.endswith((".state", ".delta"))
     ]
 
 

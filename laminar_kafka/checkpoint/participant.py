@@ -156,10 +156,12 @@ class CheckpointParticipant:
         positions: Mapping[PartitionKey, int],
         snapshot: bytes | None,
         report: AlignmentReport,
+        base: int | None = None,
     ) -> bool:
         """Pre-commit checkpoint N; True when the Ack said ok.
 
-        1. write the state snapshot to the checkpoint store (fsync), if any;
+        1. write the state snapshot to the checkpoint store (fsync), if any (a delta
+           on the base in checkpoint `base`, when given: state/chain.py);
         2. pre-commit the sink: the offset marker `chk=N gen=G` joins the
            transaction, all output is flushed and every delivery checked;
         3. send Ack(N) with positions and snapshot handles (ok=false with the
@@ -172,7 +174,7 @@ class CheckpointParticipant:
         error: str | None = None
         try:
             if snapshot is not None:  # 1.
-                path = self._store.snapshot_path(n, ident.task, ident.generation)
+                path = self._store.snapshot_path(n, ident.task, ident.generation, base)
                 self._store.write_snapshot(path, snapshot)
                 prepared.handles = {partition_key(*k): str(path) for k in positions}
             faults.crash_here(FaultPoint.AFTER_SNAPSHOT, n, ident.task)

@@ -8,6 +8,10 @@ Layout under `<root>/<pipeline>/`:
     MARKERS_SEEN                       Kafka held committed offset markers once
     chk-<id>/RESERVED.json             the id taken by a driver before Prepare(id)
     chk-<id>/task-<t>-g<gen>.state     state snapshots written by tasks before Ack
+    chk-<id>/task-<t>-g<gen>.base-<b>.delta
+                                       with incremental checkpoints: what changed since
+                                       the task's previous file, in a chain whose base
+                                       is in chk-<b> (state/chain.py)
     chk-<id>/MANIFEST.json             written by the coordinator: the Commit decision
                                        (created once, then rewritten per stage by the
                                        same driver; partial until the last)
@@ -28,6 +32,7 @@ from pathlib import Path
 from typing import IO
 
 from laminar_kafka.checkpoint.manifest import Manifest
+from laminar_kafka.checkpoint.retention import checkpoint_id_of, retain
 from laminar_kafka.checkpoint.signing import MANIFEST, STATE, Signer
 from laminar_kafka.errors import CheckpointError, FencedError
 from laminar_kafka.storage.files import make_dirs
@@ -47,14 +52,6 @@ _IDS_FILE = "checkpoint_ids.json"
 class GenerationInfo:
     generation: int
     max_parallelism: int
-
-
-def _checkpoint_id(entry: StorePath) -> int | None:
-    """The id of a `chk-<id>` directory; None for any other entry."""
-    name = entry.name
-    if not name.startswith("chk-") or not name[4:].isdigit():
-        return None
-    return int(name[4:])
 
 
 class CheckpointStore:
@@ -142,10 +139,16 @@ class CheckpointStore:
     def checkpoint_dir(self, checkpoint_id: int) -> StorePath:
         return self.home / f"chk-{checkpoint_id:012d}"
 
-    def snapshot_path(self, checkpoint_id: int, task: int, generation: int) -> StorePath:
+    def snapshot_path(
+        self, checkpoint_id: int, task: int, generation: int, base: int | None = None
+    ) -> StorePath:
+        """A task's state file: whole, or (`base` given) a delta on the base in chk-<base>."""
         # The generation in the name keeps a zombie task of an older generation
         # from overwriting the snapshot that the current one acknowledged.
-        return self.checkpoint_dir(checkpoint_id) / f"task-{task}-g{generation}.state"
+        name = f"task-{task}-g{generation}"
+        if base is not None:
+            return self.checkpoint_dir(checkpoint_id) / f"{name}.base-{base:012d}.delta"
+        return self.checkpoint_dir(checkpoint_id) / f"{name}.state"
 
     def write_snapshot(self, path: StorePath, data: bytes) -> None:
         """Write a state snapshot durably; a crash leaves no torn file under `path`."""
@@ -205,7 +208,7 @@ class CheckpointStore:
             return []
         ids = []
         for entry in self.home.iterdir():
-            checkpoint_id = _checkpoint_id(entry)
+            checkpoint_id = checkpoint_id_of(entry)
             if checkpoint_id is not None and (entry / "MANIFEST.json").exists():
                 ids.append(checkpoint_id)
         return sorted(ids)
@@ -241,7 +244,7 @@ class CheckpointStore:
         """
         if not self.home.exists():
             return 0
-        ids = [_checkpoint_id(e) for e in self.home.iterdir()]
+        ids = [checkpoint_id_of(e) for e in self.home.iterdir()]
         return max([self._highest_before_reset(), *(i for i in ids if i is not None)])
 
     def _highest_before_reset(self) -> int:
@@ -254,29 +257,8 @@ class CheckpointStore:
             raise CheckpointError(f"{path}: unreadable: {exc}") from None
 
     def retain(self, keep: int, keep_from: int | None = None) -> list[int]:
-        """Delete all but the newest `keep` complete checkpoints and older incomplete ones.
-
-        Nothing at or above `keep_from` is deleted, whatever the count: it is the
-        lowest checkpoint a committed offset marker still names, which recovery
-        needs (a partial one too). Incomplete checkpoints (no manifest, or a
-        partial one) newer than the oldest complete one kept stay: one may be in
-        flight; older ones go.
-        """
-        if keep < 1:
-            raise CheckpointError(f"cannot retain {keep} checkpoints: keep at least 1")
-        complete = self.complete_ids()
-        if len(complete) <= keep:
-            return []
-        oldest_kept = complete[-keep]
-        if keep_from is not None:
-            oldest_kept = min(oldest_kept, keep_from)
-        removed = []
-        for entry in self.home.iterdir():
-            checkpoint_id = _checkpoint_id(entry)
-            if checkpoint_id is not None and checkpoint_id < oldest_kept:
-                remove_tree(entry)
-                removed.append(checkpoint_id)
-        return sorted(removed)
+        """Delete old checkpoints, keeping what a kept one needs (checkpoint/retention.py)."""
+        return retain(self, keep, keep_from)
 
     def clear(self) -> None:
         """Delete every checkpoint (a reset); keep the lock, generations and checkpoint ids.

@@ -101,6 +101,18 @@ def register(subparsers: Any) -> None:
         help="Spark master of the pipeline's applications, e.g. spark://127.0.0.1:7077 "
         "(see `laminar-kafka cluster`); default local[N]",
     )
+    parser.add_argument(
+        "--state-store",
+        choices=["memory", "disk"],
+        default="memory",
+        help="the applications' --state-store (%(default)s)",
+    )
+    parser.add_argument(
+        "--full-snapshot-every",
+        type=int,
+        default=1,
+        help="the applications' --full-snapshot-every: deltas in between (%(default)s)",
+    )
     parser.add_argument("--seed", type=int, help="replay the run that printed this seed")
     parser.add_argument("--bootstrap", help="Kafka bootstrap servers")
     parser.add_argument(
@@ -152,6 +164,10 @@ def chaos(args: argparse.Namespace) -> int:
         broker_home=args.broker_home,
         checkpoint_root=args.checkpoint_dir,
         master=args.master,
+        run_args=(
+            *("--state-store", args.state_store),
+            *("--full-snapshot-every", str(args.full_snapshot_every)),
+        ),
     )
     make_input = load_input_function(args.input) if args.input else None
     with ChaosRun(args.pipeline, settings, seed=args.seed, make_input=make_input) as run:

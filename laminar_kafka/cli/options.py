@@ -44,6 +44,20 @@ def add_runtime_options(parser: Any) -> None:
         help="seconds between checkpoints; output becomes visible at each (%(default)s)",
     )
     parser.add_argument(
+        "--state-store",
+        choices=("memory", "disk"),
+        default=_default("state_store"),
+        help="where running aggregates keep their state: memory, or the task's local disk "
+        "(LMDB, with a bounded cache; pip install 'laminar-kafka[disk-state]') (%(default)s)",
+    )
+    parser.add_argument(
+        "--full-snapshot-every",
+        type=int,
+        default=_default("full_snapshot_every"),
+        help="write a task's whole state every K checkpoints, and in between only the keys "
+        "its running aggregates changed (1: whole every time) (%(default)s)",
+    )
+    parser.add_argument(
         "--checkpoint-timeout",
         type=float,
         default=_default("checkpoint_timeout_s"),
@@ -265,6 +279,8 @@ def runtime_config(args: argparse.Namespace) -> RuntimeConfig:
         checkpoint_dir=str(args.checkpoint_dir),
         parallelism=args.parallelism,
         checkpoint_interval_s=args.checkpoint_interval,
+        full_snapshot_every=args.full_snapshot_every,
+        state_store=args.state_store,
         checkpoint_timeout_s=args.checkpoint_timeout,
         alignment_timeout_s=args.alignment_timeout,
         heartbeat_timeout_s=args.heartbeat_timeout,

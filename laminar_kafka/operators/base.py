@@ -8,7 +8,7 @@ its offset instead of failing the task.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -16,6 +16,9 @@ from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats import BytesFormat, Format
 from laminar_kafka.operators.record import Record, SourceFields, record_views, source_fields
 from laminar_kafka.state.keyed_state import KeyedState
+
+TableMaker = Callable[[tuple[str, int], str, dict[Any, Any]], dict[Any, Any]]
+"""Makes a running aggregate's table: (partition, step, what it holds) → the table."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,9 @@ class BatchContext:
     """Processing time of the batch (the task's wall clock, ms): what state TTL counts in."""
     side_watermarks: Mapping[str, int] = field(default_factory=dict)
     """Versioned table topic → the watermark of its partition joined with this one."""
+    make_table: TableMaker | None = None
+    """Makes a running aggregate's table (partition, step, contents): one that records its
+    changes for incremental checkpoints, or one on disk (`TaskState.running_table`)."""
     _fields: dict[int, SourceFields | str] = field(default_factory=dict, repr=False)
 
     def table(self, step: str) -> dict[Any, Any]:
@@ -104,6 +110,17 @@ class BatchContext:
         state = self.tables.get(step)
         if state is None:
             state = self.tables[step] = KeyedState()
+        return state.table
+
+    def running_table(self, step: str) -> dict[Any, Any]:
+        """The table of a running aggregate `step`: made by `make_table` once (a restored
+        table is a dict, moved into it at its first use). Its values are only ever
+        replaced (set, popped), never changed in place behind the table's back."""
+        state = self.tables.get(step)
+        if state is None:
+            state = self.tables[step] = KeyedState()
+        if self.make_table is not None and type(state.table) is dict:
+            state.table = self.make_table((self.topic, self.partition), step, state.table)
         return state.table
 
     def views(

@@ -97,6 +97,9 @@ class KeyByOp:
         return out, kept
 
 
+_ABSENT = object()
+
+
 def _default_emit(key: Any, state: Any) -> Any:
     return {"key": key, "value": state}
 
@@ -143,14 +146,14 @@ class AggregateOp:
         if self.ttl_ms is not None:
             aggregate = self.initial, self.add, self.emit
             return apply_with_ttl(self.step, self.ttl_ms, *aggregate, values, offsets, ctx)
-        table = ctx.table(self.step)  # once per batch: the loop below is the hot path
+        table = ctx.running_table(self.step)  # once per batch: the loop below is the hot path
         initial, add, emit = self.initial, self.add, self.emit
         out: list[Any] = []
         kept: list[int] = []
         for (k, v), o in zip(values, offsets, strict=True):
             try:
-                current = table[k] if k in table else initial()
-                updated = add(current, v)
+                current = table.get(k, _ABSENT)  # one call: a disk table's is Python's
+                updated = add(initial() if current is _ABSENT else current, v)
                 emitted = emit(k, updated)
             except Exception as exc:
                 ctx.reject(o, describe_error("aggregate", exc))

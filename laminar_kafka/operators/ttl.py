@@ -44,7 +44,7 @@ def apply_with_ttl(
     ctx: BatchContext,
 ) -> tuple[list[Any], list[int]]:
     """A running aggregate whose keys expire (see the module's docstring)."""
-    table = ctx.table(step)
+    table = ctx.running_table(step)
     now = ctx.now_ms
     expire(table, now, ttl_ms)
     out: list[Any] = []

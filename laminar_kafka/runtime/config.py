@@ -13,6 +13,7 @@ from laminar_kafka.kafka import names
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.java_properties import librdkafka_settings
 from laminar_kafka.kafka.secret_keys import redact
+from laminar_kafka.state.disk import load_lmdb
 
 # Time a transaction may still need after its checkpoint timed out: the worker job's
 # restart, whose new tasks fence (abort) what the dead ones left open.
@@ -59,6 +60,15 @@ class RuntimeConfig:
     checkpoint_timeout_s: float = 60.0
     alignment_timeout_s: float = 0.05
     retained_checkpoints: int = 3
+    state_store: str = "memory"
+    """Where running aggregates keep their tables: "memory" (a dict per partition and
+    step) or "disk" (LMDB on the task's local disk, `state/disk.py`; the `disk-state` extra)."""
+    state_cache_keys: int = 100_000
+    """With the disk store: decoded values a task keeps in memory per table (LRU)."""
+    full_snapshot_every: int = 1
+    """A task writes its whole state every K checkpoints (and when a barrier carries
+    FULL_SNAPSHOT); in between, a delta of the keys its running aggregates changed
+    (`state/chain.py`). 1: whole state at every checkpoint."""
     master: str | None = None
     client_config: Mapping[str, str] = field(default_factory=dict)
     transaction_timeout_ms: int | None = None
@@ -109,6 +119,14 @@ class RuntimeConfig:
             raise ConfigError("checkpoint interval must be positive")
         if self.checkpoint_timeout_s <= self.alignment_timeout_s:
             raise ConfigError("checkpoint timeout must exceed the alignment timeout")
+        if self.state_store not in ("memory", "disk"):
+            raise ConfigError(f"--state-store takes memory or disk, not {self.state_store!r}")
+        if self.state_store == "disk":
+            load_lmdb()  # here, not first in a task: a missing extra is a clear error
+        if self.state_cache_keys < 1:
+            raise ConfigError(f"state cache of {self.state_cache_keys} keys: at least 1")
+        if self.full_snapshot_every < 1:
+            raise ConfigError(f"full snapshot every {self.full_snapshot_every}: at least 1")
         if self.retained_checkpoints < 2:
             # A task whose commit of N was lost restores N-1: it must still exist.
             raise ConfigError("retain at least 2 checkpoints")

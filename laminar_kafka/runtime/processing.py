@@ -20,7 +20,7 @@ from laminar_kafka.formats.batch import decode_batch
 from laminar_kafka.formats.format_check import FormatCheck
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators import runs_on_watermark
-from laminar_kafka.operators.base import BatchContext
+from laminar_kafka.operators.base import BatchContext, TableMaker
 from laminar_kafka.operators.event_time import NO_WATERMARK, Progress
 from laminar_kafka.operators.join import TableSpec, side_rows, side_watermarks, update_table
 from laminar_kafka.operators.keyed import ttls_of
@@ -84,6 +84,7 @@ class FlowRunner:
         self._now = clock
         self._ttls = ttls_of(op for f in flows for op in f.operators)
         self.counts = ProcessCounts()
+        self.make_table: TableMaker | None = None  # TaskState.running_table; None: dicts
         self._format_check = FormatCheck()
 
     def run(
@@ -93,11 +94,8 @@ class FlowRunner:
         states: dict[str, KeyedState],
         txn: OutputWriter,
     ) -> None:
-        """Process `messages` (data records of partition `key`, in offset order).
-
-        `states` is the partition's state, step name → table; a step's table is
-        added to it on the step's first record.
-        """
+        """Process `messages` (data records of partition `key`, in offset order); `states` is
+        the partition's state, step name → table (a step adds its table on first use)."""
         topic, partition = key
         self.counts.records_in += len(messages)
         if topic in self._tables:
@@ -119,6 +117,7 @@ class FlowRunner:
                 key_format=flow.source.key_format,
                 last_offset=last,
                 now_ms=self._now(),
+                make_table=self.make_table,
             )
             if flow.tables:
                 ctx = self._with_tables(flow, ctx)
@@ -197,6 +196,7 @@ class FlowRunner:
                     watermark=watermark,
                     last_offset=last_offset,
                     now_ms=self._now(),  # a window's results may feed a step with a TTL
+                    make_table=self.make_table,
                 )
                 self._apply(flow, [], [], self._with_tables(flow, ctx) if flow.tables else ctx, txn)
 

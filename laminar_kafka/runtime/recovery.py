@@ -33,6 +33,7 @@ after we read):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -45,7 +46,8 @@ from laminar_kafka.errors import CheckpointError
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
 from laminar_kafka.runtime.ports import SourceLogs, SourceReader
 from laminar_kafka.sources.start_position import StartAtTime, StartPosition, start_offset
-from laminar_kafka.state.snapshot import PartitionTables, decode_partition_snapshot
+from laminar_kafka.state.chain import Reader, read_partition
+from laminar_kafka.state.snapshot import PartitionTables
 
 
 @dataclass
@@ -68,6 +70,7 @@ def plan_starts(
     """Steps 2-5 of recovery for the given partitions."""
     starts: dict[PartitionKey, PartitionStart] = {}
     manifests = _ManifestCache(store)
+    read = functools.cache(store.read_snapshot)  # a chain's files serve every partition
     fresh: list[PartitionKey] = []
     for tp in reader.committed(partitions, timeout_s):
         key = (tp.topic, tp.partition)
@@ -81,7 +84,7 @@ def plan_starts(
             fresh.append(key)
             continue
         manifest = manifests.named_by(found, key)
-        starts[key] = _restore(store, manifest, key, tp.offset)
+        starts[key] = _restore(read, manifest, key, tp.offset)
     run_start = read_run_start(store) if fresh else None
     recorded = manifests.recorded(run_start) if run_start is not None else []
     for key in list(fresh):  # 4.
@@ -89,7 +92,7 @@ def plan_starts(
         offset = None if base is None else base.position_of(key)
         if base is not None and offset is not None:
             fresh.remove(key)
-            starts[key] = _restore(store, base, key, offset)
+            starts[key] = _restore(read, base, key, offset)
     for key, offset in _start_offsets(fresh, start_from, logs, timeout_s).items():
         starts[key] = PartitionStart(offset, None)
     return starts
@@ -140,13 +143,13 @@ def start_manifest(key: PartitionKey, recorded: Sequence[Manifest]) -> Manifest 
     return next((m for m in recorded if m.position_of(key) is not None), None)
 
 
-def _restore(
-    store: CheckpointStore, manifest: Manifest, key: PartitionKey, offset: int
-) -> PartitionStart:
+def _restore(read: Reader, manifest: Manifest, key: PartitionKey, offset: int) -> PartitionStart:
+    """A partition's start from `manifest`: its base state file plus the deltas after it
+    (state/chain.py), each file read once for all the task's partitions."""
     states: PartitionTables = {}
     handle = manifest.snapshot_of(key)
     if handle is not None:
-        states = decode_partition_snapshot(store.read_snapshot(handle), key, handle)
+        states = read_partition(read, handle, key)
     return PartitionStart(offset, manifest.checkpoint_id, states)
 
 

@@ -32,7 +32,7 @@ from laminar_kafka.runtime.processing import FlowRunner
 from laminar_kafka.runtime.table_bootstrap import bootstrap_tables
 from laminar_kafka.runtime.task_event_time import TaskEventTime
 from laminar_kafka.runtime.task_spec import TaskSpec, TaskSummary
-from laminar_kafka.runtime.task_start import recover_task
+from laminar_kafka.runtime.task_start import open_disk_store, recover_task
 from laminar_kafka.sources.kafka_reader import KafkaMessage
 from laminar_kafka.state.task_state import TaskState
 
@@ -60,7 +60,16 @@ class WorkerTask:
         )
         dlq = cfg.dead_letters_to(spec.pipeline.name)
         self._flows = FlowRunner(stage.flows, spec.partition_counts, dlq, spec.max_record_bytes)
-        self._state = TaskState(stage.keeps_state)
+        store = ports.store
+        self._state = TaskState(
+            stage.keeps_state,
+            cfg.full_snapshot_every,
+            path_of=lambda n, base: str(store.snapshot_path(n, spec.task, spec.generation, base)),
+            read=store.read_snapshot,
+            disk=open_disk_store(spec),
+        )
+        if self._state.makes_tables:
+            self._flows.make_table = self._state.running_table
         self._flows.states_of = self._state.of  # the tables a join reads
         self._time = TaskEventTime(spec, self._flows, self._state, self._sinks)
         self._since_commit = 0
@@ -95,7 +104,8 @@ class WorkerTask:
 
     def _close(self) -> None:
         live, txn, reader, control = self._live, self._txn, self._ports.reader, self._ports.control
-        for close in (live.close, txn.close, reader.close, control.close):
+        closes = (live.close, txn.close, reader.close, control.close, self._state.close)
+        for close in closes:
             with contextlib.suppress(Exception):  # must not hide the error that got us here
                 close()
 
@@ -207,10 +217,11 @@ class WorkerTask:
             dead_letter_reasons=dict(self._flows.counts.reasons),
         )
         self._flows.expire(self._state.partitions)  # expired keys: in no snapshot
-        snapshot = self._state.snapshot()
+        made = self._state.checkpoint(n, full=barrier.is_full_snapshot)
         self._time.forward()  # the epoch's last watermark, then its barrier
         forward_barrier(self._txn, barrier, self.spec.task, self.spec.outputs)
-        ok = participant.pre_commit(n, self._inputs.positions, snapshot, report)  # 1.
+        snapshot, base = (made.data, made.base) if made else (None, None)
+        ok = participant.pre_commit(n, self._inputs.positions, snapshot, report, base)  # 1.
         if self.spec.stage_index > 0:
             faults.crash_here(FaultPoint.DOWNSTREAM_ACKED, n, self.spec.task)
         # After a failed pre-commit the transaction takes no more output: wait only.
@@ -218,6 +229,7 @@ class WorkerTask:
         committed = decision.is_commit and ok
         if committed:  # 3.
             participant.commit()
+            self._state.committed()
             self._since_commit = 0
             self._aligner.finish()
             if barrier.is_drain:

@@ -10,6 +10,7 @@ from laminar_kafka.runtime.inputs import TaskInputs
 from laminar_kafka.runtime.ports import TaskPorts
 from laminar_kafka.runtime.recovery import plan_starts
 from laminar_kafka.runtime.task_spec import TaskSpec
+from laminar_kafka.state.disk import DiskStore, local_dir, remove_older
 from laminar_kafka.state.task_state import TaskState
 
 log = logging.getLogger(__name__)
@@ -37,3 +38,13 @@ def recover_task(
     return CheckpointParticipant(
         identity, ports.sinks, ports.store, ports.control, inputs.group_metadata, cut
     )
+
+
+def open_disk_store(spec: TaskSpec) -> DiskStore | None:
+    """The task's local store for running aggregates, when the run keeps state on disk."""
+    cfg = spec.config
+    if cfg.state_store != "disk" or not spec.stage.keeps_state:
+        return None
+    name, generation = spec.pipeline.name, spec.generation
+    remove_older(local_dir(), name, generation)
+    return DiskStore(f"{name}-t{spec.task}-g{generation}", cfg.state_cache_keys)

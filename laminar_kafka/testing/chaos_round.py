@@ -174,6 +174,7 @@ class ChaosRound:
             *("--checkpoint-interval", str(settings.checkpoint_interval_s)),
             *("--checkpoint-timeout", str(settings.checkpoint_timeout_s)),
             *("--alignment-timeout", str(settings.alignment_s)),
+            *settings.run_args,
         ]
         self.planned = workload.plan(self.sources, parts)
         self.hold = settings.tail_hold(round_dir)

@@ -37,6 +37,8 @@ class ChaosSettings:
     """Where rounds keep checkpoints, a directory or URL (None: each round's directory)."""
     master: str | None = None
     """The applications' Spark master (None: local[N])."""
+    run_args: tuple[str, ...] = ()
+    """More `laminar-kafka run` options for every round's application (its state store)."""
 
     @property
     def chunk_pause_s(self) -> float:

@@ -14,6 +14,7 @@ from laminar_kafka.cli.options import add_runtime_options, runtime_config
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.runtime import preflight
 from laminar_kafka.runtime.config import RuntimeConfig, redact
+from laminar_kafka.state import disk
 
 
 def test_a_missing_pipeline_file_is_one_readable_line(
@@ -207,3 +208,25 @@ def test_the_checkpoint_key_comes_from_the_environment_and_is_never_printed(
     assert main(["run", pipeline, "--bootstrap", "127.0.0.1:1"]) == 2
     err = capsys.readouterr().err
     assert f"${KEY_ENV}" in err and "at least 16" in err and "short" not in err
+
+
+def test_state_store_and_full_snapshot_options_reach_the_config(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parser = argparse.ArgumentParser()
+    add_runtime_options(parser)
+    base = ["--bootstrap", "127.0.0.1:1"]
+    default = runtime_config(parser.parse_args(base))
+    assert (default.state_store, default.full_snapshot_every) == ("memory", 1)
+    flags = [*base, "--state-store", "disk", "--full-snapshot-every", "10"]
+    config = runtime_config(parser.parse_args(flags))
+    assert (config.state_store, config.full_snapshot_every) == ("disk", 10)
+    with pytest.raises(ConfigError, match="at least 1"):
+        runtime_config(parser.parse_args([*base, "--full-snapshot-every", "0"]))
+    monkeypatch.setattr(disk.importlib, "import_module", _no_module)
+    with pytest.raises(ConfigError, match=r"pip install 'laminar-kafka\[disk-state\]'"):
+        runtime_config(parser.parse_args([*base, "--state-store", "disk"]))
+
+
+def _no_module(name: str) -> None:
+    raise ImportError(name)

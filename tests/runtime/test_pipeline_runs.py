@@ -253,21 +253,29 @@ def test_a_stalled_task_aborts_the_checkpoint_and_is_replaced_without_loss(
     assert stats.aborted >= 1 and stats.restarts >= 1  # timed out, then replaced
 
 
+@pytest.mark.parametrize(
+    "state",
+    [{}, {"state_store": "disk", "full_snapshot_every": 3}],
+    ids=["memory", "disk-incremental"],
+)
 def test_a_killed_worker_task_is_restarted_without_loss_or_duplicate(
     kafka_bootstrap: str,
     topic_factory: TopicFactory,
     spark_context: Any,
     tmp_path: Path,
     pid_dir: Path,
+    state: dict[str, Any],
 ) -> None:
     source = topic_factory.create("orders", partitions=4)
     sink = source + "-out"
     name = "kw-" + source[-8:]
-    run = BackgroundRun(
-        totals(name, source, sink), config(kafka_bootstrap, tmp_path), spark_context
-    )
+    cfg = config(kafka_bootstrap, tmp_path, **state)
+    run = BackgroundRun(totals(name, source, sink), cfg, spark_context)
     produce_orders(kafka_bootstrap, source, range(2000))
     run.wait_for_output(kafka_bootstrap, sink, decode_json, 500)
+    if state:  # killed once a delta is written: recovery reads a base and its deltas
+        deltas = lambda: any((tmp_path / "checkpoints").rglob("*.delta"))  # noqa: E731
+        run.wait_for(deltas, 60, "a delta checkpoint")
     victim = pid_dir / f"{name}.g1.t0.pid"
     os.kill(int(victim.read_text()), signal.SIGKILL)
     produce_orders(kafka_bootstrap, source, range(2000, 3000))
