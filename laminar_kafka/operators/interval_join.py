@@ -22,7 +22,6 @@ unmatched record with its own time.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
@@ -31,6 +30,7 @@ from typing import Any, ClassVar, Literal
 from laminar_kafka.operators.base import BatchContext, ResultOffset, describe_error
 from laminar_kafka.operators.interval_buffers import (
     Buffers,
+    add_time,
     indexed,
     new_buffers,
     partners,
@@ -115,7 +115,7 @@ class IntervalJoinOp:
                 elif len(found) == 2:
                     indexed(found)
                 matched = False
-                if found[3 - side]:  # the other side has times buffered
+                if found[1 - side]:  # the other side has records buffered
                     low, high = ts - reach[1 - side], ts + reach[side]
                     for other_ts in partners(found, 1 - side, low, high):
                         others = found[1 - side][other_ts]
@@ -126,11 +126,8 @@ class IntervalJoinOp:
                     records += (value, matched)
                 else:
                     mine[ts] = [value, matched]
-                    order = found[2 + side]
-                    if order and order[-1] > ts:
-                        order.insert(bisect_right(order, ts), ts)
-                    else:
-                        order.append(ts)
+                    if len(mine) > 1:
+                        add_time(found, side, ts)
                 at = ts + reach[side] + 1
                 timers.set(key, at)
                 if at < due:

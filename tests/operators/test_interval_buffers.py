@@ -49,7 +49,19 @@ def test_remove_drops_a_time_from_the_map_and_the_order() -> None:
     assert remove(found, 0, 20) == ["a20", False]
     assert remove(found, 0, 10) == ["a10", False]
     assert remove(found, 0, 99) == []
-    assert (list(found[2]), list(found[0])) == ([30], [30])
+    assert (found[2], list(found[0])) == ([30], [30])
+    _add(found, 0, 5, "a5")
+    assert found[2] == [5, 30]
+    remove(found, 0, 5)
+    remove(found, 0, 30)
+    assert found == new_buffers()
+
+
+def test_a_side_of_one_time_keeps_no_order_and_still_finds_its_partners() -> None:
+    found = new_buffers()
+    _add(found, 1, 100, "b1")
+    assert found[3] is None
+    assert (partners(found, 1, 90, 100), partners(found, 1, 101, 120)) == ([100], [])
 
 
 def test_records_of_one_time_are_kept_flat_with_their_matched_flags() -> None:
@@ -79,7 +91,7 @@ def test_a_buffer_of_an_older_snapshot_is_converted_and_joins_as_before() -> Non
     assert out == [("a1", "b1"), ("a2", "b1")]
     found = tables["j"].table["k"]
     assert values_of(found, 0) == [(100, {"id": "a1"}, True), (100, {"id": "a2"}, True)]
-    assert list(found[2]) == [100] and list(found[3]) == [104]
+    assert found[2:] == [None, None]  # one time a side: no order kept yet
 
 
 def test_an_older_buffer_first_touched_by_the_watermark_emits_its_unmatched_records() -> None:
