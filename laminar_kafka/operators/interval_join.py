@@ -11,8 +11,10 @@ counted (as a window's late record is) and joins nothing. Any other record finds
 every partner it has: a buffered record stays until the watermark passes the
 last time a partner can have (`ta + after` for side a, `tb + before` for side b),
 a timer then drops it, and a left (outer) join emits it if it never matched
-(side b's too). Buffers and timers are the partition's tables (`<step>`,
-operators/timers.py), in each checkpoint with the outputs: exactly once.
+(side b's too). A key's buffers keep each side's times in order, so a record's
+partners are found by bisection, not a scan (operators/interval_buffers.py).
+Buffers and timers are the partition's tables (`<step>`, operators/timers.py), in
+each checkpoint with the outputs: exactly once.
 
 A pair is stamped with the later of its two times (as Flink's interval join); an
 unmatched record with its own time.
@@ -26,12 +28,18 @@ from operator import itemgetter
 from typing import Any, ClassVar, Literal
 
 from laminar_kafka.operators.base import BatchContext, ResultOffset, describe_error
+from laminar_kafka.operators.interval_buffers import (
+    Buffers,
+    add_time,
+    indexed,
+    new_buffers,
+    partners,
+    remove,
+)
 from laminar_kafka.operators.keyed import StepKind
 from laminar_kafka.operators.timers import TimerQueue
 
 IntervalHow = Literal["inner", "left", "outer"]
-Buffers = list[dict[int, list[list[Any]]]]
-"""A key's buffers: per side (0: a, 1: b), time → entries [value, matched]."""
 
 
 @dataclass(frozen=True)
@@ -94,19 +102,40 @@ class IntervalJoinOp:
         out: list[Any] = []
         kept: list[int] = []
         times, marks = ctx.times, ctx.marks
+        reach = (self.after_ms, self.before_ms)
+        due = timers.next_due()
         for (key, (side, value)), o in zip(values, offsets, strict=True):
             ts, watermark = times[o], marks[o]
             if ts < watermark:
-                ctx.late_record(o, None, [(ts - self.reach(1 - side), ts + self.reach(side) + 1)])
+                ctx.late_record(o, None, [(ts - reach[1 - side], ts + reach[side] + 1)])
             else:
                 found = buffers.get(key)
                 if found is None:
-                    found = buffers[key] = [{}, {}]
-                self._pair(side, value, ts, found, o, ctx, out, kept)
-                timers.set(key, ts + self.reach(side) + 1)
-            if timers.next_due() <= watermark:
+                    found = buffers[key] = new_buffers()
+                elif len(found) == 2:
+                    indexed(found)
+                matched = False
+                if found[1 - side]:  # the other side has records buffered
+                    low, high = ts - reach[1 - side], ts + reach[side]
+                    for other_ts in partners(found, 1 - side, low, high):
+                        others = found[1 - side][other_ts]
+                        if self._pair(side, value, ts, others, other_ts, o, ctx, out, kept):
+                            matched = True
+                mine = found[side]
+                if (records := mine.get(ts)) is not None:
+                    records += (value, matched)
+                else:
+                    mine[ts] = [value, matched]
+                    if len(mine) > 1:
+                        add_time(found, side, ts)
+                at = ts + reach[side] + 1
+                timers.set(key, at)
+                if at < due:
+                    due = at
+            if due <= watermark:
                 self._expire(buffers, timers, watermark, o, ctx, out, kept)
-        if timers.next_due() <= ctx.watermark:
+                due = timers.next_due()
+        if due <= ctx.watermark:
             self._expire(buffers, timers, ctx.watermark, ctx.last_offset, ctx, out, kept)
         return out, kept
 
@@ -115,28 +144,26 @@ class IntervalJoinOp:
         side: int,
         value: Any,
         ts: int,
-        found: Buffers,
+        others: list[Any],
+        other_ts: int,
         offset: int,
         ctx: BatchContext,
         out: list[Any],
         kept: list[int],
-    ) -> None:
-        """Join a record with the other side's buffered partners, then buffer it."""
-        entry = [value, False]
-        low, high = ts - self.reach(1 - side), ts + self.reach(side)
-        for other_ts, entries in found[1 - side].items():
-            if not low <= other_ts <= high:
+    ) -> bool:
+        """Join a record with the other side's records buffered at `other_ts` (flat:
+        value, matched, ...), marking those it met; whether it met any."""
+        met = False
+        for i in range(0, len(others), 2):
+            other = others[i]
+            try:
+                out.append(self.merge(value, other) if side == 0 else self.merge(other, value))
+            except Exception as exc:
+                ctx.reject(offset, describe_error("join_interval merge", exc))
                 continue
-            for other in entries:
-                a, b = (value, other[0]) if side == 0 else (other[0], value)
-                try:
-                    out.append(self.merge(a, b))
-                except Exception as exc:
-                    ctx.reject(offset, describe_error("join_interval merge", exc))
-                    continue
-                kept.append(ResultOffset(offset, max(ts, other_ts)))
-                entry[1] = other[1] = True
-        found[side].setdefault(ts, []).append(entry)
+            kept.append(ResultOffset(offset, max(ts, other_ts)))
+            others[i + 1] = met = True
+        return met
 
     def _expire(
         self,
@@ -151,15 +178,19 @@ class IntervalJoinOp:
         """Drop the records no partner can reach any more (the watermark passed their
         interval), emitting the unmatched ones of a left or outer join. Their outputs and
         dead letters go under `offset`, the record that moved the watermark."""
+        drops = ((0, self.after_ms + 1), (1, self.before_ms + 1))  # side, timer - time
+        emits = (self.emits_unmatched(0), self.emits_unmatched(1))
         while (due := timers.pop(watermark)) is not None:
             at, keys = due
             for key in keys:
                 found = buffers[key]
-                for side in (0, 1):
-                    ts = at - self.reach(side) - 1
-                    entries = found[side].pop(ts, ())
-                    if self.emits_unmatched(side):
-                        self._unmatched(side, ts, entries, offset, ctx, out, kept)
+                if len(found) == 2:
+                    indexed(found)
+                for side, behind in drops:
+                    if (ts := at - behind) in found[side]:
+                        records = remove(found, side, ts)
+                        if emits[side]:
+                            self._unmatched(side, ts, records, offset, ctx, out, kept)
                 if not found[0] and not found[1]:
                     del buffers[key]
 
@@ -167,15 +198,17 @@ class IntervalJoinOp:
         self,
         side: int,
         ts: int,
-        entries: Any,
+        records: list[Any],
         offset: int,
         ctx: BatchContext,
         out: list[Any],
         kept: list[int],
     ) -> None:
-        for value, matched in entries:
-            if matched:
+        """Emit the records (flat: value, matched, ...) of `side` at `ts` that met nothing."""
+        for i in range(0, len(records), 2):
+            if records[i + 1]:
                 continue
+            value = records[i]
             try:
                 out.append(self.merge(value, None) if side == 0 else self.merge(None, value))
             except Exception as exc:
