@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from laminar_kafka import Pipeline
 from laminar_kafka.api.specs import SinkSpec
 from laminar_kafka.errors import FormatMismatchError, RecordDecodeError
 from laminar_kafka.formats import InternalFormat, JsonFormat
@@ -17,7 +18,9 @@ from laminar_kafka.formats import internal as internal_module
 from laminar_kafka.formats.batch import decode_batch, encode_batch
 from laminar_kafka.formats.internal import MARKER
 from laminar_kafka.operators.base import BatchContext
+from laminar_kafka.runtime.processing import FlowRunner
 from laminar_kafka.runtime.routing import route
+from laminar_kafka.testing.memory_log import MemoryMessage, MemoryOutput
 
 FMT = InternalFormat()
 
@@ -147,3 +150,28 @@ def test_any_batch_round_trips_batch_wise_and_one_by_one(values: list[Any]) -> N
         datas = [FMT.encode_one(v) for v in values]
     assert [FMT.decode_one(d) for d in datas] == values
     assert decode_batch(FMT, datas) in (None, values)
+
+
+def test_a_stage_after_an_upgrade_reads_the_json_records_left_in_its_internal_topic() -> None:
+    """The next stage's flow, fed an internal partition that holds JSON records written
+    before the upgrade followed by MessagePack ones: it counts them all, no dead letter."""
+    p = Pipeline("upgraded")
+    (
+        p.source("orders")
+        .key_by("product", name="by-product", partitions=1)
+        .count(emit=lambda product, n: {"product": product, "n": n})
+        .sink("counts")
+    )
+    (internal,) = p.internal_topics
+    (flow,) = [f for f in p.flows if f.source.internal]
+    assert isinstance(flow.source.value_format, InternalFormat)
+    old = JsonFormat(strict=True)  # the internal format before
+    orders = [{"id": i, "product": f"p{i % 2}", "pair": (i, i)} for i in range(6)]
+    datas = [old.encode_one(o) for o in orders[:3]] + [FMT.encode_one(o) for o in orders[3:]]
+    batch = [MemoryMessage(internal, 0, i, None, d, 0) for i, d in enumerate(datas)]
+    runner = FlowRunner([flow], {internal: 1, "counts": 1}, "upgraded.dlq")
+    out = MemoryOutput()
+    runner.run((internal, 0), batch, {}, out)
+    assert runner.counts.dead_letters == 0
+    counts = [JsonFormat().decode_one(r.value) for r in out.pending]
+    assert counts == [{"product": f"p{i % 2}", "n": i // 2 + 1} for i in range(6)]
