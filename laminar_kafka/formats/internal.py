@@ -3,13 +3,13 @@
 Records between two stages are written by the pipeline and read by the same
 pipeline, so they need no schema, only speed and values that arrive as they
 left. A record is `C1 01` (the marker: 0xC1 is never the first byte of JSON
-text, nor of UTF-8) and the value in MessagePack; decoding one costs about a
-tenth of JSON's (benchmarks/internal_codec.py). A record without the marker is
-JSON: what internal topics held before, still read after an upgrade, and what
-is written for the rare value MessagePack cannot carry but JSON can (an int
-beyond 64 bits, a lone surrogate in a string). A value neither can carry is
-refused with `RecordDecodeError`, which the writing stage turns into a dead
-letter before the record crosses the boundary.
+text, nor of UTF-8) and the value in MessagePack; encoding and decoding one
+costs about a fifth of JSON's (benchmarks/internal_codec.py). A record without
+the marker is JSON: what internal topics held before, still read after an
+upgrade, and what is written for the rare value MessagePack cannot carry but
+JSON can (an int beyond 64 bits, a lone surrogate in a string). A value
+neither can carry is refused with `RecordDecodeError`, which the writing stage
+turns into a dead letter before the record crosses the boundary.
 
 What the next stage sees, compared with the JSON of before: tuples still
 arrive as lists; dict keys keep their type (an int key stays an int: JSON made
