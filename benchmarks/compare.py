@@ -2,12 +2,14 @@
 
     python -m benchmarks.compare [--records 2000000] [--partitions 8] [--bootstrap HOST:PORT]
                                  [--systems laminar,limit,ceiling,quix,spark]
-                                 [--workloads stateless,keyed,rekey,windowed]
+                                 [--workloads stateless,keyed,rekey,windowed,
+                                              join-table,join-interval]
                                  [--skip-latency]
                                  [--parallelism 2] [--repeat 1]
 
 One pre-produced input topic (and one with event times for the windowed
-workload); the workloads of `benchmarks.workloads` on each
+workload, and the orders, customers table and payments of the joins:
+`benchmarks.inputs`); the workloads of `benchmarks.workloads` on each
 system that implements them (the others get an "n/a" row), each system in a
 worker process of its own (`benchmarks.workers`). The
 baselines run before laminar-kafka: its coordinator writes barriers into the
@@ -19,8 +21,9 @@ a kill -9 run. The table (`benchmarks.report`; benchmarks/README.md
     P=N laminar/quix=Q laminar/ceiling=C laminar/spark=S laminar/limit=L checkpoint_p99_ms=P
     rekey_laminar/quix=R rekey_checkpoint_p99_ms=E rekey_stage_p99_ms=S0/S1
     windowed_laminar/quix=W windowed_laminar/spark=X window_close_p50_ms=A window_close_p99_ms=B
+    join_laminar/quix=J join_interval_laminar/quix=I
 
-(one line) for workload (a), the rekey and the windowed workloads with 1 s
+(one line) for workload (a), the rekey, windowed and join workloads with 1 s
 checkpoints; progress goes to stderr.
 """
 
@@ -35,10 +38,10 @@ from typing import Any, Final
 
 from benchmarks.broker import benchmark_broker
 from benchmarks.comparison import CompareSettings, Comparison, Row
+from benchmarks.inputs import preload_inputs
 from benchmarks.latency import LatencyProbe, with_latency
 from benchmarks.memory import tree_rss_bytes
 from benchmarks.planning import not_applicable_rows, plan_tasks
-from benchmarks.preload import preload
 from benchmarks.records import DEFAULT_NUM_KEYS
 from benchmarks.report import LABELS, format_report, summary_line, table_order, table_rows
 from benchmarks.topics import TopicMaker, delete_topics, new_topic_maker
@@ -136,22 +139,15 @@ def run_comparison(
     """
     make = make_topic or new_topic_maker(bootstrap)
     load = os.getloadavg()[0]
-    topics: dict[bool, str] = {}  # by `events`: the windowed workload's input
-    for events in sorted({workload == "windowed" for workload in settings.workloads}):
-        _say(
-            f"== input{' with event times' if events else ''}: {settings.records:,} records"
-            f" over {settings.partitions} partitions on {bootstrap} =="
-        )
-        topics[events] = preload(
-            bootstrap,
-            settings.records,
-            settings.partitions,
-            make_topic=make,
-            num_keys=settings.num_keys,
-            progress=settings.progress,
-            events=events,
-        )
-    inputs = {workload: topics[workload == "windowed"] for workload in settings.workloads}
+    inputs = preload_inputs(
+        bootstrap,
+        settings.workloads,
+        settings.records,
+        settings.partitions,
+        make,
+        num_keys=settings.num_keys,
+        progress=settings.progress,
+    )
     rows: list[Row] = []
     failures: list[str] = []
     for system in (s for s in _RUN_ORDER if s in settings.systems):

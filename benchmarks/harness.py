@@ -2,7 +2,7 @@
 
 Every baseline module exposes a `Baseline` (a function from `BaselineJob` to
 `RunResult`) and a `main` that hands it to `run_baseline_cli`. The CLI loads
-one input topic (and one with event times for the windowed workload), gives
+the input topics of the chosen workloads (`benchmarks.inputs`), gives
 each workload a fresh output topic with as many partitions as the input,
 prints the aligned table, and ends with one line
 `<system>_<workload>_rps=<n> ...` for scripts to parse.
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from benchmarks.broker import benchmark_broker
-from benchmarks.preload import preload
+from benchmarks.inputs import preload_inputs
 from benchmarks.records import DEFAULT_NUM_KEYS
 from benchmarks.results import RunResult, format_table
 from benchmarks.topics import delete_topics, new_topic_maker
@@ -41,6 +41,9 @@ class BaselineJob:
     commit_interval_s: float = 1.0
     num_keys: int = DEFAULT_NUM_KEYS
     progress: bool = True
+    side_topic: str = ""
+    """A join's second input: the customers table (join-table) or the payments
+    (join-interval); `input_topic` holds the orders."""
 
 
 Baseline = Callable[[BaselineJob], RunResult]
@@ -90,27 +93,29 @@ def run_baseline_cli(
     workloads = chosen or (parse_workload(args.workload),)
     rows: list[RunResult] = []
     with benchmark_broker(args.bootstrap) as bootstrap:
-        make_topic = new_topic_maker(bootstrap)
+        make = new_topic_maker(bootstrap)
         topics: list[str] = []
+
+        def make_topic(prefix: str, partitions: int) -> str:
+            topics.append(make(prefix, partitions))  # deleted at the end
+            return topics[-1]
+
         try:
-            inputs: dict[bool, str] = {}  # by `events`: the windowed workload's input
-            for events in sorted({workload == "windowed" for workload in workloads}):
-                inputs[events] = preload(
-                    bootstrap,
-                    args.records,
-                    args.partitions,
-                    make_topic=make_topic,
-                    num_keys=args.num_keys,
-                    progress=not args.quiet,
-                    events=events,
-                )
-                topics.append(inputs[events])
+            inputs = preload_inputs(
+                bootstrap,
+                workloads,
+                args.records,
+                args.partitions,
+                make_topic,
+                num_keys=args.num_keys,
+                progress=not args.quiet,
+            )
             for workload in workloads:
                 output_topic = make_topic(f"bench-out-{workload}", args.partitions)
-                topics.append(output_topic)
                 job = BaselineJob(
                     bootstrap=bootstrap,
-                    input_topic=inputs[workload == "windowed"],
+                    input_topic=inputs[workload][0],
+                    side_topic=inputs[workload][1],
                     output_topic=output_topic,
                     partitions=args.partitions,
                     records=args.records,

@@ -97,7 +97,9 @@ class Session:
             timeout_s=timeout_s,
             progress=job.progress,
         )
-        pipeline = build_pipeline(name, job.workload, job.input_topic, job.output_topic)
+        pipeline = build_pipeline(
+            name, job.workload, job.input_topic, job.output_topic, job.side_topic
+        )
         self.internal_topics = list(pipeline.internal_topics)
         self.watcher.start()
         try:

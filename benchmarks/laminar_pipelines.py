@@ -12,6 +12,12 @@ so their output is byte for byte what the other systems write:
     windowed   source(Avro, partitioned_by="key", timestamp="ts", max_out_of_order)
                -> key_by("key") -> tumbling_window(60 s, allowed_lateness)
                -> aggregate((count, sum of amount)) -> sink({key, start, end, count, sum})
+    join-table source(orders, partitioned_by="key")
+               .join_table(table(customers), on="key", partitioned_by="key")
+               -> sink({id, key, amount, name, tier, version}, key=key)
+    join-interval  source(orders, timestamp="kafka").join_interval(
+               source(payments, timestamp="kafka"), on="key", within=(0, 10 min))
+               -> sink({id, key, amount, payment_id}, key=key)
 
 The input is partitioned by `key` with Kafka's murmur2 partitioner
 (`benchmarks.preload`), which the keyed source declares: its `key_by("key")`
@@ -19,6 +25,11 @@ needs no repartition and the pipeline is one stage. The rekey source declares
 nothing, and its records are not partitioned by product anyway: `key_by`
 writes them to the internal topic `<pipeline>.by-product.repartition` (MessagePack,
 as laminar-kafka writes every internal topic), read by a second stage.
+
+The join inputs are keyed by customer like the table (`benchmarks.join_input`),
+which join-table declares: one stage, each order looked up in its task's
+partition of the table. join_interval repartitions both sides by the join key
+into one internal topic whatever they declare: two stages.
 
 The aggregates keep the id of the last record counted, so that every output
 record names its input; the count itself is what `KeyedStream.count()` keeps.
@@ -36,8 +47,16 @@ from benchmarks.event_input import (
     WINDOW_MS,
     WINDOW_SCHEMA_JSON,
 )
+from benchmarks.join_input import (
+    CUSTOMER_SCHEMA_JSON,
+    INTERVAL_AFTER_MS,
+    JOINED_SCHEMA_JSON,
+    PAID_SCHEMA_JSON,
+    paid,
+    with_customer,
+)
 from benchmarks.records import COUNT_SCHEMA_JSON, RECORD_SCHEMA_JSON, Record
-from benchmarks.workloads import Workload, keep, map_record, new_key
+from benchmarks.workloads import JOINS, Workload, keep, map_record, new_key
 from laminar_kafka import AvroFormat, Pipeline
 from laminar_kafka.operators.windows import Window
 from laminar_kafka.plan.stages import plan_stages
@@ -92,15 +111,41 @@ def _windowed(pipeline: Pipeline, input_topic: str, output_topic: str) -> None:
     totals.sink(output_topic, value_format=_avro(WINDOW_SCHEMA_JSON), key="key")
 
 
+def _joined(
+    pipeline: Pipeline, workload: Workload, orders_topic: str, side_topic: str, output_topic: str
+) -> None:
+    records = _avro(RECORD_SCHEMA_JSON)
+    if workload == "join-table":
+        customers = pipeline.table(side_topic, value_format=_avro(CUSTOMER_SCHEMA_JSON))
+        orders = pipeline.source(orders_topic, value_format=records, partitioned_by="key")
+        joined = orders.join_table(
+            customers, on="key", merge=with_customer, partitioned_by="key", name="customers"
+        )
+        joined.sink(output_topic, value_format=_avro(JOINED_SCHEMA_JSON), key="key")
+        return
+    orders = pipeline.source(orders_topic, value_format=records, timestamp="kafka")
+    payments = pipeline.source(side_topic, value_format=records, timestamp="kafka")
+    pairs = orders.join_interval(
+        payments, on="key", within=(0, INTERVAL_AFTER_MS / 1000), merge=paid, name="payments"
+    )
+    pairs.sink(output_topic, value_format=_avro(PAID_SCHEMA_JSON), key="key")
+
+
 def _avro(schema_json: str) -> AvroFormat:
     # No per-record validation on encode: no other system validates, and every
     # output record is checked against the workload afterwards.
     return AvroFormat(json.loads(schema_json), framing="raw", validate=False)
 
 
-def build_pipeline(name: str, workload: Workload, input_topic: str, output_topic: str) -> Pipeline:
-    """The laminar-kafka pipeline of `workload` from `input_topic` to `output_topic`."""
+def build_pipeline(
+    name: str, workload: Workload, input_topic: str, output_topic: str, side_topic: str = ""
+) -> Pipeline:
+    """The laminar-kafka pipeline of `workload` from `input_topic` (and a join's
+    `side_topic`) to `output_topic`."""
     pipeline = Pipeline(name)
+    if workload in JOINS:
+        _joined(pipeline, workload, input_topic, side_topic, output_topic)
+        return pipeline
     records = _avro(RECORD_SCHEMA_JSON)
     if workload == "stateless":
         mapped = pipeline.source(input_topic, value_format=records).filter(keep).map(map_record)
@@ -127,4 +172,4 @@ def pipeline_name(workload: Workload, interval_s: float, tag: str = "") -> str:
 
 def stage_count(workload: Workload) -> int:
     """How many stages the pipeline of `workload` has (rekey: 2)."""
-    return len(plan_stages(build_pipeline("stages", workload, "in", "out")).stages)
+    return len(plan_stages(build_pipeline("stages", workload, "in", "out", "side")).stages)

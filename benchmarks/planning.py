@@ -31,12 +31,13 @@ LATENCY_WORKLOADS: Final[tuple[Workload, ...]] = ("stateless", "windowed")
 def plan_tasks(
     system: System,
     settings: CompareSettings,
-    inputs: Mapping[Workload, str],
+    inputs: Mapping[Workload, tuple[str, str]],
     make_topic: TopicMaker,
 ) -> list[Task]:
     """The tasks of `system`, their output (and latency input) topics created.
 
-    `inputs` holds the input topic of each chosen workload.
+    `inputs` holds the input topic of each chosen workload and its second input
+    (a join's; "" for the others).
     """
 
     def job(
@@ -44,7 +45,8 @@ def plan_tasks(
     ) -> BaselineJob:
         base = BaselineJob(
             bootstrap="",
-            input_topic=inputs.get(workload, ""),
+            input_topic=inputs.get(workload, ("", ""))[0],
+            side_topic=inputs.get(workload, ("", ""))[1],
             output_topic=make_topic(f"bench-{prefix}-{system}-{workload}", settings.partitions),
             partitions=settings.partitions,
             records=settings.records,

@@ -69,14 +69,15 @@ def encoded_inputs(records: int, num_keys: int = DEFAULT_NUM_KEYS) -> Iterator[t
 def produce_values(
     bootstrap: str,
     topic: str,
-    items: Iterable[tuple[bytes, bytes]],
+    items: Iterable[tuple[bytes, bytes] | tuple[bytes, bytes, int]],
     expected: int,
     *,
     progress: bool = True,
 ) -> ProduceResult:
     """Produce `items` to an empty `topic`, flush, and check the topic holds `expected`.
 
-    Timed from the first `produce()` to the end of the flush.
+    An item is `(key, value)`, stamped by the producer, or `(key, value, timestamp)`
+    with its own timestamp (ms). Timed from the first `produce()` to the end of the flush.
     """
     errors: list[KafkaError] = []
 
@@ -88,10 +89,13 @@ def produce_values(
     meter = Progress(f"produce {topic}", expected, enabled=progress)
     sent = 0
     start = time.monotonic()
-    for key, value in items:
+    for key, value, *stamp in items:
         while True:
             try:
-                producer.produce(topic, value, key, on_delivery=on_delivery)
+                # timestamp 0: the producer's clock
+                producer.produce(
+                    topic, value, key, on_delivery=on_delivery, timestamp=stamp[0] if stamp else 0
+                )
                 break
             except BufferError:
                 producer.poll(0.05)

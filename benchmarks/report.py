@@ -152,8 +152,8 @@ def _table(lines: list[list[str]]) -> str:
 
 
 def summary_line(comparison: Comparison) -> str:
-    """The last line: workload (a)'s, rekey's and windowed's ratios, checkpoint p99s and
-    laminar's window close latency, 1st interval."""
+    """The last line: workload (a)'s, rekey's, windowed's and the joins' ratios (join:
+    the table join), checkpoint p99s and laminar's window close latency, 1st interval."""
 
     def ratio(system: System, workload: Workload = "stateless") -> str:
         value = _ratio(comparison, system, workload)
@@ -183,6 +183,8 @@ def summary_line(comparison: Comparison) -> str:
         f" windowed_laminar/quix={ratio('quix', 'windowed')}"
         f" windowed_laminar/spark={ratio('spark', 'windowed')}"
         f" window_close_p50_ms={close('p50')} window_close_p99_ms={close('p99')}"
+        f" join_laminar/quix={ratio('quix', 'join-table')}"
+        f" join_interval_laminar/quix={ratio('quix', 'join-interval')}"
     )
 
 

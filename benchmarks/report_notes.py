@@ -16,9 +16,11 @@ from benchmarks.event_input import (
     WINDOW_MS,
     EventInput,
 )
+from benchmarks.join_input import MISSING_EVERY, JoinInput
 from benchmarks.memory import RSS_INTERVAL_S
 from benchmarks.records import NUM_PRODUCTS
 from benchmarks.tasks import System
+from benchmarks.workloads import JOINS
 
 __all__ = ["LABELS", "table_notes"]
 
@@ -78,7 +80,7 @@ def table_notes(comparison: Comparison) -> list[str]:
         f" of the partitions (p mod {s.parallelism}); Quix as {s.parallelism} processes of the"
         f" same app (the group assigns partitions); laminar runs {s.parallelism} worker tasks"
         f" per stage (Spark local[{s.laminar_slots}]"
-        f"{'; rekey: two stages' if 'rekey' in s.workloads else ''}); Spark runs on"
+        f"{_two_stages(s.workloads)}); Spark runs on"
         f" {s.spark_master}. The ceiling's latency phase runs one process. peak MiB sums every"
         " process of a system.",
         "Spark's Kafka sink is at-least-once: its records are visible before their micro-batch"
@@ -96,6 +98,8 @@ def table_notes(comparison: Comparison) -> list[str]:
         )
     if "windowed" in s.workloads:
         notes.append(_windowed_note(s.records, s.num_keys))
+    if set(s.workloads) & set(JOINS):
+        notes.append(_joins_note(s.records, s.num_keys))
     notes += [
         f"n/a: {LABELS[row.system]} {row.workload}: {row.not_applicable}."
         for row in comparison.rows
@@ -162,6 +166,33 @@ def _windowed_note(records: int, num_keys: int) -> str:
         " Sum).final(closing_strategy=partition). spark: withWatermark(the same delay)"
         " .groupBy(window, key).agg(count, sum), append mode (a window's row comes out in the"
         " micro-batch after the one that passed it)."
+    )
+
+
+def _two_stages(workloads: tuple[str, ...]) -> str:
+    two = [w for w in ("rekey", "join-interval") if w in workloads]
+    return f"; {' and '.join(two)}: two stages" if two else ""
+
+
+def _joins_note(records: int, num_keys: int) -> str:
+    source = JoinInput(records, num_keys)
+    return (
+        f"joins: {records:,} orders keyed by customer ({num_keys:,}), one a second of event"
+        " time (Kafka timestamps); every input topic keyed by customer with murmur2 and"
+        " the same partitions (co-partitioned, as Quix requires); records/s counts the"
+        f" orders. join-table: a customers table topic of {len(source.customers):,} rows"
+        f" (every {MISSING_EVERY}th customer missing: an inner join drops its orders) and"
+        f" {source.updates:,} updates interleaved in time; laminar: source(partitioned_by"
+        " key).join_table(table, on=key, partitioned_by=key), one stage, each order with"
+        " the latest row read (the whole table on a first start); quix:"
+        " join_asof(customers), the row as of the order's time (join_lookup reads external"
+        " stores, not a topic); ceiling: each process reads the whole table into a dict"
+        " (timed), then joins its orders. join-interval: each order's payment 30 to 569 s after it,"
+        f" the topic in payment-time order ({records:,} more records); laminar:"
+        " join_interval(payments, within=(0, 600 s)), both sides repartitioned into one"
+        " internal topic (two stages); quix: join_interval(backward 0, forward and grace"
+        " 600 s). Output checked record by record: each order once with its own customer"
+        " (a version the table has of it) or payment."
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any, Final, Literal
 
 from benchmarks.harness import BaselineJob
 from benchmarks.results import RunResult
-from benchmarks.workloads import WORKLOADS, Workload
+from benchmarks.workloads import JOINS, ONE_INPUT, WORKLOADS, Workload
 
 __all__ = [
     "SYSTEMS",
@@ -32,18 +32,34 @@ TaskKind = Literal["throughput", "latency", "recovery"]
 
 SYSTEM_WORKLOADS: Final[dict[System, tuple[Workload, ...]]] = {
     "laminar": WORKLOADS,
-    "limit": WORKLOADS,
-    "ceiling": ("stateless", "keyed"),
+    "limit": ONE_INPUT,
+    "ceiling": ("stateless", "keyed", "join-table"),
     "quix": WORKLOADS,
-    "spark": WORKLOADS,
+    "spark": ONE_INPUT,
 }
 """The workloads each system implements."""
+
+_NO_JOIN: Final[dict[System, str]] = {
+    "limit": "the limit copies one input topic; a join reads two, and its work is the"
+    " lookup it leaves out",
+    "ceiling": "the ceiling loop has no interval join: no buffers per key, no event time"
+    " to drop them by",
+    "spark": "the Spark baseline implements no join yet (a stream-static join reads the"
+    " table as a batch, not in step with the stream; a stream-stream interval join needs"
+    " watermarks on both sides); the target of the joins is laminar/quix",
+}
 
 UNSUPPORTED: Final[dict[tuple[System, Workload], str]] = {
     ("ceiling", "rekey"): "the ceiling loop is one consume-transform-produce hop in one"
     " transaction; it has no two-hop (repartitioning) variant",
     ("ceiling", "windowed"): "the ceiling loop has no event-time windows (watermarks,"
     " closing); the limit row bounds the windowed workload instead",
+    **{
+        (system, join): why
+        for system, why in _NO_JOIN.items()
+        for join in JOINS
+        if join not in SYSTEM_WORKLOADS[system]
+    },
 }
 """Why a system does not run a workload, for the table's notes."""
 

@@ -31,6 +31,7 @@ from benchmarks.records import (
     make_record,
     product_of,
 )
+from benchmarks.verify_joins import check_join_interval, check_join_table
 from benchmarks.workloads import Workload, expected_output_count, keep, map_record
 from laminar_kafka.errors import BrokerError, PipelineError
 
@@ -184,6 +185,10 @@ def check_output(
         _check_stateless(pairs, records, num_keys)
     elif workload == "windowed":
         _check_windows(pairs, records, num_keys)
+    elif workload == "join-table":
+        check_join_table(pairs, records, num_keys)
+    elif workload == "join-interval":
+        check_join_interval(pairs, records, num_keys)
     elif workload == "keyed":
         _check_counts(workload, pairs, records, lambda i: key_of(i, num_keys))
     else:

@@ -30,6 +30,21 @@ windowed
               the window closes: one `WINDOW_SCHEMA` record {key, start, end,
               count, sum}; the output's Kafka key is `key`.
     Output: exactly `event_input.window_totals(N)`, one record per key and window.
+join-table
+    input: `join_input.JoinInput` orders (the N records, stamped one a second) and
+           a customers table topic (a row per customer but every tenth, then
+           N / 100 new versions interleaved with the orders in time)
+    decode -> each order joined with its customer's row (inner: no row, no output)
+           -> encode a `JOINED_SCHEMA` record {id, key, amount, name, tier, version};
+              the output's Kafka key is `key`.
+    Output count: `join_input.joined_orders(N)` (the orders of the customers in the table).
+join-interval
+    input: the same orders and a payments topic (each order's payment, 30 to 569 s
+           after it, in payment-time order)
+    decode -> pairs of an order and a payment of the same customer at most 10
+              minutes after it (inner) -> encode a `PAID_SCHEMA` record {id, key,
+              amount, payment_id}; the output's Kafka key is `key`.
+    Output count: N, each order with its own payment.
 
 Systems that express the work in their own language (Spark's DataFrame
 functions, Quix's StreamingDataFrame) implement these same rules; the checks in
@@ -38,9 +53,11 @@ functions, Quix's StreamingDataFrame) implement these same rules; the checks in
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final, Literal, get_args
 
 from benchmarks.event_input import window_totals
+from benchmarks.join_input import decode_customer, encode_joined, joined_orders, with_customer
 from benchmarks.records import (
     DEFAULT_NUM_KEYS,
     Record,
@@ -51,8 +68,11 @@ from benchmarks.records import (
 )
 
 __all__ = [
+    "JOINS",
+    "ONE_INPUT",
     "WORKLOADS",
     "KeyedCounter",
+    "TableJoiner",
     "Workload",
     "expected_output_count",
     "keep",
@@ -62,8 +82,11 @@ __all__ = [
     "transform_stateless",
 ]
 
-Workload = Literal["stateless", "keyed", "rekey", "windowed"]
+Workload = Literal["stateless", "keyed", "rekey", "windowed", "join-table", "join-interval"]
 WORKLOADS: Final[tuple[Workload, ...]] = get_args(Workload)
+JOINS: Final[tuple[Workload, ...]] = ("join-table", "join-interval")
+"""The workloads of two input topics (`join_input`)."""
+ONE_INPUT: Final[tuple[Workload, ...]] = tuple(w for w in WORKLOADS if w not in JOINS)
 
 FILTER_MODULUS: Final = 10
 
@@ -120,12 +143,32 @@ class KeyedCounter:
         return key.encode(), encode_count({"id": record["id"], "key": key, "count": count})
 
 
+class TableJoiner:
+    """The join-table workload's state: each customer's latest row, in a dict.
+
+    Built from the table's `(Kafka key, value)` records in offset order (a key's
+    records are in one partition), so a later version replaces an earlier one.
+    """
+
+    def __init__(self, table: Iterable[tuple[bytes | None, bytes]]) -> None:
+        self.rows: dict[bytes | None, Record] = {k: decode_customer(v) for k, v in table}
+
+    def process(self, value: bytes) -> tuple[bytes, bytes] | None:
+        """decode -> look up -> merge -> encode; None for an order of no known customer."""
+        order = decode_record(value)
+        key = order["key"].encode()
+        row = self.rows.get(key)
+        return None if row is None else (key, encode_joined(with_customer(order, row)))
+
+
 def expected_output_count(
     workload: Workload, records: int, num_keys: int = DEFAULT_NUM_KEYS
 ) -> int:
     """Output records that `records` inputs (ids 0..records-1) must yield."""
     if workload == "windowed":
         return len(window_totals(records, num_keys))
+    if workload == "join-table":
+        return joined_orders(records, num_keys)
     if workload != "stateless":
         return records
     dropped = (records + FILTER_MODULUS - 1) // FILTER_MODULUS

@@ -62,5 +62,10 @@ class FormatMismatchError(ConfigError, IncurableError):
     """
 
 
+class CheckpointIntegrityError(CheckpointError, IncurableError):
+    """A state file or manifest failed its signature check (altered, moved, signed with
+    another key, or unsigned while a key is set): it is not read, and no restart reads it."""
+
+
 class WorkerStartError(LaminarError):
     """The worker job failed before every task of a generation was running."""

@@ -73,6 +73,7 @@ def _loop_child(
             assigned=assigned,
             group_id=group,
             gate=lambda: barrier.wait(_READY_TIMEOUT_S),
+            side_topic=spec.side_topic,
         )
         results.put((run.records_out, run.ended_at, run.commits, None))
     except BaseException as exc:

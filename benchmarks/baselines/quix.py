@@ -14,6 +14,9 @@ benchmarks/README.md). The app is what a Quix user would write:
                -> tumbling_window(60 s, grace = out-of-orderness + lateness)
                .agg(count=Count(), sum=Sum("amount")).final(closing_strategy="partition")
                -> apply(window total, metadata=True) -> to_topic (same key)
+    join-table     orders.join_asof(customers table topic)       -> to_topic (same key)
+    join-interval  orders.join_interval(payments, 10 minutes)     -> to_topic (same key)
+                   (both in `benchmarks.baselines.quix_joins`)
 
 with `processing_guarantee="exactly-once"` (Kafka transactions; the keyed
 state is RocksDB backed by a changelog topic, Quix's own recovery mechanism).
@@ -57,7 +60,14 @@ from benchmarks.records import COUNT_SCHEMA_JSON, RECORD_SCHEMA_JSON, Record
 from benchmarks.results import RunResult
 from benchmarks.topics import delete_topics
 from benchmarks.verify import OutputWatcher, check_output, read_topic
-from benchmarks.workloads import WORKLOADS, expected_output_count, keep, map_record, new_key
+from benchmarks.workloads import (
+    JOINS,
+    WORKLOADS,
+    expected_output_count,
+    keep,
+    map_record,
+    new_key,
+)
 from laminar_kafka.errors import ConfigError, PipelineError
 
 __all__ = ["QUIX_VERSION", "run_quix"]
@@ -129,6 +139,13 @@ def build_app(job: BaselineJob, group: str, state_dir: str) -> Any:
         state_dir=state_dir,
         loglevel="WARNING",
     )
+    if job.workload in JOINS:
+        from benchmarks.baselines.quix_joins import join_dataframe
+
+        joined, out_json = join_dataframe(app, avro, job)
+        out = avro.AvroSerializer(schema=json.loads(out_json))
+        joined.to_topic(app.topic(job.output_topic, key_serializer="str", value_serializer=out))
+        return app
     windowed = job.workload == "windowed"
     in_schema = EVENT_RECORD_SCHEMA_JSON if windowed else RECORD_SCHEMA_JSON
     source = app.topic(

@@ -54,7 +54,7 @@ from benchmarks.harness import BaselineJob, run_baseline_cli
 from benchmarks.records import COUNT_SCHEMA_JSON, NUM_PRODUCTS, RECORD_SCHEMA_JSON
 from benchmarks.results import RunResult
 from benchmarks.verify import OutputWatcher, check_output, read_topic
-from benchmarks.workloads import FILTER_MODULUS, WORKLOADS, expected_output_count
+from benchmarks.workloads import FILTER_MODULUS, ONE_INPUT, expected_output_count
 from laminar_kafka.errors import ConfigError, PipelineError
 
 if TYPE_CHECKING:
@@ -272,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run
 
     try:
-        return run_baseline_cli("spark_sss", parser, bind, argv, workloads=WORKLOADS)
+        return run_baseline_cli("spark_sss", parser, bind, argv, workloads=ONE_INPUT)
     finally:
         for spark in sessions:
             spark.stop()

@@ -14,7 +14,8 @@ record was read: no streaming system knows where its input ends.
 
 No barriers, no checkpoint store, no recovery: this is the ceiling that a
 framework doing the same work with the same client can approach, not beat.
-The keyed workload holds its running counts in a plain dict.
+The keyed workload holds its running counts in a plain dict, join-table its
+customers table (read whole before the first order, in the timed span).
 
 The timed span runs from the first `begin_transaction` (after
 `init_transactions` and `assign`) to the end of the last commit. Afterwards
@@ -32,7 +33,7 @@ from typing import Final
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from benchmarks.harness import BaselineJob, run_baseline_cli
+from benchmarks.harness import BOTH, BaselineJob, run_baseline_cli
 from benchmarks.progress import Progress
 from benchmarks.records import DEFAULT_NUM_KEYS
 from benchmarks.results import RunResult
@@ -40,6 +41,7 @@ from benchmarks.topics import topic_size
 from benchmarks.verify import check_output, count_topic, read_topic
 from benchmarks.workloads import (
     KeyedCounter,
+    TableJoiner,
     Workload,
     expected_output_count,
     transform_stateless,
@@ -60,14 +62,16 @@ def _copy(_value: bytes) -> None:
     return None  # never called: the copy loop passes each record's key and value on
 
 
-def _processor(workload: Workload, copy: bool) -> Process:
+def _processor(workload: Workload, copy: bool, bootstrap: str, side_topic: str) -> Process:
     if copy:
         return _copy
     if workload == "keyed":
         return KeyedCounter().process
     if workload == "stateless":
         return transform_stateless
-    raise ConfigError(f"the transactional loop has one hop: no {workload} workload")
+    if workload == "join-table":  # the whole table, read first, as the others do
+        return TableJoiner(read_topic(bootstrap, side_topic)).process
+    raise ConfigError(f"the transactional loop has one hop and no buffers: no {workload} workload")
 
 
 def _retry_txn_call(what: str, call: Callable[[], None]) -> None:
@@ -101,6 +105,7 @@ def run_transactional_loop(
     assigned: Sequence[int] | None = None,
     group_id: str | None = None,
     gate: Callable[[], object] | None = None,
+    side_topic: str = "",
 ) -> RunResult:
     """Run the loop over all `records` of `input_topic` (default: its size) into `output_topic`.
 
@@ -110,12 +115,13 @@ def run_transactional_loop(
     only (`records` then counts theirs; the output is checked by the caller),
     committing offsets for `group_id`; `gate` is called once the consumer and
     the transactional producer are ready, just before the timed span.
+    `side_topic`: join-table's customers table, read whole into a dict in the
+    timed span, before the first order.
     Raises `PipelineError` when the input, the committed offsets or the output
     do not add up, `TransactionError` when a transaction cannot commit.
     """
     total = topic_size(bootstrap, input_topic) if records is None else records
     label = name or f"txn loop {workload}"
-    process = _processor(workload, copy)
     run_id = uuid.uuid4().hex[:10]
     consumer = Consumer(
         {
@@ -168,7 +174,9 @@ def run_transactional_loop(
             if warmup_s is None and produced:
                 warmup_s = done - start
 
-        start = last_commit = idle_since = time.monotonic()
+        start = time.monotonic()
+        process = _processor(workload, copy, bootstrap, side_topic)
+        last_commit = idle_since = time.monotonic()
         producer.begin_transaction()
         while consumed < total:
             batch = consumer.consume(num_messages=batch_size, timeout=0.5)
@@ -268,6 +276,7 @@ def run_job(job: BaselineJob) -> RunResult:
         num_keys=job.num_keys,
         progress=job.progress,
         name=f"txn loop {job.workload}",
+        side_topic=job.side_topic,
     )
 
 
@@ -277,7 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m benchmarks.baselines.transactional_loop",
         description="Hand-written consume-transform-produce loop in Kafka transactions.",
     )
-    return run_baseline_cli("txn_loop", parser, lambda _args: run_job, argv)
+    workloads: tuple[Workload, ...] = (*BOTH, "join-table")
+    return run_baseline_cli("txn_loop", parser, lambda _args: run_job, argv, workloads=workloads)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from laminar_kafka.api.checks import check_duration, check_key
 from laminar_kafka.api.specs import SourceSpec
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.operators import ProcessOp, window_of
+from laminar_kafka.operators.asof_join import AsOfJoinOp
 from laminar_kafka.operators.event_time import EventTime, TimestampSpec
 from laminar_kafka.operators.interval_join import IntervalJoinOp
 
@@ -80,14 +81,16 @@ def check_first_event_time_step(step: str, branches: tuple[Branch, ...]) -> None
 
 def event_time_step(branches: tuple[Branch, ...]) -> str | None:
     """What the stream's results come from, if an event-time step of this stage made them:
-    "a window", "a process step" or "an interval join" (their results carry no event time
-    of their own yet)."""
+    "a window", "a process step", "an interval join" or "an as-of join" (their results
+    carry no event time of their own yet)."""
     for branch in branches:
         for op in branch.operators:
             if isinstance(op, ProcessOp):
                 return "a process step"
             if isinstance(op, IntervalJoinOp):
                 return "an interval join"
+            if isinstance(op, AsOfJoinOp):
+                return "an as-of join"
             if window_of(op) is not None:
                 return "a window"
     return None

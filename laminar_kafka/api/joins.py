@@ -12,14 +12,41 @@ from laminar_kafka.api.checks import (
     check_key,
     check_name,
 )
-from laminar_kafka.api.event_time import require_event_time
+from laminar_kafka.api.event_time import Duration, event_time, require_event_time
 from laminar_kafka.api.specs import Flow
 from laminar_kafka.errors import ConfigError
+from laminar_kafka.operators.asof_join import AsOfJoinOp
+from laminar_kafka.operators.event_time import KAFKA_TIME, EventTime, TimestampSpec
 from laminar_kafka.operators.interval_join import IntervalJoinOp, merge_pair
 from laminar_kafka.operators.join import JoinTableOp, TableSpec, default_merge
 
 if TYPE_CHECKING:
     from laminar_kafka.api.streams import Branch
+
+
+TABLE_IDLE_TIMEOUT_S = 10
+"""A versioned table partition without records for this long stops holding records back."""
+
+
+def table_versions(
+    versions_kept: Duration | None,
+    timestamp: TimestampSpec,
+    max_out_of_order: Duration,
+    idle_timeout: Duration | None,
+    max_future: Duration,
+) -> tuple[EventTime | None, int | None]:
+    """A table's event time and retention in ms; (None, None) for a table of latest
+    values, which takes no event-time setting."""
+    if versions_kept is None:
+        given = (timestamp, max_out_of_order, idle_timeout, max_future)
+        if given != (KAFKA_TIME, 0, TABLE_IDLE_TIMEOUT_S, 3600):
+            raise ConfigError(
+                "timestamp, max_out_of_order, idle_timeout and max_future are for a table "
+                "that keeps versions (for as-of joins): pass versions_kept= too"
+            )
+        return None, None
+    kept = check_duration("table versions_kept", versions_kept, True)
+    return event_time(timestamp, max_out_of_order, idle_timeout, max_future), kept
 
 
 def join_op(
@@ -29,8 +56,10 @@ def join_op(
     merge: Callable[[Any, Any], Any] | None,
     partitioned_by: object,
     name: str | None,
-) -> JoinTableOp:
-    """The join step, once its arguments are known good."""
+    as_of: object = False,
+    branches: tuple[Branch, ...] = (),
+) -> JoinTableOp | AsOfJoinOp:
+    """The join step, once its arguments are known good (`branches`: the joined stream's)."""
     if not isinstance(table, TableSpec):
         raise ConfigError(
             f"join_table takes a table made with pipeline.table(...), not {table!r:.60}"
@@ -49,6 +78,21 @@ def join_op(
             )
     if name is not None:
         check_name("join_table", name)
+    if as_of is not True and as_of is not False:
+        raise ConfigError(f"join_table as_of must be True or False, not {as_of!r}")
+    if as_of and not table.versioned:
+        raise ConfigError(
+            f"join_table as_of=True needs a table that keeps versions: pass versions_kept= "
+            f"(how long behind its watermark) to pipeline.table({table.topic!r}, ...)"
+        )
+    if table.versioned and not as_of:
+        raise ConfigError(
+            f"table {table.topic!r} keeps versions (versions_kept=): join it with as_of=True, "
+            "or read it without versions_kept for its latest values"
+        )
+    if as_of:
+        require_event_time("as-of joins", branches)
+        return AsOfJoinOp(table, on, how, merge or default_merge, name)  # type: ignore[arg-type]
     return JoinTableOp(table, on, how, merge or default_merge)  # type: ignore[arg-type]
 
 
@@ -92,7 +136,8 @@ def interval_join_op(
 def check_tables(flows: Sequence[Flow]) -> None:
     """A table is read by one flow, and is not also read as a stream."""
     streams = {f.source.topic for f in flows}
-    joined = [t.topic for f in flows for t in dict.fromkeys(f.tables)]
+    # By topic: a TableSpec may hold an unhashable format (AvroFormat's schema dict).
+    joined = [topic for f in flows for topic in dict.fromkeys(t.topic for t in f.tables)]
     for topic in dict.fromkeys(joined):
         if topic in streams:
             raise ConfigError(

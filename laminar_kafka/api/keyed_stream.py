@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from laminar_kafka.api.checks import check_callable, check_step_name
+from laminar_kafka.api.checks import check_callable, check_duration, check_step_name
 from laminar_kafka.api.event_time import Duration
 from laminar_kafka.api.process import process_op
 from laminar_kafka.api.windowed import WindowedStream, window_spec
@@ -38,14 +38,18 @@ class KeyedStream:
         emit: Callable[[Any, Any], Any] | None = None,
         *,
         name: str | None = None,
+        ttl: Duration | None = None,
     ) -> Stream:
         """Running aggregate: state = add(state, value); emits emit(key, state) per record.
 
         `name` keys the step's state in checkpoints (default: derived from the flow).
+        `ttl` (seconds or a timedelta): a key not updated for that long, in processing
+        time, leaves the state and later snapshots; its next record starts from
+        `initial()` again. Nothing is emitted when a key expires.
         """
         check_callable("aggregate initial", initial)
         check_callable("aggregate add", add)
-        return self._stateful("aggregate", initial, add, emit, name)
+        return self._stateful("aggregate", initial, add, emit, name, ttl)
 
     def reduce(
         self,
@@ -53,21 +57,27 @@ class KeyedStream:
         emit: Callable[[Any, Any], Any] | None = None,
         *,
         name: str | None = None,
+        ttl: Duration | None = None,
     ) -> Stream:
-        """Running reduce: the first value of a key is its state, then fn(state, value)."""
+        """Running reduce: the first value of a key is its state, then fn(state, value);
+        `ttl` as for `aggregate`."""
         check_callable("reduce", fn)
         missing = object()
 
         def add(state: Any, value: Any) -> Any:
             return value if state is missing else fn(state, value)
 
-        return self._stateful("reduce", lambda: missing, add, emit, name)
+        return self._stateful("reduce", lambda: missing, add, emit, name, ttl)
 
     def count(
-        self, emit: Callable[[Any, Any], Any] | None = None, *, name: str | None = None
+        self,
+        emit: Callable[[Any, Any], Any] | None = None,
+        *,
+        name: str | None = None,
+        ttl: Duration | None = None,
     ) -> Stream:
-        """Running count of records per key."""
-        return self._stateful("count", lambda: 0, lambda n, _v: n + 1, emit, name)
+        """Running count of records per key; `ttl` as for `aggregate`."""
+        return self._stateful("count", lambda: 0, lambda n, _v: n + 1, emit, name, ttl)
 
     def tumbling_window(
         self,
@@ -163,9 +173,11 @@ class KeyedStream:
         add: Callable[[Any, Any], Any],
         emit: Callable[[Any, Any], Any] | None,
         name: str | None,
+        ttl: Duration | None = None,
     ) -> Stream:
         if emit is not None:
             check_callable(f"{kind} emit", emit)
         check_step_name(name)
-        op = AggregateOp(initial, add, kind=kind, name=name)
+        ttl_ms = None if ttl is None else check_duration(f"{kind} ttl", ttl, positive=True)
+        op = AggregateOp(initial, add, kind=kind, name=name, ttl_ms=ttl_ms)
         return self.stream._then(op if emit is None else replace(op, emit=emit))

@@ -19,7 +19,7 @@ from dataclasses import replace
 from laminar_kafka.api.checks import check_format, check_key, check_name
 from laminar_kafka.api.event_time import Duration, event_time
 from laminar_kafka.api.graph import cut_stream
-from laminar_kafka.api.joins import check_tables
+from laminar_kafka.api.joins import TABLE_IDLE_TIMEOUT_S, check_tables, table_versions
 from laminar_kafka.api.keyed_stream import KeyedStream
 from laminar_kafka.api.specs import Flow, KeySpec, SinkSpec, SourceSpec
 from laminar_kafka.api.streams import Branch, Stream
@@ -111,10 +111,21 @@ class Pipeline:
         value_format: Format | None = None,
         *,
         barriers: bool = True,
+        versions_kept: Duration | None = None,
+        timestamp: TimestampSpec = "kafka",
+        max_out_of_order: Duration = 0,
+        idle_timeout: Duration | None = TABLE_IDLE_TIMEOUT_S,
+        max_future: Duration = 3600,
     ) -> TableSpec:
         """A compacted topic read as a table: its Kafka key (decoded with `key_format`,
         strings by default) → its latest value (`value_format`, JSON by default); a
         tombstone (value None) deletes the key. Join it with `stream.join_table`.
+
+        With `versions_kept` (seconds or a timedelta) the table keeps each key's values
+        over event time, answerable that long behind its watermark, for
+        `join_table(..., as_of=True)`. Its event time is set as a source's: `timestamp`
+        (the Kafka timestamp by default; a tombstone always takes its own),
+        `max_out_of_order`, `idle_timeout` (None: never idle), `max_future`.
 
         On a first start the table is read from its beginning; its rows are keyed state
         in every checkpoint, so later starts resume it where the checkpoint left it.
@@ -123,11 +134,16 @@ class Pipeline:
             check_format("table key_format", key_format)
         if value_format is not None:
             check_format("table value_format", value_format)
+        clock, kept = table_versions(
+            versions_kept, timestamp, max_out_of_order, idle_timeout, max_future
+        )
         return TableSpec(
             check_name("table topic", topic),
             key_format or StringFormat(),
             value_format or JsonFormat(),
             bool(barriers),
+            clock,
+            kept,
         )
 
     def add_stream(self, branches: tuple[Branch, ...], sink: SinkSpec) -> Flow:
@@ -197,7 +213,8 @@ class Pipeline:
             for step, signature in step_signatures(flow.operators).items():
                 found[step] = signature + where
             for table in flow.tables:  # its rows, kept per table partition
-                found[table.state_name] = f"table keyed by {table.key_format.name}"
+                kind = "versioned table" if table.versioned else "table"
+                found[table.state_name] = f"{kind} keyed by {table.key_format.name}"
         return found
 
     @property

@@ -146,9 +146,12 @@ class Stream:
         *,
         partitioned_by: KeySpec | None = None,
         name: str | None = None,
+        as_of: bool = False,
     ) -> Stream:
         """Each record joined with `table`'s latest value for its join key `on` (a field
-        or a function of the record, equal to the table's decoded Kafka key).
+        or a function of the record, equal to the table's decoded Kafka key); with
+        `as_of=True`, with the value the table had at the record's event time (a table
+        with `versions_kept`, a stream with event time: operators/asof_join.py).
 
         `merge(record, row)` makes the output (default: the row's fields added to the
         record); `how="left"` keeps a record without a row (row None). Unless the
@@ -157,7 +160,7 @@ class Stream:
         key_by(on)), it is repartitioned by `on` through an internal topic
         `<pipeline>.<name>.repartition` with the table's partition count.
         """
-        op = join_op(table, on, how, merge, partitioned_by, name)
+        op = join_op(table, on, how, merge, partitioned_by, name, as_of, self.branches)
         if partitioned_by is not None:
             return self._then(op)
         if len(self.branches) == 1:

@@ -6,7 +6,8 @@ problem line of the report, never an exception, because inspection is what a
 person reaches for when something is already wrong.
 
 State files are pickles, read as a run's recovery reads them: inspect only
-stores you would run from.
+stores you would run from, or give it the key of a signed store
+(`$LAMINAR_CHECKPOINT_SECRET`): then a file that does not verify is not unpickled.
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ from laminar_kafka.checkpoint.inspection_report import (
     StoreReport,
     TopologyStep,
 )
+from laminar_kafka.checkpoint.inspection_signatures import check_signatures
 from laminar_kafka.checkpoint.manifest import Manifest
+from laminar_kafka.checkpoint.signing import STATE, CheckpointKey, Signer
 from laminar_kafka.checkpoint.store import CheckpointStore
-from laminar_kafka.errors import CheckpointError
+from laminar_kafka.errors import CheckpointError, CheckpointIntegrityError
 from laminar_kafka.state.keyed_state import snapshot_keys
 from laminar_kafka.storage.locations import StorePath, store_path
 
@@ -71,12 +74,14 @@ def inspect_store(
     read_markers: MarkerReader | None = None,
     bootstrap: str | None = None,
     markers_required: bool = False,
+    key: CheckpointKey | None = None,
 ) -> StoreReport:
     """The report of `pipeline` (default: every pipeline) under the store `root`.
 
     `read_markers` reads the committed markers (None: they are not read). When
     it fails, that is a problem if `markers_required` (the user named a broker),
-    else a note. Raises CheckpointError only when there is nothing to inspect.
+    else a note. With `key`, signatures are checked as a restore checks them.
+    Raises CheckpointError only when there is nothing to inspect.
     """
     base = CheckpointStore(root, "").root  # file:// and ~ resolved as a run resolves them
     if not base.is_dir():
@@ -96,7 +101,9 @@ def inspect_store(
         raise CheckpointError(f"no pipeline checkpoints in {base}")
     reader = AskOnce(read_markers) if read_markers is not None else None
     reports = tuple(
-        _inspect_pipeline(CheckpointStore(str(base), name), reader, markers_required)
+        _inspect_pipeline(
+            CheckpointStore(str(base), name, Signer(name, key)), reader, markers_required
+        )
         for name in names
     )
     return StoreReport(str(base), bootstrap if read_markers is not None else None, reports)
@@ -118,9 +125,10 @@ def _inspect_pipeline(
     manifests = _read_manifests(store, complete, problems)
     newest = None
     if manifests:
-        newest = _newest(manifests[max(manifests)], problems, notes)
+        newest = _newest(store, manifests[max(manifests)], problems, notes)
     elif not complete:
         notes.append("no complete checkpoint yet")
+    signatures = check_signatures(store, complete, problems)
     markers = None
     if read_markers is not None:
         found = check_markers(store, manifests, complete, read_markers, markers_required)
@@ -138,6 +146,7 @@ def _inspect_pipeline(
         markers=markers,
         problems=tuple(problems),
         notes=tuple(notes),
+        signatures=signatures,
     )
 
 
@@ -205,11 +214,13 @@ def _incomplete(store: CheckpointStore, complete: list[int]) -> tuple[Incomplete
     return tuple(sorted(found, key=lambda c: c.checkpoint_id))
 
 
-def _newest(manifest: Manifest, problems: list[str], notes: list[str]) -> NewestCheckpoint:
+def _newest(
+    store: CheckpointStore, manifest: Manifest, problems: list[str], notes: list[str]
+) -> NewestCheckpoint:
     files = []
     for path, partitions in sorted(_files_of(manifest).items()):
         if store_path(path).is_file():  # a missing one is already a problem
-            state = _state_file(path, partitions, problems, notes)
+            state = _state_file(store, path, partitions, problems, notes)
             if state is not None:
                 files.append(state)
     topology = tuple(TopologyStep(s, sig) for s, sig in sorted(manifest.topology.items()))
@@ -217,14 +228,17 @@ def _newest(manifest: Manifest, problems: list[str], notes: list[str]) -> Newest
 
 
 def _state_file(
-    path: str, partitions: list[str], problems: list[str], notes: list[str]
+    store: CheckpointStore, path: str, partitions: list[str], problems: list[str], notes: list[str]
 ) -> StateFile | None:
     """What one task's state file holds per step; None (and a problem) if it is unreadable."""
     try:
         data = store_path(path).read_bytes()
-        body = pickle.loads(data)
+        body = pickle.loads(store.signer.open(path, STATE, data, f"state snapshot {path}"))
         if not isinstance(body, dict):
             raise TypeError(f"it holds a {type(body).__name__}, not partitions")
+    except CheckpointIntegrityError as exc:
+        problems.append(str(exc))
+        return None
     except Exception as exc:
         problems.append(f"state file {path} is unreadable: {exc}")
         return None

@@ -93,6 +93,16 @@ class PartitionMarker:
 
 
 @dataclass(frozen=True)
+class Signatures:
+    """How the manifests and state files of the complete checkpoints are signed."""
+
+    signed: int
+    unsigned: int
+    verified: bool
+    """Whether every signed file was checked with the key (one that failed is a problem)."""
+
+
+@dataclass(frozen=True)
 class PipelineReport:
     """Everything found for one pipeline under the store's root."""
 
@@ -109,6 +119,8 @@ class PipelineReport:
     """What would make a start fail or lose state: the ERROR lines."""
     notes: tuple[str, ...]
     """What is worth knowing but is no fault of the store."""
+    signatures: Signatures | None = None
+    """None when there is no complete checkpoint to tell."""
 
 
 @dataclass(frozen=True)

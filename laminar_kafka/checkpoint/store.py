@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO
 
 from laminar_kafka.checkpoint.manifest import Manifest
+from laminar_kafka.checkpoint.signing import MANIFEST, STATE, Signer
 from laminar_kafka.errors import CheckpointError, FencedError
 from laminar_kafka.storage.files import make_dirs
 from laminar_kafka.storage.locations import (
@@ -57,11 +58,13 @@ def _checkpoint_id(entry: StorePath) -> int | None:
 
 
 class CheckpointStore:
-    """Reads and writes one pipeline's checkpoints under a root directory."""
+    """Reads and writes one pipeline's checkpoints under a root directory; a `signer`
+    with a key signs the state files and manifests written and verifies those read."""
 
-    def __init__(self, root: str, pipeline: str) -> None:
+    def __init__(self, root: str, pipeline: str, signer: Signer | None = None) -> None:
         self.root = store_path(root)
         self.pipeline = pipeline
+        self.signer = signer or Signer(pipeline)
         self.home = self.root / pipeline
         self._lock_file: IO[bytes] | None = None
         self._fence: Callable[[], None] | None = None
@@ -147,15 +150,16 @@ class CheckpointStore:
     def write_snapshot(self, path: StorePath, data: bytes) -> None:
         """Write a state snapshot durably; a crash leaves no torn file under `path`."""
         try:
-            write_whole(path, data)
+            write_whole(path, self.signer.seal(path, STATE, data))
         except OSError as exc:
             raise CheckpointError(f"state snapshot {path} cannot be written: {exc}") from None
 
     def read_snapshot(self, path: str) -> bytes:
         try:
-            return store_path(path).read_bytes()
+            data = store_path(path).read_bytes()
         except OSError as exc:
             raise CheckpointError(f"state snapshot {path} is unreadable: {exc}") from None
+        return self.signer.open(path, STATE, data, f"state snapshot {path}")
 
     # -- manifests (written by the coordinator) ---------------------------
     def write_manifest(self, manifest: Manifest) -> StorePath:
@@ -168,11 +172,12 @@ class CheckpointStore:
         """
         self.check_fence()
         path = self.checkpoint_dir(manifest.checkpoint_id) / "MANIFEST.json"
+        data = self.signer.seal(path, MANIFEST, manifest.to_json())
         try:
             if manifest.decided_stages == (0,):
-                create_whole(path, manifest.to_json())
+                create_whole(path, data)
             else:
-                write_whole(path, manifest.to_json())
+                write_whole(path, data)
         except FileExistsError:
             raise FencedError(
                 f"pipeline {self.pipeline!r}: the manifest of checkpoint "
@@ -192,7 +197,7 @@ class CheckpointStore:
             return None
         except OSError as exc:
             raise CheckpointError(f"{path}: unreadable: {exc}") from None
-        return Manifest.from_json(data, str(path))
+        return Manifest.from_json(self.signer.open(path, MANIFEST, data, path), str(path))
 
     def manifest_ids(self) -> list[int]:
         """Ids of the checkpoints whose manifest exists, complete or partial, oldest first."""

@@ -2,7 +2,8 @@
 
 - 0 success (also a run stopped by SIGTERM or Ctrl-C after its final checkpoint)
 - 1 runtime failure: a run gave up after restarts, or its start was refused (a
-  broker that does not answer, a port taken, an internal topic it may not use)
+  broker that does not answer, a port taken, an internal topic it may not use, a
+  checkpoint file that fails its signature check: `CheckpointIntegrityError`)
 - 2 usage error: bad options or settings, found before anything started
 - 3 not running (`broker status`, `cluster status`, `status` of a page that
   does not answer)

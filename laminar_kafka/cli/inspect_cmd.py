@@ -8,6 +8,7 @@ store to inspect.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -19,8 +20,10 @@ from laminar_kafka.checkpoint.inspection_report import (
     NewestCheckpoint,
     PartitionMarker,
     PipelineReport,
+    Signatures,
     StoreReport,
 )
+from laminar_kafka.checkpoint.signing import KEY_ENV, CheckpointKey
 from laminar_kafka.cli.exit_codes import ExitCode
 from laminar_kafka.cli.options import add_client_options, client_settings, resolve_bootstrap
 from laminar_kafka.errors import CheckpointError, ConfigError
@@ -50,8 +53,9 @@ def register(subparsers: Any) -> None:
         "pipeline: its complete and incomplete checkpoints, the state size per task file "
         "and step and the topology of the newest one, and, when the broker answers, the "
         "checkpoint each source partition's committed marker names. Reads only: safe while "
-        "the pipeline runs. Exit status 1 when an ERROR line was printed (a start would "
-        "fail, or state is lost).",
+        "the pipeline runs. With $LAMINAR_CHECKPOINT_SECRET set, every state file and manifest "
+        "is checked against its signature (and one that fails is not unpickled). Exit status "
+        "1 when an ERROR line was printed (a start would fail, or state is lost).",
     )
     parser.add_argument("checkpoint_dir", metavar="CHECKPOINT_DIR", help="the store's root")
     parser.add_argument("--pipeline", metavar="NAME", help="only this pipeline (default: all)")
@@ -71,6 +75,7 @@ def register(subparsers: Any) -> None:
 def inspect(args: argparse.Namespace) -> int:
     bootstrap = resolve_bootstrap(args.bootstrap)
     timeout_s = MARKER_TIMEOUT_S if args.bootstrap else GUESSED_MARKER_TIMEOUT_S
+    key = CheckpointKey.from_environment(os.environ)
     try:
         report = inspect_store(
             args.checkpoint_dir,
@@ -80,6 +85,7 @@ def inspect(args: argparse.Namespace) -> int:
             ),
             bootstrap=bootstrap,
             markers_required=bool(args.bootstrap),
+            key=key,
         )
     except CheckpointError as exc:  # no store, or not this pipeline's: nothing to inspect
         raise ConfigError(str(exc)) from exc
@@ -124,6 +130,8 @@ def _pipeline_lines(p: PipelineReport, bootstrap: str | None) -> list[str]:
     if p.markers is not None:
         lines.append(f"  committed markers{f' ({bootstrap})' if bootstrap else ''}")
         lines += _table(("partition", "checkpoint", "gen", "in store"), _marker_rows(p.markers))
+    if p.signatures is not None:
+        lines.append(f"  signatures: {_signatures(p.signatures)}")
     lines += [f"  note: {note}" for note in p.notes]
     lines += [f"  ERROR: {problem}" for problem in p.problems]
     return lines
@@ -149,6 +157,19 @@ def _newest_lines(newest: NewestCheckpoint) -> list[str]:
         lines.append(f"  topology of checkpoint {n}")
         lines += _table(("step", "signature"), [(t.step, t.signature) for t in newest.topology])
     return lines
+
+
+def _signatures(s: Signatures) -> str:
+    total = s.signed + s.unsigned
+    if not s.signed:
+        return (
+            f"none ({total} files): anyone who can write this store can run code in the "
+            f"pipeline; set ${KEY_ENV} to sign"
+        )
+    what = f"all {total} files signed" if not s.unsigned else f"{s.signed} of {total} files signed"
+    return what + (
+        "; checked with the key" if s.verified else f"; not checked (set ${KEY_ENV} to check)"
+    )
 
 
 def _marker_rows(markers: Sequence[PartitionMarker]) -> list[tuple[str, ...]]:

@@ -9,6 +9,7 @@ from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
+from laminar_kafka.checkpoint.signing import KEY_ENV, CheckpointKey
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.formats.schema_files import SCHEMAS_ENV
 from laminar_kafka.runtime.config import RuntimeConfig
@@ -89,6 +90,12 @@ def add_runtime_options(parser: Any) -> None:
         action="store_true",
         help="start over on purpose: delete the pipeline's checkpoints and committed offsets, "
         "then read the sources from their start",
+    )
+    parser.add_argument(
+        "--accept-unsigned-checkpoints",
+        action="store_true",
+        help=f"with ${KEY_ENV} set: restore from unsigned state files and manifests too, "
+        "once, to take over a store written before the key (what the run writes is signed)",
     )
 
 
@@ -268,4 +275,6 @@ def runtime_config(args: argparse.Namespace) -> RuntimeConfig:
         reset=args.reset,
         until=getattr(args, "until", None),
         allow_internal_retention=args.allow_internal_retention,
+        checkpoint_key=CheckpointKey.from_environment(os.environ),
+        accept_unsigned_checkpoints=args.accept_unsigned_checkpoints,
     )

@@ -93,6 +93,10 @@ class BatchContext:
     late: list[LateRecord] = field(default_factory=list)
     side: Mapping[str, dict[Any, Any]] = field(default_factory=dict)
     """Table topic → the rows of its partition joined with this one (operators/join.py)."""
+    now_ms: int = 0
+    """Processing time of the batch (the task's wall clock, ms): what state TTL counts in."""
+    side_watermarks: Mapping[str, int] = field(default_factory=dict)
+    """Versioned table topic → the watermark of its partition joined with this one."""
     _fields: dict[int, SourceFields | str] = field(default_factory=dict, repr=False)
 
     def table(self, step: str) -> dict[Any, Any]:

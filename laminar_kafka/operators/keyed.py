@@ -9,7 +9,7 @@ not is a dead letter with the partition it belongs to. A None key is a dead lett
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -17,6 +17,7 @@ from laminar_kafka.operators.base import BatchContext, describe_error
 from laminar_kafka.operators.partitioning import PARTITIONERS, Partitioner
 from laminar_kafka.operators.sessions import apply_sessions
 from laminar_kafka.operators.sliding import apply_sliding
+from laminar_kafka.operators.ttl import apply_with_ttl
 from laminar_kafka.operators.windows import WindowSpec, apply_windowed
 
 
@@ -100,7 +101,7 @@ def _default_emit(key: Any, state: Any) -> Any:
     return {"key": key, "value": state}
 
 
-StepKind = Literal["aggregate", "reduce", "count", "process", "interval_join"]
+StepKind = Literal["aggregate", "reduce", "count", "process", "interval_join", "asof_join"]
 """Which API call made a stateful step: part of its signature."""
 
 
@@ -125,6 +126,8 @@ class AggregateOp:
     sessions.py, sliding.py)."""
     merge: Callable[[Any, Any], Any] | None = None
     """Combines two aggregates when a record bridges two sessions (session windows)."""
+    ttl_ms: int | None = None
+    """A key not updated for this long (processing time) leaves the table (operators/ttl.py)."""
 
     def apply(
         self, values: list[Any], offsets: list[int], ctx: BatchContext
@@ -137,6 +140,9 @@ class AggregateOp:
                 return apply_sessions(self.step, w, *fns, values, offsets, ctx)
             run = apply_sliding if w.kind == "sliding" else apply_windowed
             return run(self.step, w, self.initial, self.add, self.emit, values, offsets, ctx)
+        if self.ttl_ms is not None:
+            aggregate = self.initial, self.add, self.emit
+            return apply_with_ttl(self.step, self.ttl_ms, *aggregate, values, offsets, ctx)
         table = ctx.table(self.step)  # once per batch: the loop below is the hot path
         initial, add, emit = self.initial, self.add, self.emit
         out: list[Any] = []
@@ -153,3 +159,12 @@ class AggregateOp:
             out.append(emitted)
             kept.append(o)
         return out, kept
+
+
+def ttls_of(operators: Iterable[Any]) -> dict[str, int]:
+    """Stateful step name → its state TTL in ms, for the running aggregates given one."""
+    return {
+        op.step: op.ttl_ms
+        for op in operators
+        if isinstance(op, AggregateOp) and op.ttl_ms is not None
+    }

@@ -12,19 +12,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any, TypeGuard
 
+from laminar_kafka.operators.asof_join import AsOfJoinOp
 from laminar_kafka.operators.base import Operator
 from laminar_kafka.operators.interval_join import IntervalJoinOp, SideKey
 from laminar_kafka.operators.keyed import AggregateOp, KeyByOp, StepKind
 from laminar_kafka.operators.process import ProcessOp
 from laminar_kafka.operators.windows import WindowSpec
 
-StatefulStep = AggregateOp | ProcessOp | IntervalJoinOp
+StatefulStep = AggregateOp | ProcessOp | IntervalJoinOp | AsOfJoinOp
 
 
 def is_stateful_step(op: object) -> TypeGuard[StatefulStep]:
     """Whether `op` keeps keyed state under a step name (an aggregate, a process step,
-    an interval join)."""
-    return isinstance(op, AggregateOp | ProcessOp | IntervalJoinOp)
+    an interval or as-of join)."""
+    return isinstance(op, AggregateOp | ProcessOp | IntervalJoinOp | AsOfJoinOp)
 
 
 def window_of(op: object) -> WindowSpec | None:
@@ -33,16 +34,17 @@ def window_of(op: object) -> WindowSpec | None:
 
 
 def runs_on_watermark(op: object) -> bool:
-    """Whether `op` may emit on the watermark alone (a window closes, a timer fires), so
-    it runs on an empty batch too."""
-    return isinstance(op, ProcessOp | IntervalJoinOp) or window_of(op) is not None
+    """Whether `op` may emit on the watermark alone (a window closes, a timer fires, a
+    table's watermark releases waiting records), so it runs on an empty batch too."""
+    return isinstance(op, ProcessOp | IntervalJoinOp | AsOfJoinOp) or window_of(op) is not None
 
 
 def named_step(op: StatefulStep, label: str, rank: int) -> StatefulStep:
     """`op` named: its `name`, else `<label>/aggregate-<rank>` (`process-<rank>` for a
-    process step, `join-<rank>` for an interval join), `rank` counting the stateful steps
-    of its flow from 1."""
-    word = {ProcessOp: "process", IntervalJoinOp: "join"}.get(type(op), "aggregate")
+    process step, `join-<rank>` for an interval join, `asof-join-<rank>` for an as-of
+    join), `rank` counting the stateful steps of its flow from 1."""
+    words = {ProcessOp: "process", IntervalJoinOp: "join", AsOfJoinOp: "asof-join"}
+    word = words.get(type(op), "aggregate")
     return replace(op, step=op.name or f"{label}/{word}-{rank}")
 
 
@@ -75,10 +77,14 @@ def step_signatures(operators: Iterable[Operator]) -> dict[str, str]:
     for op in operators:
         if isinstance(op, KeyByOp):
             key_by = op
+        elif isinstance(op, AsOfJoinOp):  # keyed by its join key, not by a key_by
+            found[op.step] = f"{op.kind} of table {op.table.topic} by {describe_key(op.on)}"
         elif is_stateful_step(op):
             found[op.step] = step_signature(op.kind, key_by)
             if (window := window_of(op)) is not None:
                 found[op.step] += " over " + window.describe()
+            if getattr(op, "ttl_ms", None) is not None:  # its table holds update times
+                found[op.step] += " with ttl"
     return found
 
 

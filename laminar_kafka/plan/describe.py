@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from laminar_kafka.api.pipeline import Pipeline
+from laminar_kafka.operators.asof_join import AsOfJoinOp
 from laminar_kafka.operators.interval_join import IntervalJoinOp
 from laminar_kafka.operators.join import JoinTableOp
 from laminar_kafka.plan.stages import plan_stages
@@ -16,7 +17,7 @@ def describe_plan(pipeline: Pipeline) -> list[str]:
         line = f"stage {stage.index} reads {', '.join(stage.stream_inputs)}"
         for flow in stage.flows:
             for op in flow.operators:
-                if isinstance(op, JoinTableOp):
+                if isinstance(op, JoinTableOp | AsOfJoinOp):
                     how = (
                         "stream repartitioned by the join key"
                         if flow.source.internal

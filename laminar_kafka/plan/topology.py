@@ -14,6 +14,7 @@ from typing import Any
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.api.specs import Flow
 from laminar_kafka.kafka import names
+from laminar_kafka.operators.asof_join import AsOfJoinOp
 from laminar_kafka.operators.interval_join import IntervalJoinOp
 from laminar_kafka.operators.join import JoinTableOp
 from laminar_kafka.operators.keyed import AggregateOp, KeyByOp
@@ -42,7 +43,7 @@ def describe_step(op: object) -> str:
     if isinstance(op, ProcessOp):
         timers = ", with timers" if op.on_timer is not None else ""
         return f"process step {op.step!r} (keyed state{timers})"
-    if isinstance(op, IntervalJoinOp):
+    if isinstance(op, IntervalJoinOp | AsOfJoinOp):
         return f"{op.describe()} step {op.step!r} (keyed state)"
     if isinstance(op, JoinTableOp):
         return op.describe()

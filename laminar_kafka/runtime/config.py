@@ -6,6 +6,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from laminar_kafka.checkpoint.signing import KEY_ENV, CheckpointKey, Signer
+from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.kafka import names
 from laminar_kafka.kafka.clients import KafkaConnection
@@ -85,6 +87,11 @@ class RuntimeConfig:
     Barrier(N) goes into none of them and every task cuts its source partitions where
     it stands. Each barrier costs a produce request of its own, which a broker serves
     one at a time per connection: about 10 ms each on a loaded broker."""
+    checkpoint_key: CheckpointKey | None = None
+    """Signs state files and manifests and refuses those that do not verify (`$LAMINAR_
+    CHECKPOINT_SECRET` on the command line; see `checkpoint/signing.py`). None: unsigned."""
+    accept_unsigned_checkpoints: bool = False
+    """With a key: read unsigned files too, once, to take over a store from before the key."""
     heartbeat_interval_s: float = 1.0
     """How often each task tells the driver it lives (`runtime/heartbeat.py`)."""
     heartbeat_timeout_s: float = 4.0
@@ -132,6 +139,11 @@ class RuntimeConfig:
                 "beat, and the driver calls itself cut off once it heard no task for two "
                 "(raise --heartbeat-timeout)"
             )
+        if self.accept_unsigned_checkpoints and self.checkpoint_key is None:
+            raise ConfigError(
+                "--accept-unsigned-checkpoints takes over an unsigned store for a run with a "
+                f"checkpoint key, and no key is set (${KEY_ENV}): without one, nothing is signed"
+            )
         # A plain dict in librdkafka's names: read-only views cannot be pickled to the tasks.
         object.__setattr__(self, "client_config", librdkafka_settings(self.client_config))
 
@@ -155,6 +167,11 @@ class RuntimeConfig:
     def _transaction_lifetime_ms(self) -> int:
         return math.ceil((self.checkpoint_interval_s + 2 * self.checkpoint_timeout_s) * 1000)
 
+    def checkpoint_store(self, pipeline: str) -> CheckpointStore:
+        """The pipeline's checkpoint store, signed and checked with the key if one is set."""
+        signer = Signer(pipeline, self.checkpoint_key, self.accept_unsigned_checkpoints)
+        return CheckpointStore(self.checkpoint_dir, pipeline, signer)
+
     def spark_master(self) -> str:
         return self.master or f"local[{self.parallelism}]"
 
@@ -175,4 +192,5 @@ class RuntimeConfig:
             f"parallelism={self.parallelism} interval={self.checkpoint_interval_s}s "
             f"master={master or self.spark_master()} client={redact(self.client_config)}"
             + (f" until={self.until}" if self.until else "")
+            + (" signed=yes" if self.checkpoint_key else "")
         )

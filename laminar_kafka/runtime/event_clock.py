@@ -90,16 +90,21 @@ class EventClock:
         offsets: list[int],
         start: Progress,
         progress: Progress,
+        times: dict[int, int | None] | None = None,
     ) -> tuple[BatchContext, list[Any], list[int]]:
         """Event times of a flow's decoded batch, from the partition's progress `start`.
 
         Records without a usable timestamp are dead letters in `ctx`; `progress`
-        (the partition's, in its state) moves to the batch's end.
+        (the partition's, in its state) moves to the batch's end. `times`, if given,
+        stand for the records' Kafka timestamps (a versioned table reads its own).
         """
         now = self.clock()
         self._arrivals[key] = now
         # Kafka timestamps are read only for a source stamped by them (the hot path).
-        by_kafka = kafka_times(ctx.messages) if spec.timestamp == KAFKA_TIME else {}
+        if times is not None:
+            by_kafka = times
+        else:
+            by_kafka = kafka_times(ctx.messages) if spec.timestamp == KAFKA_TIME else {}
         stamped = stamp(spec, values, offsets, by_kafka, start, now)
         for offset, reason in stamped.refused:
             ctx.reject(offset, reason)

@@ -9,7 +9,6 @@ from confluent_kafka import KafkaException, TopicPartition
 
 from laminar_kafka.checkpoint.committed_markers import read_markers
 from laminar_kafka.checkpoint.markers import OffsetMarker
-from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import Announcement
 from laminar_kafka.control.transport import ControlChannel
 from laminar_kafka.errors import LaminarError
@@ -63,7 +62,7 @@ def kafka_ports(spec: TaskSpec) -> TaskPorts:
     (`<pipeline>-task-<t>`) and file sinks, a read_committed reader, the control topic
     from the generation's start offset, heartbeats on the control topic."""
     cfg, name = spec.config, spec.pipeline.name
-    store = CheckpointStore(cfg.checkpoint_dir, name)
+    store = cfg.checkpoint_store(name)
     sinks = task_sinks(spec)
     reader = PartitionReader(cfg.kafka, name, cfg.batch_size, report_ends=bool(spec.ends))
     control = ControlChannel(

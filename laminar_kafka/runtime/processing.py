@@ -22,10 +22,13 @@ from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators import runs_on_watermark
 from laminar_kafka.operators.base import BatchContext
 from laminar_kafka.operators.event_time import NO_WATERMARK, Progress
-from laminar_kafka.operators.join import TableSpec, side_rows, update_table
+from laminar_kafka.operators.join import TableSpec, side_rows, side_watermarks, update_table
+from laminar_kafka.operators.keyed import ttls_of
+from laminar_kafka.operators.ttl import expire_steps
 from laminar_kafka.runtime.event_clock import Clock, EventClock, wall_ms
 from laminar_kafka.runtime.side_outputs import write_dead_letters, write_late
 from laminar_kafka.runtime.sink_writes import write_sink
+from laminar_kafka.runtime.table_updates import update_versions
 from laminar_kafka.sinks.output import OutputWriter
 from laminar_kafka.sources.kafka_reader import KafkaMessage
 from laminar_kafka.state.keyed_state import KeyedState
@@ -63,14 +66,23 @@ class FlowRunner:
         for flow in flows:
             self._flows_by_topic.setdefault(flow.source.topic, []).append(flow)
         self._tables = {t.topic: t for f in flows for t in f.tables}
-        self.states_of: Callable[[PartitionKey], Mapping[str, KeyedState]] = lambda _: {}
+        self._joined_by = {t.topic: f.source.topic for f in flows for t in f.tables if t.versioned}
+        """Versioned table → the stream joined with it: its watermark releases that stream's
+        waiting records (operators/asof_join.py)."""
+        self.states_of: Callable[[PartitionKey], dict[str, KeyedState]] = lambda _: {}
         """A partition's keyed state, for the tables a flow joins (set by the task)."""
         self._partition_counts = partition_counts
         self._dlq = dead_letter_topic
         self._event_times = {
             f.source.topic: f.source.event_time for f in flows if f.source.event_time is not None
         }
+        # A versioned table's partitions have watermarks of their own, idleness included.
+        self._event_times.update(
+            {t.topic: t.event_time for t in self._tables.values() if t.event_time is not None}
+        )
         self.clock = EventClock(clock)
+        self._now = clock
+        self._ttls = ttls_of(op for f in flows for op in f.operators)
         self.counts = ProcessCounts()
         self._format_check = FormatCheck()
 
@@ -106,13 +118,21 @@ class FlowRunner:
                 messages=messages,
                 key_format=flow.source.key_format,
                 last_offset=last,
-                side=side_rows(flow.tables, partition, self.states_of) if flow.tables else {},
+                now_ms=self._now(),
             )
+            if flow.tables:
+                ctx = self._with_tables(flow, ctx)
             values, offsets = self._decode(flow, datas, source_offsets, ctx)
             if clock is not None and start is not None and progress is not None:
                 stamped = self.clock.stamp(key, clock, ctx, values, offsets, start, progress)
                 ctx, values, offsets = stamped
             self._apply(flow, values, offsets, ctx, txn)
+
+    def expire(self, states: Mapping[PartitionKey, Mapping[str, KeyedState]]) -> int:
+        """Remove the expired keys of every step with a TTL (before a snapshot: an expired
+        key is in none); how many went."""
+        now = self._now()
+        return sum(expire_steps(tables, self._ttls, now) for tables in states.values())
 
     def tick(
         self,
@@ -159,15 +179,33 @@ class FlowRunner:
         txn: OutputWriter,
         last_offset: int,
     ) -> None:
-        """Run the flows that act on the watermark alone: windows close, timers fire."""
+        """Run the flows that act on the watermark alone: windows close, timers fire. A
+        versioned table's watermark acts on the stream partition joined with it."""
         topic, partition = key
+        if topic in self._joined_by:
+            topic = self._joined_by[topic]
+            tables = self.states_of((topic, partition))
+            watermark = Progress.of(tables).watermark
         for flow in self._flows_by_topic.get(topic, ()):
             if flow.runs_on_watermark:
                 count = self._partition_counts[topic]
                 ctx = BatchContext(
-                    topic, partition, count, tables, watermark=watermark, last_offset=last_offset
+                    topic,
+                    partition,
+                    count,
+                    tables,
+                    watermark=watermark,
+                    last_offset=last_offset,
+                    now_ms=self._now(),  # a window's results may feed a step with a TTL
                 )
-                self._apply(flow, [], [], ctx, txn)
+                self._apply(flow, [], [], self._with_tables(flow, ctx) if flow.tables else ctx, txn)
+
+    def _with_tables(self, flow: Flow, ctx: BatchContext) -> BatchContext:
+        """`ctx` with the rows (or versions) and watermarks of the tables `flow` joins."""
+        tables, partition = flow.tables, ctx.partition
+        side = side_rows(tables, partition, self.states_of)
+        marks = side_watermarks(tables, partition, self.states_of)
+        return replace(ctx, side=side, side_watermarks=marks)
 
     def watermark(
         self,
@@ -218,13 +256,24 @@ class FlowRunner:
         states: dict[str, KeyedState],
         txn: OutputWriter,
     ) -> None:
-        """Table records change the partition's rows; bad ones are dead letters."""
-        ctx = BatchContext(key[0], key[1], self._partition_counts[key[0]], states)
-        update_table(spec, messages, ctx.table(spec.state_name), ctx, self._format_check)
+        """Table records change the partition's rows (or versions); bad ones are dead
+        letters. A versioned table's rising watermark releases waiting stream records."""
+        ctx = BatchContext(
+            key[0], key[1], self._partition_counts[key[0]], states, messages=messages
+        )
+        rose = False
+        if spec.versioned:
+            rose = update_versions(spec, ctx, messages, self.clock, self._format_check)
+        else:
+            update_table(spec, messages, ctx.table(spec.state_name), ctx, self._format_check)
         if ctx.dead_letters:
             self.counts.dead_letters += write_dead_letters(
                 self._dlq, ctx.dead_letters, messages, txn, self.counts.reasons
             )
+        if ctx.late:
+            self.counts.late += write_late(ctx.late, key, messages, txn)
+        if rose:
+            self._watermark_rose(key, Progress.of(states).watermark, states, txn, -1)
 
     def _decode(
         self, flow: Flow, datas: list[Any], offsets: list[int], ctx: BatchContext

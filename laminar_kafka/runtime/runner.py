@@ -26,7 +26,6 @@ from typing import Any
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.api.shipping import ship_pipeline_code
 from laminar_kafka.checkpoint.coordinator import CheckpointCoordinator, PendingCheckpoint
-from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import BarrierFlags
 from laminar_kafka.errors import (
     ConfigError,
@@ -90,7 +89,7 @@ class PipelineRunner:
         self._stop = threading.Event()
         self._wake = threading.Event()
         """Set by a stop and by the job's end: the checkpoint loop (or next start) acts at once."""
-        self._store = CheckpointStore(config.checkpoint_dir, pipeline.name)
+        self._store = config.checkpoint_store(pipeline.name)
         self._plan = plan_stages(pipeline)
         self._failed_at: float | None = None
         self._limits: dict[str, int] = {}  # sink topic → largest record it accepts

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from laminar_kafka.checkpoint.signing import KEY_ENV
 from laminar_kafka.errors import ConfigError
 
 DAEMON = "laminar_kafka.runtime.spark_daemon"
@@ -117,14 +118,15 @@ def executor_environment(master: str, environ: Mapping[str, str]) -> dict[str, s
 
     None in local mode, whose workers are the driver's children and inherit its
     environment; on any cluster the executors' environment is their worker's, which
-    holds none of these unless the application brings them.
+    holds none of these unless the application brings them. The checkpoint key is
+    left out: tasks get it with their configuration, not in the application's settings.
     """
     if is_local(master):
         return {}
     return {
         f"spark.executorEnv.{name}": value
         for name, value in sorted(environ.items())
-        if name.startswith("LAMINAR_") or name in STORE_VARIABLES
+        if (name.startswith("LAMINAR_") and name != KEY_ENV) or name in STORE_VARIABLES
     }
 
 

@@ -206,6 +206,7 @@ class WorkerTask:
             counts=self._flows.counts.as_tuple(),
             dead_letter_reasons=dict(self._flows.counts.reasons),
         )
+        self._flows.expire(self._state.partitions)  # expired keys: in no snapshot
         snapshot = self._state.snapshot()
         self._time.forward()  # the epoch's last watermark, then its barrier
         forward_barrier(self._txn, barrier, self.spec.task, self.spec.outputs)

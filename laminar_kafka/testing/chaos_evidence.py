@@ -97,10 +97,13 @@ class InFlight:
 
     @property
     def sides(self) -> str:
-        """`(customers:2,orders:5)` when input was in flight on several source topics."""
-        if len(self.by_topic) < 2:
-            return ""
-        return "(" + ",".join(f"{t}:{n}" for t, n in self.by_topic) + ")"
+        """`(customers:2,orders:5)` when input was in flight on several source topics, or
+        on one and between stages (`(prices:4,between_stages:40)`: the other side of a
+        join behind a repartition may be in flight only there)."""
+        parts = [f"{t}:{n}" for t, n in self.by_topic]
+        if self.between_stages and parts:
+            parts.append(f"between_stages:{self.between_stages}")
+        return "(" + ",".join(parts) + ")" if len(parts) >= 2 else ""
 
 
 def hit_work_in_flight(in_flight: InFlight, point: FaultPoint | None) -> bool:

@@ -31,12 +31,14 @@ from laminar_kafka.errors import LaminarError
 
 @dataclass(frozen=True)
 class InputRecord:
-    """One input record and the partition it must land in (where its key maps to)."""
+    """One input record and the partition it must land in (where its key maps to);
+    `timestamp`: its Kafka timestamp in ms (None: the producer's clock)."""
 
     topic: str
     partition: int
     key: bytes | None
     value: bytes | None
+    timestamp: int | None = None
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,14 @@ class PacedProducer:
             for r in batch:
                 while True:
                     try:
-                        producer.produce(r.topic, r.value, r.key, r.partition, on_delivery=report)
+                        producer.produce(
+                            r.topic,
+                            r.value,
+                            r.key,
+                            r.partition,
+                            on_delivery=report,
+                            timestamp=r.timestamp or 0,  # 0: the producer's clock
+                        )
                         break
                     except BufferError:
                         producer.poll(0.1)

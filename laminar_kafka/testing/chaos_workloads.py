@@ -10,7 +10,9 @@
   or `OrderWorkload` by the pipeline's shape.
 - `JoinWorkload` (`join_chaos`): orders and table rows for a pipeline whose
   sink a stream-table join feeds, checked order by order against a batch join;
-  `round_workload` picks it, else what `order_workload` picks.
+  `AsOfWorkload` (`asof_chaos`) for an as-of join: orders with event times and
+  a versioned table changing among them, checked against a batch as-of join;
+  `round_workload` picks one of them, else what `order_workload` picks.
 - `GeneratorWorkload`: any pipeline, fed by the user's input function; the
   expected output is what the in-memory runner (`run_pipeline`) computes from
   the same input, compared with the committed output as a multiset.
@@ -33,9 +35,11 @@ from typing import Any, Protocol
 from laminar_kafka.api.pipeline import Flow, Pipeline
 from laminar_kafka.errors import ConfigError, RecordDecodeError
 from laminar_kafka.operators import is_stateful_step
+from laminar_kafka.operators.asof_join import AsOfJoinOp
 from laminar_kafka.operators.base import BatchContext
 from laminar_kafka.operators.keyed import KeyByOp, key_bytes
 from laminar_kafka.operators.partitioning import murmur2_partition
+from laminar_kafka.testing.asof_chaos import AsOfWorkload
 from laminar_kafka.testing.chaos_checks import ExactlyOnceReport, compare_ids, compare_totals
 from laminar_kafka.testing.chaos_producer import InputRecord
 from laminar_kafka.testing.join_chaos import JoinWorkload, join_shape
@@ -178,8 +182,12 @@ def order_workload(
 
 def round_workload(pipeline: Pipeline, records: int, partitions: int) -> Workload:
     """The workload of a chaos round without --input: the join's for a stream-table
-    join feeding the sink, else the order workload that fits (`order_workload`)."""
-    if join_shape(pipeline) is not None:
+    join feeding the sink (as of the record's time or not), else the order workload
+    that fits (`order_workload`)."""
+    shape = join_shape(pipeline)
+    if shape is not None and isinstance(shape.join, AsOfJoinOp):
+        return AsOfWorkload(pipeline, records, partitions)
+    if shape is not None:
         return JoinWorkload(pipeline, records)
     return order_workload(pipeline, records, partitions)
 

@@ -29,6 +29,7 @@ from laminar_kafka.faults import FaultPoint, ThreadCrash
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.runtime.events import CheckpointAborted, CheckpointCommitted, RuntimeEvent
 from laminar_kafka.sinks.file_reader import read_published
+from laminar_kafka.testing.asof_chaos import AsOfWorkload
 from laminar_kafka.testing.chaos_checks import ExactlyOnceReport
 from laminar_kafka.testing.chaos_evidence import every_watermark_held
 from laminar_kafka.testing.chaos_producer import InputRecord
@@ -91,7 +92,12 @@ class _Feed:
         if self._gate_at is not None and not every_watermark_held(self._committed):
             end = min(end, max(self._gate_at, self._next))
         for record in self._planned[self._next : end]:
-            self._broker.append((record.topic, record.partition), record.value, record.key)
+            self._broker.append(
+                (record.topic, record.partition),
+                record.value,
+                record.key,
+                timestamp=record.timestamp,
+            )
         self._next = end
 
     def heard(self, event: RuntimeEvent) -> None:
@@ -127,7 +133,7 @@ def _verdict(
         if workload.late_topic is not None:
             late = committed_values(broker, workload.late_topic, workload.decode_late)
         return workload.check(output(workload.sink_flow.sink.topic), late)
-    if isinstance(workload, OrderWorkload | JoinWorkload):
+    if isinstance(workload, OrderWorkload | JoinWorkload | AsOfWorkload):
         return workload.check(output(workload.sink_flow.sink.topic))
     if isinstance(workload, GeneratorWorkload):
         return workload.check({t: output(t) for t in workload.expected})

@@ -1,11 +1,12 @@
 """`JoinWorkload`: the input and the oracle of a chaos round for a stream-table join.
 
-For pipelines whose sink a left `join_table` feeds, straight from one source
-topic of orders (`testing.orders.order`), maybe repartitioned on the way
-(`join_shape`; other shapes are refused with a ConfigError). Both sides get
-input: rows for most customers come first, then the orders, with table
-changes among them (updates, a new customer, tombstones), some in the last
-quarter of the input, so that a kill meets both sides in flight.
+For pipelines whose sink a left `join_table` (of the latest row) feeds,
+straight from one source topic of orders (`testing.orders.order`), maybe
+repartitioned on the way (`join_shape`; other shapes are refused with a
+ConfigError; an as-of join of this shape gets `asof_chaos.AsOfWorkload`).
+Both sides get input: rows for most customers come first, then the orders,
+with table changes among them (updates, a new customer, tombstones), some in
+the last quarter of the input, so that a kill meets both sides in flight.
 
 A record joins with whichever row of its key is current when its task reads
 it, and nothing orders a table partition's records against the stream's
@@ -27,6 +28,7 @@ from typing import Any
 
 from laminar_kafka.api.pipeline import Flow, Pipeline
 from laminar_kafka.errors import ConfigError
+from laminar_kafka.operators.asof_join import AsOfJoinOp
 from laminar_kafka.operators.join import JoinTableOp
 from laminar_kafka.operators.keyed import KeyByOp, key_bytes
 from laminar_kafka.operators.partitioning import PARTITIONERS, murmur2_partition
@@ -56,7 +58,7 @@ class JoinShape:
 
     source: Flow
     sink: Flow
-    join: JoinTableOp
+    join: JoinTableOp | AsOfJoinOp
 
 
 def _describe(op: Any) -> str:
@@ -70,9 +72,9 @@ def join_shape(pipeline: Pipeline) -> JoinShape | None:
 
     def refuse(why: str) -> ConfigError:
         return ConfigError(
-            f"pipeline {pipeline.name}: {why}; chaos checks one left stream-table join "
-            "(join_table) fed by one source topic and writing the only sink, and cannot "
-            "check this shape yet"
+            f"pipeline {pipeline.name}: {why}; chaos checks one stream-table join "
+            "(join_table: left, or as of the record's time) fed by one source topic and "
+            "writing the only sink, and cannot check this shape yet"
         )
 
     joins = [f for f in pipeline.flows if f.tables]
@@ -82,10 +84,10 @@ def join_shape(pipeline: Pipeline) -> JoinShape | None:
         raise refuse(f"it joins tables in {len(joins)} flows")
     flow = joins[0]
     op = flow.operators[0] if len(flow.operators) == 1 else None
-    if not isinstance(op, JoinTableOp):
+    if not isinstance(op, JoinTableOp | AsOfJoinOp):
         steps = ", ".join(_describe(o) for o in flow.operators)
         raise refuse(f"the joining flow {flow.label} runs {steps}")
-    if op.how != "left":
+    if isinstance(op, JoinTableOp) and op.how != "left":
         raise refuse("its join is inner: how many orders come out depends on when rows are read")
     if flow.sink.internal or flow.sink.files is not None:
         raise refuse(f"the join's output goes on to {flow.sink.label}, not to a topic sink")
@@ -115,6 +117,8 @@ class JoinWorkload:
         shape = join_shape(pipeline)
         if shape is None:
             raise ConfigError(f"pipeline {pipeline.name}: it joins no table")
+        if not isinstance(shape.join, JoinTableOp):
+            raise ConfigError(f"pipeline {pipeline.name}: its join is as of the record's time")
         self.shape, self.records = shape, records
         source = shape.source.source.value_format
         table = shape.join.table

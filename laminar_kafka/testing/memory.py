@@ -29,11 +29,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from laminar_kafka.api.pipeline import Flow, Pipeline, SinkSpec
+from laminar_kafka.api.pipeline import Pipeline, SinkSpec
 from laminar_kafka.checkpoint.topology import check_topology
-from laminar_kafka.errors import ConfigError, PipelineError, RecordDecodeError
+from laminar_kafka.errors import ConfigError
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.operators.keyed import key_bytes
 from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.event_clock import wall_ms
 from laminar_kafka.runtime.processing import FlowRunner
@@ -42,6 +41,7 @@ from laminar_kafka.state.snapshot import (
     decode_partition_snapshot,
     encode_task_snapshot,
 )
+from laminar_kafka.testing.memory_inputs import encode_inputs
 from laminar_kafka.testing.memory_log import (
     DeadLetterRecord,
     MemoryMessage,
@@ -49,7 +49,6 @@ from laminar_kafka.testing.memory_log import (
     OutputRecord,
     ProducedRecord,
     Raw,
-    partition_for,
 )
 from laminar_kafka.testing.memory_topics import MemoryTopics, late_formats, partition_counts
 from laminar_kafka.testing.memory_watermarks import MemoryWatermarks
@@ -119,7 +118,6 @@ class PipelineTester:
             clock=lambda: self._wall_ms,
         )
         self._positions = {k: self._checkpoint_offsets[k] for k in self._keys}
-        self._marks = MemoryWatermarks(self.pipeline, self._keys, self._topics.counts, logs)
         snapshot = self._snapshot
         self._states: dict[PartitionKey, PartitionTables] = {
             k: decode_partition_snapshot(snapshot, k, "memory")
@@ -127,6 +125,9 @@ class PipelineTester:
             else {}
             for k in self._keys
         }
+        self._runner.states_of = self._states.__getitem__  # the tables a join reads
+        counts = self._topics.counts
+        self._marks = MemoryWatermarks(self.pipeline, self._keys, counts, logs, self._states)
 
     # -- input ------------------------------------------------------------
     def send(
@@ -142,28 +143,25 @@ class PipelineTester:
         Without `keys`, a record of a source declared `partitioned_by` goes to the
         partition its key maps to (what a producer keyed by that field does), else
         to partition 0; with `keys`, to the partition Kafka's producer picks for
-        that key. Internal topics are written by the pipeline only.
+        that key. A table's records need `keys` (value None: a tombstone); they are
+        read in the order they are sent among the stream's, with no bootstrap.
+        Internal topics are written by the pipeline only.
         """
         if topic in self.pipeline.internal_topics:
             raise ConfigError(
                 f"{topic!r} is an internal topic of pipeline {self.pipeline.name!r}: "
                 "only its source topics can be sent to"
             )
-        flows = [f for f in self.pipeline.flows if f.source.topic == topic]
-        if not flows:
-            raise ConfigError(f"pipeline {self.pipeline.name!r} does not read topic {topic!r}")
         items = list(values)
-        key_list = list(keys) if keys is not None else [None] * len(items)
+        key_list = list(keys) if keys is not None else None
         stamps = list(timestamps) if timestamps is not None else None
         heads = [tuple(h) for h in headers] if headers is not None else [()] * len(items)
-        if {len(key_list), len(items if stamps is None else stamps), len(heads)} != {len(items)}:
+        lengths = {len(key_list or items), len(items if stamps is None else stamps), len(heads)}
+        if lengths != {len(items)}:
             raise ConfigError(f"send to {topic}: keys, timestamps, headers must match the values")
-        # Every value is encoded before any is appended: a bad one leaves the input as it was.
-        datas = [self._encode(flows[0], value, i) for i, value in enumerate(items)]
-        for i, (data, key) in enumerate(zip(datas, key_list, strict=True)):
-            raw_key = None if key is None else key_bytes(key)
-            count = self._topics.counts[topic]
-            partition = partition_for(flows, count, data, raw_key, keys is not None)
+        count = self._topics.counts.get(topic, 0)
+        encoded = encode_inputs(self.pipeline, topic, count, items, key_list)
+        for i, (data, raw_key, partition) in enumerate(encoded):
             log = self._topics.logs[(topic, partition)]
             ts = stamps[i] if stamps is not None else self._clock_ms
             log.append(
@@ -172,19 +170,6 @@ class PipelineTester:
             self._clock_ms += 1
             self._sent += 1
         self._process()
-
-    @staticmethod
-    def _encode(flow: Flow, value: Any, index: int) -> bytes | None:
-        if isinstance(value, Raw):
-            return value.data
-        fmt = flow.source.value_format
-        try:
-            return fmt.encode_one(value)
-        except RecordDecodeError as exc:
-            raise PipelineError(
-                f"input #{index} for {flow.source.topic} cannot be encoded as {fmt.name}: {exc} "
-                "(wrap bytes in Raw(...) to send them as they are)"
-            ) from None
 
     def _process(self) -> None:
         """Run every partition from its position to the end of its input, stage by stage.
@@ -204,7 +189,7 @@ class PipelineTester:
                     self._output.source = key
                     self._output.timestamp_ms = batch[-1].timestamp_ms
                     self._output.sequence = batch[-1].sequence
-                    self._marks.run(self._runner, key, batch, self._states[key], self._output)
+                    self._marks.run(self._runner, key, batch, self._output)
                     position += len(batch)
                     self._positions[key] = position
 
@@ -215,7 +200,7 @@ class PipelineTester:
         self._process()  # a replay still to run is input, not idleness
         self._runner.tick(self._states, self._positions, self._output, self._output.at)
         for key in self._keys:  # released partitions tell the next stage
-            self._marks.write(key, self._states[key], self._output)
+            self._marks.write(key, self._output)
         self._process()
 
     # -- checkpoints and crashes ------------------------------------------
@@ -226,6 +211,7 @@ class PipelineTester:
         they are, and a crash cuts them back to here.
         """
         self._process()
+        self._runner.expire(self._states)  # as a task does: expired keys are in no snapshot
         self._snapshot = encode_task_snapshot(self._states)
         self._snapshot_keys = frozenset(self._states)
         self._snapshot_topology = self.pipeline.topology()  # as the runner's manifest holds it

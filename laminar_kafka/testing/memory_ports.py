@@ -14,7 +14,6 @@ from typing import Any
 from confluent_kafka import TopicPartition
 
 from laminar_kafka.checkpoint.markers import OffsetMarker, parse_marker
-from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.codec import encode
 from laminar_kafka.control.headers import CONTROL_KEY, control_headers
 from laminar_kafka.control.records import Announcement, ControlRecord, Heartbeat
@@ -200,7 +199,7 @@ def memory_ports(spec: TaskSpec, broker: MemoryBroker) -> TaskPorts:
         reader=MemoryReader(broker, name, cfg.batch_size),
         control=MemoryControl(broker, control, name, spec.control_start_offset, Announcement),
         sinks=TaskSinks(producer, files, spec.task),
-        store=CheckpointStore(cfg.checkpoint_dir, name),
+        store=cfg.checkpoint_store(name),
         logs=MemorySourceLogs(broker, name),
         beats=MemoryBeats(broker, control),
     )

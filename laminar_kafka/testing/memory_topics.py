@@ -32,7 +32,6 @@ def partition_counts(pipeline: Pipeline, partitions: int | Mapping[str, int]) ->
     Source topics: one count for all, or per topic (1 if not given). Internal
     topics: the `partitions=` of their key_by if set, else the one count, else 1.
     """
-    refuse_tables(pipeline)
     if isinstance(partitions, int):
         counts = dict.fromkeys(pipeline.source_topics, partitions)
     else:
@@ -117,14 +116,3 @@ def late_formats(pipeline: Pipeline) -> dict[str, Format]:
         for op in flow.operators
         if (w := window_of(op)) and w.late_to
     }
-
-
-def refuse_tables(pipeline: Pipeline) -> None:
-    """The step-by-step tester does not feed tables yet: say where joins are tested."""
-    tables = [t.topic for f in pipeline.flows for t in f.tables]
-    if tables:
-        raise ConfigError(
-            f"pipeline {pipeline.name!r} joins the table {tables[0]!r}: PipelineTester does not "
-            "run joins yet; test them with laminar_kafka.testing.engine.run_in_process on a "
-            "MemoryBroker (see tests/testing/test_engine_joins.py)"
-        )

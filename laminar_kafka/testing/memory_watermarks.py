@@ -5,7 +5,9 @@ writes the lowest watermark of its partitions, which comes to the same lowest
 value downstream). After each of its batches, a partition whose watermark rose
 writes a Watermark record into every partition of the internal topics its flows
 write, in order with its records; a downstream partition hands the records it
-reads to the flow runner in that order (`FlowRunner.on_watermark`).
+reads to the flow runner in that order (`FlowRunner.on_watermark`). A stream
+partition joined as of its time with versioned tables writes the lowest of its own
+watermark and theirs (as its task does), also when only a table's rose.
 """
 
 from __future__ import annotations
@@ -35,8 +37,17 @@ class MemoryWatermarks:
         keys: Sequence[PartitionKey],
         counts: Mapping[str, int],
         logs: dict[PartitionKey, list[MemoryMessage]],
+        states: Mapping[PartitionKey, dict[str, KeyedState]],
     ) -> None:
         self._pipeline, self._counts, self._logs = pipeline.name, counts, logs
+        self._states = states
+        self._tables: dict[str, list[str]] = {}  # stream → the versioned tables it joins
+        self._joined: dict[str, str] = {}  # versioned table → the stream joined with it
+        for flow in pipeline.flows:
+            for table in flow.tables:
+                if table.versioned:
+                    self._tables.setdefault(flow.source.topic, []).append(table.topic)
+                    self._joined[table.topic] = flow.source.topic
         self._writes: dict[str, list[str]] = {}
         self._held_back: dict[str, int] = {}
         for flow in pipeline.flows:
@@ -57,11 +68,11 @@ class MemoryWatermarks:
         runner: FlowRunner,
         key: PartitionKey,
         batch: Sequence[MemoryMessage],
-        tables: dict[str, KeyedState],
         output: MemoryOutput,
     ) -> None:
         """Process a batch of `key`'s log, its Watermark records in order; then write this
         partition's watermark downstream if it rose."""
+        tables = self._states[key]
         start = 0
         for i, message in enumerate(batch):
             if is_control(message.headers()):
@@ -74,13 +85,15 @@ class MemoryWatermarks:
                 start = i + 1
         if start < len(batch):
             runner.run(key, batch[start:], tables, output)
-        self.write(key, tables, output)
+        self.write(key, output)
 
-    def write(self, key: PartitionKey, tables: dict[str, KeyedState], output: MemoryOutput) -> None:
+    def write(self, key: PartitionKey, output: MemoryOutput) -> None:
         """Partition `key`'s watermark, less its windows' lateness (`held_back`), into the
-        internal topics its flows write, if it rose."""
+        internal topics its flows write, if it rose (a table's: its stream partition's)."""
+        if key[0] in self._joined:
+            key = (self._joined[key[0]], key[1])
         targets = self._writes.get(key[0])
-        watermark = Progress.of(tables).watermark if targets else NO_WATERMARK
+        watermark = self._watermark(key) if targets else NO_WATERMARK
         if watermark == NO_WATERMARK:
             return
         watermark -= self._held_back[key[0]]
@@ -98,3 +111,7 @@ class MemoryWatermarks:
                     )
                 )
         self._sent[key] = watermark
+
+    def _watermark(self, key: PartitionKey) -> int:
+        joined = [(table, key[1]) for table in self._tables.get(key[0], ())]
+        return min(Progress.of(self._states[k]).watermark for k in (key, *joined))

@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from laminar_kafka.api.pipeline import Flow, Pipeline, SinkSpec, SourceSpec
 from laminar_kafka.operators import AggregateOp, Operator
+from laminar_kafka.operators.asof_join import AsOfJoinOp
 from laminar_kafka.operators.join import JoinTableOp
 
 
@@ -47,7 +48,7 @@ def retarget(pipeline: Pipeline, name: str, topics: Mapping[str, str]) -> Pipeli
     def operator(op: Operator) -> Operator:
         if isinstance(op, AggregateOp) and op.window is not None and op.window.late_to:
             return replace(op, window=replace(op.window, late_to=moved(op.window.late_to, False)))
-        if isinstance(op, JoinTableOp):
+        if isinstance(op, JoinTableOp | AsOfJoinOp):
             return replace(op, table=replace(op.table, topic=moved(op.table.topic, False)))
         return op
 

@@ -27,7 +27,7 @@ LAST_LINE = re.compile(
     rf" rekey_laminar/quix={_NUMBER} rekey_checkpoint_p99_ms=(\d+|-)"
     r" rekey_stage_p99_ms=(\d+(?:/\d+)*|-)"
     r" windowed_laminar/quix=- windowed_laminar/spark=- window_close_p50_ms=-"
-    r" window_close_p99_ms=-"
+    r" window_close_p99_ms=- join_laminar/quix=- join_interval_laminar/quix=-"
 )
 
 

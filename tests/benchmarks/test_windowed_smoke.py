@@ -36,6 +36,7 @@ _NUMBER = r"(\d+\.\d\d|-)"
 WINDOWED_TAIL = re.compile(
     rf".* windowed_laminar/quix={_NUMBER} windowed_laminar/spark={_NUMBER}"
     r" window_close_p50_ms=(\d+|-) window_close_p99_ms=(\d+|-)"
+    r" join_laminar/quix=- join_interval_laminar/quix=-"
 )
 
 
@@ -112,7 +113,7 @@ def test_plan_gives_the_windowed_input_and_a_close_latency_run() -> None:
         return f"{prefix}-{len(made)}"
 
     settings = CompareSettings(records=RECORDS, workloads=("keyed", "windowed"), recovery=False)
-    inputs = {"keyed": "plain", "windowed": "events"}
+    inputs = {"keyed": ("plain", ""), "windowed": ("events", "")}
     tasks = plan_tasks("laminar", settings, inputs, make)  # type: ignore[arg-type]
     runs = [(t.kind, t.job.workload, t.job.input_topic) for t in tasks]
     assert runs[:4] == [

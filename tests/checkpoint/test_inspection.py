@@ -391,7 +391,9 @@ def test_the_json_report_has_stable_keys(tmp_path: Path) -> None:
         "notes",
         "pipeline",
         "problems",
+        "signatures",
     ]
+    assert pipeline["signatures"] == {"signed": 0, "unsigned": 9, "verified": False}
     assert pipeline["newest"]["state_files"][0]["steps"][0] == {
         "step": COUNTS,
         "partitions": 2,

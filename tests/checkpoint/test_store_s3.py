@@ -9,7 +9,9 @@ import pytest
 
 from laminar_kafka.checkpoint import CheckpointStore
 from laminar_kafka.checkpoint.inspection import inspect_store
-from laminar_kafka.errors import CheckpointError, FencedError
+from laminar_kafka.checkpoint.inspection_report import Signatures
+from laminar_kafka.checkpoint.signing import MAGIC, CheckpointKey, Signer
+from laminar_kafka.errors import CheckpointError, CheckpointIntegrityError, FencedError
 from laminar_kafka.testing.object_store import LocalS3
 from tests.checkpoint.test_inspection import write_checkpoint
 from tests.checkpoint.test_store import PIPELINE, _manifest
@@ -126,3 +128,24 @@ def test_a_manifest_on_s3_is_written_once_by_a_conditional_put(s3_bucket: str) -
     first.write_manifest(_manifest(3, stages=2, decided_stages=(0, 1)))
     kept = first.read_manifest(3)
     assert kept is not None and kept.generation == 1 and kept.complete
+
+
+def test_signed_checkpoints_on_s3_refuse_a_tampered_or_swapped_object(s3_bucket: str) -> None:
+    key = CheckpointKey(b"a-key-of-32-characters-for-tests")
+    store = CheckpointStore(f"{s3_bucket}/root", "totals", Signer("totals", key))
+    store.next_generation(1)
+    manifest = write_checkpoint(store, 1, generation=1)
+    task0, task1 = store.snapshot_path(1, 0, 1), store.snapshot_path(1, 1, 1)
+    assert store.read_manifest(1) == manifest
+    assert task0.read_bytes().startswith(MAGIC)
+    report = inspect_store(f"{s3_bucket}/root", key=key).pipelines[0]
+    assert report.problems == () and report.signatures == Signatures(3, 0, True)
+
+    task0.write_bytes(task1.read_bytes())  # another task's genuine state, swapped in
+    with pytest.raises(CheckpointIntegrityError, match="genuine state file") as swapped:
+        store.read_snapshot(str(task0))
+    assert str(task0) in str(swapped.value) and str(task0).startswith("s3://")
+    path = store.checkpoint_dir(1) / "MANIFEST.json"
+    path.write_bytes(path.read_bytes().replace(b'"generation": 1', b'"generation": 7'))
+    with pytest.raises(CheckpointIntegrityError, match="does not verify"):
+        store.read_manifest(1)

@@ -9,14 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from laminar_kafka.checkpoint import CheckpointStore
 from laminar_kafka.checkpoint.inspection import MarkerReader
 from laminar_kafka.checkpoint.markers import OffsetMarker
+from laminar_kafka.checkpoint.signing import KEY_ENV, CheckpointKey, Signer
 from laminar_kafka.cli import inspect_cmd
 from laminar_kafka.cli.main import main
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.names import PartitionKey
-from tests.checkpoint.test_inspection import COUNTS, PIPELINE, TOTALS, build_store
+from tests.checkpoint.test_inspection import COUNTS, PIPELINE, TOTALS, build_store, write_checkpoint
 
 BOOTSTRAP = "broker-1:9092"
 
@@ -196,3 +198,60 @@ def test_client_settings_reach_the_marker_reader_and_reserved_ones_are_refused(
     capsys.readouterr()
     assert main(["inspect", str(tmp_path), "--client-config", "group.id=mine"]) == 2
     assert "client setting 'group.id' is managed by laminar-kafka" in capsys.readouterr().err
+
+
+def _signed_store(root: Path) -> CheckpointStore:
+    store = CheckpointStore(str(root), PIPELINE, Signer(PIPELINE, CheckpointKey(KEY.encode())))
+    store.next_generation(2)
+    for n in (3, 4, 5):
+        write_checkpoint(store, n)
+    return store
+
+
+KEY = "a-key-of-32-characters-for-tests"
+
+
+def test_signatures_are_shown_and_checked_with_the_key_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = _signed_store(tmp_path)
+    use(monkeypatch, Brokers(AT_5))
+    assert main(["inspect", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert f"  signatures: all 9 files signed; not checked (set ${KEY_ENV} to check)" in out
+
+    monkeypatch.setenv(KEY_ENV, KEY)
+    assert main(["inspect", str(tmp_path)]) == 0
+    assert "  signatures: all 9 files signed; checked with the key" in capsys.readouterr().out
+
+    tampered = store.snapshot_path(4, 1, 2)  # not the newest: only the full check finds it
+    data = bytearray(tampered.read_bytes())
+    data[-3] ^= 0xFF
+    tampered.write_bytes(bytes(data))
+    assert main(["inspect", str(tmp_path), "--json"]) == 1
+    problems = json.loads(capsys.readouterr().out)["pipelines"][0]["problems"]
+    assert problems == [
+        f"state snapshot {tampered}: refused, not read: its signature does not verify with "
+        f"the checkpoint key (${KEY_ENV}): it was altered after it was written, or signed "
+        "with another key"
+    ]
+
+    monkeypatch.setenv(KEY_ENV, "another-key-of-32-characters-xyz")
+    assert main(["inspect", str(tmp_path)]) == 1
+    errors = [line for line in capsys.readouterr().out.splitlines() if "ERROR" in line]
+    assert len(errors) == 9 and all("signed with another key" in e for e in errors)
+
+
+def test_an_unsigned_store_is_shown_as_such(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    build_store(tmp_path)
+    use(monkeypatch, Brokers(AT_5))
+    assert main(["inspect", str(tmp_path)]) == 0
+    assert (
+        "  signatures: none (9 files): anyone who can write this store can run code in the "
+        f"pipeline; set ${KEY_ENV} to sign"
+    ) in capsys.readouterr().out.splitlines()
+    monkeypatch.setenv(KEY_ENV, KEY)
+    assert main(["inspect", str(tmp_path)]) == 1
+    assert "is not signed, but the checkpoint key" in capsys.readouterr().out

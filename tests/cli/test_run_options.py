@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import socket
 from pathlib import Path
 
 import pytest
 
+from laminar_kafka.checkpoint.signing import KEY_ENV, CheckpointKey
 from laminar_kafka.cli.main import main
+from laminar_kafka.cli.options import add_runtime_options, runtime_config
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.runtime import preflight
 from laminar_kafka.runtime.config import RuntimeConfig, redact
@@ -176,3 +179,31 @@ def test_until_takes_only_end(capsys: pytest.CaptureFixture[str]) -> None:
         .describe()
         .endswith(" until=end")
     )
+
+
+def test_the_checkpoint_key_comes_from_the_environment_and_is_never_printed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pipeline = str(Path(__file__).resolve().parents[2] / "pipelines" / "orders_enrich.py")
+    secret = "a-key-of-32-characters-for-tests"
+    monkeypatch.setenv(KEY_ENV, secret)
+    assert main(["run", pipeline, "--bootstrap", "127.0.0.1:1", "--print-config"]) == 0
+    assert secret not in capsys.readouterr().out
+    parser = argparse.ArgumentParser()
+    add_runtime_options(parser)
+    flags = ["--bootstrap", "127.0.0.1:1", "--accept-unsigned-checkpoints"]
+    config = runtime_config(parser.parse_args(flags))
+    assert config.checkpoint_key == CheckpointKey(secret.encode())
+    assert config.accept_unsigned_checkpoints
+    assert config.checkpoint_store("p").signer.key == config.checkpoint_key
+    assert secret not in config.describe() and "signed=yes" in config.describe()
+    assert secret not in repr(config)
+
+    monkeypatch.delenv(KEY_ENV)
+    assert main(["run", pipeline, "--accept-unsigned-checkpoints"]) == 2
+    assert "no key is set" in capsys.readouterr().err
+
+    monkeypatch.setenv(KEY_ENV, "short")
+    assert main(["run", pipeline, "--bootstrap", "127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err
+    assert f"${KEY_ENV}" in err and "at least 16" in err and "short" not in err

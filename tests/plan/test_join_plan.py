@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from laminar_kafka import Pipeline
+from laminar_kafka import AvroFormat, Pipeline
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.operators import step_signatures
 from laminar_kafka.plan.describe import describe_plan
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.plan.tasks import lay_out_tasks
+from laminar_kafka.testing.asof_workload import asof_pipeline
 from laminar_kafka.testing.interval_workload import interval_pipeline
 from laminar_kafka.testing.join_workload import join_pipeline
 
@@ -35,6 +36,17 @@ def test_an_undeclared_stream_is_repartitioned_with_the_tables_partition_count()
     assert plan.stages[1].barrier_inputs == ("customers",)
     assert plan.internal["joins.by-customer.repartition"].wanted({"customers": 5}) == 5
     assert "repartitioned by the join key" in describe_plan(pipeline)[1]
+    assert pipeline.source_topics == ("orders", "customers")
+
+
+def test_a_table_of_avro_rows_passes_validation() -> None:
+    pipeline = Pipeline("avro-table")
+    schema = {"type": "record", "name": "C", "fields": [{"name": "n", "type": "string"}]}
+    table = pipeline.table("customers", value_format=AvroFormat(schema))  # holds a dict
+    pipeline.source("orders").join_table(table, on="customer").sink("out")
+
+    pipeline.validate()  # hashed the table spec once, and its schema dict with it
+
     assert pipeline.source_topics == ("orders", "customers")
 
 
@@ -117,3 +129,42 @@ def test_a_union_of_two_streams_joins_a_table() -> None:
     for layout in layouts:
         streams = {p for t, p in layout.partitions if t == "two.join-customers.repartition"}
         assert streams == {p for t, p in layout.partitions if t == "customers"}
+
+
+def test_as_of_joins_need_a_versioned_table_and_a_stream_with_event_time() -> None:
+    pipeline = Pipeline("p")
+    latest = pipeline.table("customers")
+    versioned = pipeline.table("prices", versions_kept=60)
+    timed = pipeline.source("orders", timestamp="ts")
+    with pytest.raises(ConfigError, match=r"as_of=True needs a table that keeps versions"):
+        timed.join_table(latest, on="c", as_of=True)
+    with pytest.raises(ConfigError, match=r"keeps versions \(versions_kept=\): join it with"):
+        timed.join_table(versioned, on="c")
+    with pytest.raises(ConfigError, match=r"as-of joins need event time.*'plain'"):
+        pipeline.source("plain").join_table(versioned, on="c", as_of=True)
+    with pytest.raises(ConfigError, match="as_of must be True or False"):
+        timed.join_table(versioned, on="c", as_of="yes")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="are for a table that keeps versions"):
+        pipeline.table("rates", timestamp="ts")
+    with pytest.raises(ConfigError, match="versions_kept must be positive"):
+        pipeline.table("rates", versions_kept=0)
+    joined = timed.join_table(versioned, on="c", as_of=True)
+    with pytest.raises(ConfigError, match="metadata=True after an as-of join"):
+        joined.map(lambda r: r.value, metadata=True)
+    with pytest.raises(ConfigError, match="an as-of join's results cannot go into a window"):
+        joined.key_by("c").tumbling_window(60).count()
+
+
+def test_an_as_of_join_is_a_stateful_step_of_the_joining_stage() -> None:
+    pipeline = asof_pipeline()
+    plan = plan_stages(pipeline)
+    assert [s.inputs for s in plan.stages] == [
+        ("trades",),
+        ("asof.at-price.repartition", "prices"),
+    ]
+    topology = pipeline.topology()
+    assert topology["table:prices"] == "versioned table keyed by string"
+    assert topology["at-price"] == (
+        "asof_join of table prices by field 'product' through asof.at-price.repartition"
+    )
+    assert "as of the record's time (left), stream repartitioned" in describe_plan(pipeline)[1]

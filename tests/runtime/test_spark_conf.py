@@ -19,6 +19,7 @@ from laminar_kafka.runtime.spark_conf import (
 ENV = {
     "LAMINAR_PID_DIR": "/tmp/pids",
     "LAMINAR_LOG_LEVEL": "INFO",
+    "LAMINAR_CHECKPOINT_SECRET": "the-tasks-get-it-in-their-config",
     "AWS_ACCESS_KEY_ID": "id",
     "AWS_SECRET_ACCESS_KEY": "secret",
     "AWS_ENDPOINT_URL": "http://s3.example:9000",

@@ -1,6 +1,7 @@
 """The example pipelines of `pipelines/` with the workload a chaos round gives each:
 numbered orders (windowed ones for a window feeding the sink, with table rows
-for a stream-table join), or, for the silent-sensors example, sensor readings
+for a stream-table join, with event times and a versioned table's changes for an
+as-of join), or, for the silent-sensors example, sensor readings
 (orders and payments for orders-paid) checked against the in-memory runner."""
 
 from __future__ import annotations

@@ -113,6 +113,16 @@ def test_in_flight_counts_what_no_committed_offset_covers_before_the_kill() -> N
     assert InFlight(produced, reflected, committed_output=7, unpublished=5).records == 7
 
 
+def test_the_sides_in_flight_name_each_source_topic_and_what_waits_between_stages() -> None:
+    def sides(by_topic: tuple[tuple[str, int], ...], between: int = 0) -> str:
+        return InFlight(9, 0, 0, between_stages=between, by_topic=by_topic).sides
+
+    assert sides((("orders", 5), ("prices", 4))) == "(orders:5,prices:4)"
+    assert sides((("prices", 4),), between=40) == "(prices:4,between_stages:40)"
+    assert sides((("orders", 9),)) == ""  # one topic, nothing between stages
+    assert sides((), between=40) == ""
+
+
 def test_a_kill_that_left_nothing_in_flight_proves_nothing_unless_it_cut_a_commit() -> None:
     settled = InFlight(produced=603, reflected=603, committed_output=533)
     assert not hit_work_in_flight(settled, FaultPoint.AFTER_SNAPSHOT)

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from laminar_kafka import JsonFormat, Pipeline, faults
-from laminar_kafka.errors import ConfigError
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.operators.partitioning import murmur2_partition
 from laminar_kafka.runtime.events import (
@@ -29,7 +28,6 @@ from laminar_kafka.testing.join_workload import (
     join_pipeline,
     order,
 )
-from laminar_kafka.testing.memory import PipelineTester
 from laminar_kafka.testing.memory_broker import MemoryBroker
 from laminar_kafka.testing.memory_ports import MemoryReader
 
@@ -182,11 +180,6 @@ def test_a_declared_stream_joins_in_its_stage_after_the_table_bootstrapped(
 
     got = sorted(JSON.decode_one(m.value())["id"] for m in _read(broker, ENRICHED))
     assert got == [i for i in range(12) if order(i)["customer"] in customers()]
-
-
-def test_the_step_by_step_tester_refuses_joins_and_says_where_they_are_tested() -> None:
-    with pytest.raises(ConfigError, match="run_in_process"):
-        PipelineTester(join_pipeline())
 
 
 def test_a_joining_stage_aligns_without_waiting_for_its_idle_table(tmp_path: Path) -> None:
