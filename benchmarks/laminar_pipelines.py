@@ -23,7 +23,7 @@ The input is partitioned by `key` with Kafka's murmur2 partitioner
 (`benchmarks.preload`), which the keyed source declares: its `key_by("key")`
 needs no repartition and the pipeline is one stage. The rekey source declares
 nothing, and its records are not partitioned by product anyway: `key_by`
-writes them to the internal topic `<pipeline>.by-product.repartition` (JSON,
+writes them to the internal topic `<pipeline>.by-product.repartition` (MessagePack,
 as laminar-kafka writes every internal topic), read by a second stage.
 
 The join inputs are keyed by customer like the table (`benchmarks.join_input`),

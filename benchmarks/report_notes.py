@@ -91,10 +91,10 @@ def table_notes(comparison: Comparison) -> list[str]:
             f"rekey: running count per product ({NUM_PRODUCTS} products, the id mod"
             f" {NUM_PRODUCTS}) of records partitioned"
             " by key; one output per input. laminar: source(not partitioned_by product)"
-            " .key_by(product): two stages, two transactional hops (JSON between them). quix:"
-            " group_by(product) through a repartition topic (JSON, as many partitions as the"
-            " input), then a stateful count, in the same P processes. spark: groupBy(product)"
-            " .applyInPandasWithState, a Spark shuffle, no Kafka hop."
+            " .key_by(product): two stages, two transactional hops (MessagePack between"
+            " them). quix: group_by(product) through a repartition topic (JSON, as many"
+            " partitions as the input), then a stateful count, in the same P processes."
+            " spark: groupBy(product) .applyInPandasWithState, a Spark shuffle, no Kafka hop."
         )
     if "windowed" in s.workloads:
         notes.append(_windowed_note(s.records, s.num_keys))

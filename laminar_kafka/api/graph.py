@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from laminar_kafka.api.specs import EVENT_TIME, Flow, SinkSpec, SourceSpec
 from laminar_kafka.api.streams import Branch, Repartition
-from laminar_kafka.formats import JsonFormat
+from laminar_kafka.formats import InternalFormat
 from laminar_kafka.kafka.names import internal_topic
 from laminar_kafka.operators import Operator, is_stateful_step, named_step
 from laminar_kafka.operators.event_time import KAFKA_TIME, EventTime
@@ -59,7 +59,7 @@ class _Cutter:
         clock = carried_event_time(given.upstream)
         sink = SinkSpec(
             topic,
-            JsonFormat(strict=True),
+            InternalFormat(),
             key=op.key,
             internal=True,
             partitioner=op.partitioner,
@@ -71,7 +71,7 @@ class _Cutter:
             self.branch(upstream, sink)
         source = SourceSpec(
             topic,
-            JsonFormat(strict=True),
+            InternalFormat(),
             partitioned_by=op.key,
             partitioner=op.partitioner,
             internal=True,

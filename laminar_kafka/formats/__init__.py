@@ -2,6 +2,7 @@
 
 from laminar_kafka.formats.avro import AvroFormat
 from laminar_kafka.formats.base import Format
+from laminar_kafka.formats.internal import InternalFormat
 from laminar_kafka.formats.json import JsonFormat
 from laminar_kafka.formats.raw import BytesFormat, StringFormat
 from laminar_kafka.formats.registry import RegistryAvroFormat
@@ -10,6 +11,7 @@ __all__ = [
     "AvroFormat",
     "BytesFormat",
     "Format",
+    "InternalFormat",
     "JsonFormat",
     "RegistryAvroFormat",
     "StringFormat",

@@ -36,6 +36,7 @@ from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats.avro import AvroFormat
 from laminar_kafka.formats.avro_strict import may_overflow
 from laminar_kafka.formats.base import Format
+from laminar_kafka.formats.internal import InternalFormat
 from laminar_kafka.formats.json import JsonFormat
 from laminar_kafka.formats.raw import StringFormat
 
@@ -201,6 +202,8 @@ def decode_batch(fmt: Format, datas: Sequence[bytes | None]) -> list[Any] | None
             return decode_all(datas)  # type: ignore[arg-type]
         except Exception:  # a tombstone, bad bytes, or bytes it leaves to decode_one
             return None
+    if isinstance(fmt, InternalFormat):
+        return fmt.decode_many(datas)
     decode = fmt.decode_one
     try:
         return [decode(d) for d in datas]
@@ -214,7 +217,7 @@ def encode_batch(fmt: Format, values: Sequence[Any]) -> list[bytes | None] | Non
         if isinstance(fmt, JsonFormat):
             encode_json = _JSON_ENCODE_STRICT if fmt.strict else _JSON_ENCODE
             return [None if v is None else encode_json(v).encode() for v in values]
-        if isinstance(fmt, AvroFormat):
+        if isinstance(fmt, AvroFormat | InternalFormat):
             return fmt.encode_many(values)
         if type(fmt) is StringFormat:
             try:

@@ -18,12 +18,19 @@ from laminar_kafka.control.codec import decode
 from laminar_kafka.control.headers import is_control
 from laminar_kafka.control.records import Barrier
 from laminar_kafka.errors import CheckpointError, LaminarError
+from laminar_kafka.formats import InternalFormat
+from laminar_kafka.formats.internal import MARKER as INTERNAL_MARKER
 from laminar_kafka.kafka.admin import watermark_offsets
 from laminar_kafka.kafka.clients import KafkaConnection, probe_consumer
 from laminar_kafka.runtime.events import CheckpointCommitted
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.chaos_evidence import committed_offsets
-from laminar_kafka.testing.orders import produce_orders, read_committed, read_committed_records
+from laminar_kafka.testing.orders import (
+    order,
+    produce_orders,
+    read_committed,
+    read_committed_records,
+)
 from laminar_kafka.testing.product_checks import compare_product_totals
 from laminar_kafka.testing.run import BackgroundRun
 from tests.runtime.test_pipeline_runs import config
@@ -57,7 +64,7 @@ def product_totals(name: str, source: str, sink: str, partitioned: bool = True) 
 
 
 def read_everything(bootstrap: str, topic: str, partitions: int) -> dict[int, list[Any]]:
-    """Partition → its committed records in offset order, barriers decoded, data as None."""
+    """Partition → its committed records in offset order, barriers decoded, data as bytes."""
     ends = {
         p: watermark_offsets(probe_consumer(KafkaConnection(bootstrap)), topic, p)[1]
         for p in range(partitions)
@@ -82,7 +89,7 @@ def read_everything(bootstrap: str, topic: str, partitions: int) -> dict[int, li
                     continue
                 positions[m.partition()] = m.offset() + 1
                 control = is_control(m.headers())
-                out[m.partition()].append(decode(m.value()) if control else None)
+                out[m.partition()].append(decode(m.value()) if control else m.value())
             # Transaction markers take offsets but are never delivered: ask where we are.
             for tp in consumer.position([TopicPartition(topic, p) for p in positions]):
                 positions[tp.partition] = max(positions[tp.partition], tp.offset)
@@ -136,7 +143,12 @@ def test_internal_partitions_hold_epochs_in_order_and_every_record_once(
     run.stop()
 
     records = read_everything(kafka_bootstrap, internal, 2)
-    assert sum(r is None for rs in records.values() for r in rs) == 1200
+    datas = [r for rs in records.values() for r in rs if isinstance(r, bytes)]
+    assert len(datas) == 1200
+    # Every record crossed in MessagePack, and is the order it was.
+    assert all(d.startswith(INTERNAL_MARKER) for d in datas)
+    orders = sorted((InternalFormat().decode_one(d) for d in datas), key=lambda o: o["id"])
+    assert orders == [order(i) for i in range(1200)]
     writers = {0, 1}  # the two tasks of the first stage
     for partition, seq in records.items():
         barriers = [(r.checkpoint_id, r.writer) for r in seq if isinstance(r, Barrier)]
