@@ -30,7 +30,6 @@ checkpoints; progress goes to stderr.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -40,6 +39,7 @@ from benchmarks.broker import benchmark_broker
 from benchmarks.comparison import CompareSettings, Comparison, Row
 from benchmarks.inputs import preload_inputs
 from benchmarks.latency import LatencyProbe, with_latency
+from benchmarks.machine import MachineRun
 from benchmarks.memory import tree_rss_bytes
 from benchmarks.planning import not_applicable_rows, plan_tasks
 from benchmarks.records import DEFAULT_NUM_KEYS
@@ -138,7 +138,7 @@ def run_comparison(
     whose session already holds one).
     """
     make = make_topic or new_topic_maker(bootstrap)
-    load = os.getloadavg()[0]
+    machine, cpu = MachineRun.begin()
     inputs = preload_inputs(
         bootstrap,
         settings.workloads,
@@ -163,7 +163,8 @@ def run_comparison(
             if result.error is not None
         ]
     rows.sort(key=table_order)
-    return Comparison(bootstrap, settings, tuple(rows), tuple(failures), load)
+    done = machine.end(cpu)
+    return Comparison(bootstrap, settings, tuple(rows), tuple(failures), done.load_start, done)
 
 
 def _choices(kind: str, names: tuple[str, ...]) -> Callable[[str], tuple[Any, ...]]:

@@ -154,6 +154,8 @@ def run_transactional_loop(
         latencies: list[float] = []
         consumed = produced = commits = 0
         warmup_s: float | None = None
+        first_at: float | None = None
+        last_at = 0.0
         produce = producer.produce
 
         def commit() -> None:
@@ -184,6 +186,8 @@ def run_transactional_loop(
             if batch:
                 idle_since = now
                 pending.append(now)
+                if first_at is None:
+                    first_at = now
                 for msg in batch:
                     value = msg.value()
                     if msg.error() is not None or value is None:
@@ -201,6 +205,8 @@ def run_transactional_loop(
                 consumed += len(batch)
                 producer.poll(0)
                 meter.update(consumed)
+                if consumed >= total:
+                    last_at = time.monotonic()
             elif now - idle_since > _IDLE_TIMEOUT_S:
                 raise PipelineError(
                     f"{label}: input ended at {consumed}/{total} records"
@@ -216,6 +222,7 @@ def run_transactional_loop(
                 last_commit = time.monotonic()
                 producer.begin_transaction()
         seconds = time.monotonic() - start
+        marks = (start, first_at, last_at)
         meter.finish(consumed)
         committed = consumer.committed(tps, timeout=_TXN_TIMEOUT_S)
     finally:
@@ -228,7 +235,7 @@ def run_transactional_loop(
     if committed_total != total:
         raise PipelineError(f"{label}: committed offsets add up to {committed_total}, not {total}")
     if assigned is not None:
-        return _result(label, total, seconds, produced, commits, warmup_s, latencies, start)
+        return _result(label, total, seconds, produced, commits, warmup_s, latencies, marks)
     expected = total if copy else expected_output_count(workload, total, num_keys)
     if produced != expected:
         raise PipelineError(f"{label}: produced {produced} records, expected {expected}")
@@ -238,7 +245,7 @@ def run_transactional_loop(
         visible = count_topic(bootstrap, output_topic)
         if visible != expected:
             raise PipelineError(f"{label}: output holds {visible} records, expected {expected}")
-    return _result(label, total, seconds, produced, commits, warmup_s, latencies, start)
+    return _result(label, total, seconds, produced, commits, warmup_s, latencies, marks)
 
 
 def _result(
@@ -249,8 +256,10 @@ def _result(
     commits: int,
     warmup_s: float | None,
     latencies: list[float],
-    start: float,
+    marks: tuple[float, float | None, float],
 ) -> RunResult:
+    """`marks`: the start, the first record consumed and the last (monotonic stamps)."""
+    start, first_at, last_at = marks
     return RunResult(
         name=label,
         records=total,
@@ -260,6 +269,8 @@ def _result(
         warmup_s=warmup_s,
         latencies_s=tuple(latencies),
         ended_at=start + seconds,
+        head_s=None if first_at is None else first_at - start,
+        tail_s=start + seconds - last_at if last_at else None,
     )
 
 
