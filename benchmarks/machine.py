@@ -113,7 +113,11 @@ def _versions() -> dict[str, str]:
     try:
         import fastavro
 
-        out["fastavro"] = fastavro.__version__
+        from fastavro import read
+
+        # The pure-Python fallback decodes several times slower than the compiled core.
+        compiled = read.reader.__module__ == "fastavro._read"
+        out["fastavro"] = fastavro.__version__ + ("" if compiled else " (pure Python)")
     except ImportError:
         pass
     try:

@@ -4,8 +4,8 @@ With `--repeat N` a row's figure is a median; whether it reproduces shows in
 the runs behind it. Per system, workload and interval: each run's records/s,
 the lowest, median and highest, and the relative spread `(max - min) /
 median`; beside each run, the parts of its timed span before the first
-record and after the last (where the system reports them) and the machine's
-steal share during it. The summary line's machine fields come from here too.
+record and after the last and the CPU time it used per record (where the
+system reports them), and the machine's steal share during it. The summary line's machine fields come from here too.
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ def _run(run: TaskResult) -> str:
     if run.head_s is not None and run.tail_s is not None:
         parts.append(f"[{run.head_s:.2f} s + {run.seconds - run.head_s - run.tail_s:.2f} s")
         parts[-1] += f" + {run.tail_s:.2f} s]"
+    if run.cpu_s is not None and run.records:
+        parts.append(f"cpu {run.cpu_s * 1e6 / run.records:.1f} µs/record")
     if run.steal_pct is not None:
         parts.append(f"steal {run.steal_pct:.1f}%")
     return " ".join(parts)
@@ -63,7 +65,8 @@ def repeat_lines(comparison: Comparison) -> list[str]:
     """The machine line, then one line per measured row: its runs and their spread.
 
     A run reads `records/s [before the first record + between + after the last]
-    steal %` where those are known.
+    cpu µs/record steal %` where those are known (cpu: its processes' CPU time in the
+    timed span over the input records).
     """
     lines = [] if comparison.machine is None else [comparison.machine.line()]
     for row in comparison.rows:

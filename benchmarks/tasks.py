@@ -120,6 +120,8 @@ class TaskResult:
     """Seconds of the timed span before the first input record was consumed."""
     tail_s: float | None = None
     """Seconds of the timed span after the last input record was consumed."""
+    cpu_s: float | None = None
+    """CPU time the system's processes used in the timed span, where it reports it."""
     steal_pct: float | None = None
     """Share of the machine's CPU time stolen by the hypervisor during the task."""
     busy_pct: float | None = None
@@ -142,6 +144,7 @@ class TaskResult:
             ended_at=run.ended_at,
             head_s=run.head_s,
             tail_s=run.tail_s,
+            cpu_s=run.cpu_s,
             **extra,
         )
 

@@ -78,10 +78,10 @@ def _loop_child(
         assert run.ended_at is not None
         first = None if run.head_s is None else run.ended_at - run.seconds + run.head_s
         last = None if run.tail_s is None else run.ended_at - run.tail_s
-        results.put((run.records_out, run.ended_at, run.commits, first, last, None))
+        results.put((run.records_out, run.ended_at, run.commits, first, last, run.cpu_s, None))
     except BaseException as exc:
         barrier.abort()
-        results.put((0, None, 0, None, None, f"{type(exc).__name__}: {exc}"))
+        results.put((0, None, 0, None, None, None, f"{type(exc).__name__}: {exc}"))
 
 
 def _gather(procs: list[Any], results: Any, label: str) -> list[tuple[Any, ...]]:
@@ -163,6 +163,7 @@ def run_loops(job: BaselineJob, parallelism: int, *, copy: bool = False) -> RunR
         ended_at=ended_at,
         head_s=min(firsts) - start if firsts else None,
         tail_s=ended_at - max(lasts) if len(lasts) == len(out) else None,
+        cpu_s=sum(item[5] for item in out),
     )
 
 

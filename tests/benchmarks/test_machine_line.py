@@ -113,7 +113,7 @@ def _comparison() -> Comparison:
 
     job = BaselineJob("b", "in", "out", 2, 1_000, "stateless")
     ceiling = [
-        TaskResult(records=1_000, seconds=s, head_s=0.1, tail_s=0.5, steal_pct=st)
+        TaskResult(records=1_000, seconds=s, head_s=0.1, tail_s=0.5, cpu_s=0.01, steal_pct=st)
         for s, st in ((10.0, 0.0), (8.0, 20.0), (12.5, 1.0))
     ]
     rows = table_rows("ceiling", [Task("throughput", job)] * 3, ceiling)
@@ -129,9 +129,10 @@ def test_the_report_prints_every_run_and_the_spread_beside_the_machine() -> None
     assert "load 0.4 -> 3.1, steal 12.5%" in machine
     runs = next(line for line in report if line.startswith("runs ceiling"))
     assert runs == (
-        "runs ceiling (txn loop) stateless 1 s: 100 [0.10 s + 9.40 s + 0.50 s] steal 0.0%;"
-        " 125 [0.10 s + 7.40 s + 0.50 s] steal 20.0%; 80 [0.10 s + 11.90 s + 0.50 s]"
-        " steal 1.0% | min 80 median 100 max 125 spread 45.0%"
+        "runs ceiling (txn loop) stateless 1 s: 100 [0.10 s + 9.40 s + 0.50 s]"
+        " cpu 10.0 µs/record steal 0.0%; 125 [0.10 s + 7.40 s + 0.50 s] cpu 10.0 µs/record"
+        " steal 20.0%; 80 [0.10 s + 11.90 s + 0.50 s] cpu 10.0 µs/record steal 1.0%"
+        " | min 80 median 100 max 125 spread 45.0%"
     )
 
 
