@@ -112,7 +112,6 @@ def _versions() -> dict[str, str]:
     out: dict[str, str] = {}
     try:
         import fastavro
-
         from fastavro import read
 
         # The pure-Python fallback decodes several times slower than the compiled core.

@@ -5,7 +5,8 @@ the runs behind it. Per system, workload and interval: each run's records/s,
 the lowest, median and highest, and the relative spread `(max - min) /
 median`; beside each run, the parts of its timed span before the first
 record and after the last and the CPU time it used per record (where the
-system reports them), and the machine's steal share during it. The summary line's machine fields come from here too.
+system reports them), and the machine's steal share during it. The summary
+line's machine fields come from here too.
 """
 
 from __future__ import annotations
