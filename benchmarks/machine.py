@@ -95,10 +95,11 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _probe() -> float:
+def _probe() -> tuple[float, float]:
     from benchmarks.cpu_probe import probe_us_per_record  # fastavro: only when probing
 
-    return probe_us_per_record()
+    probe = probe_us_per_record()
+    return probe.wall_us, probe.cpu_us
 
 
 def _memory_gib() -> float | None:
@@ -210,15 +211,19 @@ class MachineRun:
     throttled_s: float | None = None
     probe_start_us: float | None = None
     probe_end_us: float | None = None
+    probe_cpu_start_us: float | None = None
+    probe_cpu_end_us: float | None = None
 
     @classmethod
     def begin(cls, broker: str = "", *, probe: bool = True) -> tuple[MachineRun, CpuTimes | None]:
         """The run's first half and the CPU sample to `end` it with."""
+        wall, cpu = _probe() if probe else (None, None)
         started = cls(
             read_machine(broker),
             os.getloadavg()[0],
             throttled_s=read_throttled_s(),
-            probe_start_us=_probe() if probe else None,
+            probe_start_us=wall,
+            probe_cpu_start_us=cpu,
         )
         return started, read_cpu_times()
 
@@ -226,18 +231,20 @@ class MachineRun:
         share = cpu_share(started, read_cpu_times())
         steal, busy = (None, None) if share is None else share
         before, after = self.throttled_s, read_throttled_s()
+        wall, cpu = (None, None) if self.probe_start_us is None else _probe()
         return replace(
             self,
             load_end=os.getloadavg()[0],
             steal_pct=steal,
             busy_pct=busy,
             throttled_s=None if before is None or after is None else after - before,
-            probe_end_us=None if self.probe_start_us is None else _probe(),
+            probe_end_us=wall,
+            probe_cpu_end_us=cpu,
         )
 
     def line(self) -> str:
         """ "machine: <CPU, versions>; load 0.4 -> 1.2, steal 0.3%, busy 71%, throttled 0.0 s,
-        probe 4.30 -> 4.41 µs/record"."""
+        probe 4.30 -> 4.41 µs/record (cpu 4.28 -> 4.31)" (`benchmarks.cpu_probe`)."""
 
         def pct(value: float | None) -> str:
             return "-" if value is None else f"{value:.1f}%"
@@ -249,7 +256,8 @@ class MachineRun:
             f"machine: {self.machine.describe()}; load {self.load_start:.1f} ->"
             f" {num(self.load_end, 1)}, steal {pct(self.steal_pct)}, busy {pct(self.busy_pct)},"
             f" throttled {num(self.throttled_s, 1)} s, probe {num(self.probe_start_us, 2)} ->"
-            f" {num(self.probe_end_us, 2)} µs/record"
+            f" {num(self.probe_end_us, 2)} µs/record (cpu {num(self.probe_cpu_start_us, 2)}"
+            f" -> {num(self.probe_cpu_end_us, 2)})"
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -7,24 +7,41 @@ e.g. `python -m benchmarks.repeat_invocations -- --records 2000000 --repeat 3`.
 Each invocation is a fresh `python -m benchmarks.compare` (fresh topics, fresh
 processes, its own machine line); its report goes to stderr as it runs. At the
 end, stdout holds each invocation's machine line, its per-run lines and its
-summary line, then one line per summary figure that differs: both (all)
-values and the relative difference `(max - min) / min`. The exit status is the
+summary line, then one line per figure that differs (the summary line's, and
+each row's median records/s): both (all) values and the relative difference
+`(max - min) / min`. The exit status is the
 first failed invocation's, else 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
 
-__all__ = ["differences", "main", "parse_summary"]
+__all__ = ["differences", "main", "parse_summary", "report_fields"]
+
+_RUNS = re.compile(r"runs (?P<row>.+?): .* \| min \S+ median (?P<median>\S+) max .*")
 
 
 def parse_summary(line: str) -> dict[str, str]:
     """The `name=value` fields of a summary line, in order."""
     return dict(part.split("=", 1) for part in line.split() if "=" in part)
+
+
+def report_fields(report: str) -> dict[str, str]:
+    """A report's summary-line fields, then each row's median records/s as
+    `<row>_median=<n>` (from its `runs` line, `benchmarks.spread`)."""
+    lines = report.splitlines()
+    fields = parse_summary(lines[-1]) if lines else {}
+    for line in lines:
+        match = _RUNS.fullmatch(line)
+        if match is not None:
+            row = match["row"].replace(" ", "_")
+            fields[f"{row}_median"] = match["median"].replace(",", "")
+    return fields
 
 
 def _number(text: str) -> float | None:
@@ -34,10 +51,10 @@ def _number(text: str) -> float | None:
         return None
 
 
-def differences(summaries: Sequence[str]) -> list[str]:
-    """One line per field whose values differ between `summaries`: the values, and for
-    numbers the relative difference, e.g. `laminar/ceiling: 1.01 0.94 (7.4%)`."""
-    parsed = [parse_summary(line) for line in summaries]
+def differences(reports: Sequence[str]) -> list[str]:
+    """One line per field (`report_fields`) whose values differ between `reports`: the
+    values, and for numbers the relative difference, e.g. `laminar/ceiling: 1.01 0.94 (7.4%)`."""
+    parsed = [report_fields(report) for report in reports]
     names = list(dict.fromkeys(name for fields in parsed for name in fields))
     lines = []
     for name in names:
@@ -85,8 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for number, report in enumerate(reports, start=1):
         print(f"invocation {number}:")
         print("\n".join(_interesting(report)))
-    summaries = [report.splitlines()[-1] if report.strip() else "" for report in reports]
-    changed = differences(summaries)
+    changed = differences(reports)
     print("differences:" if changed else "differences: none")
     print("\n".join(changed) if changed else "", end="\n" if changed else "")
     return status

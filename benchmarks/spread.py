@@ -55,8 +55,9 @@ def _run(run: TaskResult) -> str:
     if run.head_s is not None and run.tail_s is not None:
         parts.append(f"[{run.head_s:.2f} s + {run.seconds - run.head_s - run.tail_s:.2f} s")
         parts[-1] += f" + {run.tail_s:.2f} s]"
-    if run.cpu_s is not None and run.records:
-        parts.append(f"cpu {run.cpu_s * 1e6 / run.records:.1f} µs/record")
+    if run.cpu_s is not None and run.records and run.seconds > 0:
+        cores = run.cpu_s / run.seconds  # how much of the machine the system got
+        parts.append(f"cpu {run.cpu_s * 1e6 / run.records:.1f} µs/record ({cores:.2f} cores)")
     if run.steal_pct is not None:
         parts.append(f"steal {run.steal_pct:.1f}%")
     return " ".join(parts)
@@ -66,8 +67,8 @@ def repeat_lines(comparison: Comparison) -> list[str]:
     """The machine line, then one line per measured row: its runs and their spread.
 
     A run reads `records/s [before the first record + between + after the last]
-    cpu µs/record steal %` where those are known (cpu: its processes' CPU time in the
-    timed span over the input records).
+    cpu µs/record (cores) steal %` where those are known (cpu: its processes' CPU time
+    in the timed span over the input records, and over the span's length).
     """
     lines = [] if comparison.machine is None else [comparison.machine.line()]
     for row in comparison.rows:

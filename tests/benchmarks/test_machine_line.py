@@ -83,16 +83,19 @@ def test_this_machine_is_described_with_its_versions() -> None:
 
 
 def test_the_machine_line_gives_load_at_both_ends_steal_and_the_probe() -> None:
-    run = MachineRun(MACHINE, 0.4, 1.2, 16.1, 59.7, 0.0, 4.3, 4.5)
+    run = MachineRun(MACHINE, 0.4, 1.2, 16.1, 59.7, 0.0, 4.3, 4.5, 4.2, 4.25)
     assert run.line() == (
         "machine: AMD EPYC 7B13, 2 cores at 2,500 MHz, 23.5 GiB; CPython 3.11.7;"
         " fastavro 1.13.1, confluent-kafka 2.16.1, librdkafka 2.16.0; load 0.4 -> 1.2,"
         " steal 16.1%, busy 59.7%, throttled 0.0 s, probe 4.30 -> 4.50 µs/record"
+        " (cpu 4.20 -> 4.25)"
     )
     assert (
         MachineRun(MACHINE, 0.4)
         .line()
-        .endswith("load 0.4 -> -, steal -, busy -, throttled - s, probe - -> - µs/record")
+        .endswith(
+            "load 0.4 -> -, steal -, busy -, throttled - s, probe - -> - µs/record (cpu - -> -)"
+        )
     )
     assert run.to_json()["machine"]["librdkafka"] == "2.16.0"
 
@@ -130,9 +133,9 @@ def test_the_report_prints_every_run_and_the_spread_beside_the_machine() -> None
     runs = next(line for line in report if line.startswith("runs ceiling"))
     assert runs == (
         "runs ceiling (txn loop) stateless 1 s: 100 [0.10 s + 9.40 s + 0.50 s]"
-        " cpu 10.0 µs/record steal 0.0%; 125 [0.10 s + 7.40 s + 0.50 s] cpu 10.0 µs/record"
-        " steal 20.0%; 80 [0.10 s + 11.90 s + 0.50 s] cpu 10.0 µs/record steal 1.0%"
-        " | min 80 median 100 max 125 spread 45.0%"
+        " cpu 10.0 µs/record (0.00 cores) steal 0.0%; 125 [0.10 s + 7.40 s + 0.50 s]"
+        " cpu 10.0 µs/record (0.00 cores) steal 20.0%; 80 [0.10 s + 11.90 s + 0.50 s]"
+        " cpu 10.0 µs/record (0.00 cores) steal 1.0% | min 80 median 100 max 125 spread 45.0%"
     )
 
 
@@ -162,3 +165,9 @@ def test_differences_between_invocations_name_each_changed_figure() -> None:
         "checkpoint_p99_ms: 63 -",
     ]
     assert differences([first, first]) == []
+    runs = (
+        "runs ceiling (txn loop) stateless 1 s: 62,218 [...] | min 58 median {} max 68 spread 15.3%"
+    )
+    assert differences(
+        [runs.format("62,218") + "\n" + first, runs.format("115,650") + "\n" + first]
+    ) == ["ceiling_(txn_loop)_stateless_1_s_median: 62218 115650 (85.9%)"]
