@@ -16,15 +16,20 @@ baselines run before laminar-kafka: its coordinator writes barriers into the
 input topic, which they would not know to skip. Then, per system, a latency
 phase (`benchmarks.latency`) per workload that has one and, for laminar-kafka,
 a kill -9 run. The table (`benchmarks.report`; benchmarks/README.md
-"Comparison") goes to stdout, ending
+"Comparison"), the machine and every repeat's figures (`benchmarks.spread`,
+README "Reproducing a figure") go to stdout, ending
 
     P=N laminar/quix=Q laminar/ceiling=C laminar/spark=S laminar/limit=L checkpoint_p99_ms=P
     rekey_laminar/quix=R rekey_checkpoint_p99_ms=E rekey_stage_p99_ms=S0/S1
     windowed_laminar/quix=W windowed_laminar/spark=X window_close_p50_ms=A window_close_p99_ms=B
     join_laminar/quix=J join_interval_laminar/quix=I
 
+    load_start=.. load_end=.. steal_pct=.. probe_us=.. laminar_spread_pct=..
+    ceiling_spread_pct=..
+
 (one line) for workload (a), the rekey, windowed and join workloads with 1 s
-checkpoints; progress goes to stderr.
+checkpoints; progress goes to stderr. `python -m benchmarks.repeat_invocations`
+runs it twice in separate processes and compares the two.
 """
 
 from __future__ import annotations
