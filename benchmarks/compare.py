@@ -5,7 +5,7 @@
                                  [--workloads stateless,keyed,rekey,windowed,
                                               join-table,join-interval]
                                  [--skip-latency]
-                                 [--parallelism 2] [--repeat 1]
+                                 [--parallelism 2] [--repeat 1] [--json PATH]
 
 One pre-produced input topic (and one with event times for the windowed
 workload, and the orders, customers table and payments of the joins:
@@ -38,10 +38,12 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Final
 
 from benchmarks.broker import benchmark_broker
 from benchmarks.comparison import CompareSettings, Comparison, Row
+from benchmarks.comparison_json import write_json
 from benchmarks.inputs import preload_inputs
 from benchmarks.latency import LatencyProbe, with_latency
 from benchmarks.machine import MachineRun
@@ -238,6 +240,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--num-keys", type=int, default=DEFAULT_NUM_KEYS, help="distinct keys")
     parser.add_argument("--keep-topics", action="store_true", help="do not delete the topics")
     parser.add_argument("--quiet", action="store_true", help="fewer progress lines on stderr")
+    parser.add_argument(
+        "--json", type=Path, help="also write the results and the machine there as JSON"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -272,6 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not args.keep_topics:
                 delete_topics(bootstrap, created)
     print(format_report(comparison))
+    if args.json is not None:
+        write_json(comparison, args.json)
     return 0 if comparison.ok else 1
 
 

@@ -3,11 +3,14 @@ line's machine fields: parsed from fixtures, no broker."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
 from benchmarks.comparison import CompareSettings, Comparison, Row
+from benchmarks.comparison_json import write_json
 from benchmarks.machine import (
     CpuTimes,
     Machine,
@@ -171,3 +174,15 @@ def test_differences_between_invocations_name_each_changed_figure() -> None:
     assert differences(
         [runs.format("62,218") + "\n" + first, runs.format("115,650") + "\n" + first]
     ) == ["ceiling_(txn_loop)_stateless_1_s_median: 62218 115650 (85.9%)"]
+
+
+def test_the_json_results_carry_the_machine_every_run_and_the_spread(tmp_path: Path) -> None:
+    path = tmp_path / "compare.json"
+    write_json(_comparison(), path)
+    data = json.loads(path.read_text())
+    assert data["machine"]["machine"]["librdkafka"] == "2.16.0"
+    assert data["machine"]["load_end"] == 3.1 and data["machine"]["steal_pct"] == 12.5
+    assert data["summary"].endswith("ceiling_spread_pct=45.0")
+    ceiling = next(row for row in data["rows"] if row["system"] == "ceiling")
+    assert [run["seconds"] for run in ceiling["runs"]] == [10.0, 8.0, 12.5]
+    assert ceiling["spread"] == {"low": 80.0, "median": 100.0, "high": 125.0, "relative_pct": 45.0}
