@@ -5,7 +5,7 @@
                                  [--workloads stateless,keyed,rekey,windowed,
                                               join-table,join-interval]
                                  [--skip-latency]
-                                 [--parallelism 2] [--repeat 1]
+                                 [--parallelism 2] [--repeat 1] [--json PATH]
 
 One pre-produced input topic (and one with event times for the windowed
 workload, and the orders, customers table and payments of the joins:
@@ -16,30 +16,37 @@ baselines run before laminar-kafka: its coordinator writes barriers into the
 input topic, which they would not know to skip. Then, per system, a latency
 phase (`benchmarks.latency`) per workload that has one and, for laminar-kafka,
 a kill -9 run. The table (`benchmarks.report`; benchmarks/README.md
-"Comparison") goes to stdout, ending
+"Comparison"), the machine and every repeat's figures (`benchmarks.spread`,
+README "Reproducing a figure") go to stdout, ending
 
     P=N laminar/quix=Q laminar/ceiling=C laminar/spark=S laminar/limit=L checkpoint_p99_ms=P
     rekey_laminar/quix=R rekey_checkpoint_p99_ms=E rekey_stage_p99_ms=S0/S1
     windowed_laminar/quix=W windowed_laminar/spark=X window_close_p50_ms=A window_close_p99_ms=B
     join_laminar/quix=J join_interval_laminar/quix=I
 
+    load_start=.. load_end=.. steal_pct=.. probe_us=.. laminar_spread_pct=..
+    ceiling_spread_pct=..
+
 (one line) for workload (a), the rekey, windowed and join workloads with 1 s
-checkpoints; progress goes to stderr.
+checkpoints; progress goes to stderr. `python -m benchmarks.repeat_invocations`
+runs it twice in separate processes and compares the two.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Final
 
 from benchmarks.broker import benchmark_broker
 from benchmarks.comparison import CompareSettings, Comparison, Row
+from benchmarks.comparison_json import write_json
 from benchmarks.inputs import preload_inputs
 from benchmarks.latency import LatencyProbe, with_latency
+from benchmarks.machine import MachineRun
 from benchmarks.memory import tree_rss_bytes
 from benchmarks.planning import not_applicable_rows, plan_tasks
 from benchmarks.records import DEFAULT_NUM_KEYS
@@ -138,7 +145,7 @@ def run_comparison(
     whose session already holds one).
     """
     make = make_topic or new_topic_maker(bootstrap)
-    load = os.getloadavg()[0]
+    machine, cpu = MachineRun.begin()
     inputs = preload_inputs(
         bootstrap,
         settings.workloads,
@@ -163,7 +170,8 @@ def run_comparison(
             if result.error is not None
         ]
     rows.sort(key=table_order)
-    return Comparison(bootstrap, settings, tuple(rows), tuple(failures), load)
+    done = machine.end(cpu)
+    return Comparison(bootstrap, settings, tuple(rows), tuple(failures), done.load_start, done)
 
 
 def _choices(kind: str, names: tuple[str, ...]) -> Callable[[str], tuple[Any, ...]]:
@@ -232,6 +240,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--num-keys", type=int, default=DEFAULT_NUM_KEYS, help="distinct keys")
     parser.add_argument("--keep-topics", action="store_true", help="do not delete the topics")
     parser.add_argument("--quiet", action="store_true", help="fewer progress lines on stderr")
+    parser.add_argument(
+        "--json", type=Path, help="also write the results and the machine there as JSON"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -266,6 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not args.keep_topics:
                 delete_topics(bootstrap, created)
     print(format_report(comparison))
+    if args.json is not None:
+        write_json(comparison, args.json)
     return 0 if comparison.ok else 1
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from benchmarks.machine import MachineRun
 from benchmarks.records import DEFAULT_NUM_KEYS
 from benchmarks.workers import SYSTEMS, System, TaskResult, WorkerSettings
 from benchmarks.workloads import WORKLOADS, Workload
@@ -27,6 +28,8 @@ class Row:
     spread: tuple[float, float] | None = None
     """Lowest and highest records/s over the repeated runs (`result` holds medians)."""
     runs: int = 1
+    repeats: tuple[TaskResult, ...] = ()
+    """Every timed run behind `result`, in the order they ran (`benchmarks.spread`)."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,8 @@ class Comparison:
     failures: tuple[str, ...] = field(default=())
     load_at_start: float = 0.0
     """1-minute load average when the comparison started (the machine may be shared)."""
+    machine: MachineRun | None = None
+    """The machine, its load at both ends and its steal share over the run."""
 
     @property
     def ok(self) -> bool:

@@ -13,6 +13,7 @@ import traceback
 from dataclasses import replace
 from typing import Any, Protocol
 
+from benchmarks.machine import cpu_share, read_cpu_times
 from benchmarks.memory import PeakRss
 from benchmarks.tasks import System, Task, TaskResult, WorkerSettings, one_line
 
@@ -141,12 +142,17 @@ def executor_for(system: System, settings: WorkerSettings, spark_context: Any = 
 def execute(executor: Executor, task: Task) -> TaskResult:
     """Run `task`, sampling this process tree's memory; a failure becomes `error`.
 
-    The peak is taken over the timed span only, not over the output check after it.
+    The peak is taken over the timed span only, not over the output check after it;
+    the machine's steal and busy shares over the whole task (`benchmarks.machine`).
     """
+    cpu = read_cpu_times()
     try:
         with PeakRss(os.getpid()) as rss:
             result = executor.run(task)
     except Exception as exc:
         traceback.print_exc(file=sys.stderr)
         return TaskResult(name=f"{task.kind} {task.job.workload}", error=one_line(exc))
-    return replace(result, peak_rss_mib=rss.peak_mib(result.ended_at))
+    steal, busy = cpu_share(cpu, read_cpu_times()) or (None, None)
+    return replace(
+        result, peak_rss_mib=rss.peak_mib(result.ended_at), steal_pct=steal, busy_pct=busy
+    )

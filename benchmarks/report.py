@@ -11,6 +11,7 @@ from typing import Final
 from benchmarks.comparison import Comparison, Row
 from benchmarks.repeats import combine
 from benchmarks.report_notes import LABELS, table_notes
+from benchmarks.spread import machine_fields, repeat_lines
 from benchmarks.workers import SYSTEMS, System, Task, TaskResult
 from benchmarks.workloads import WORKLOADS, Workload
 
@@ -46,6 +47,7 @@ def table_rows(system: System, tasks: Sequence[Task], results: Sequence[TaskResu
                 recovery=by_kind.get(("recovery", workload)) if first else None,
                 spread=spread,
                 runs=len(group),
+                repeats=tuple(group),
             )
         )
     return rows
@@ -185,11 +187,12 @@ def summary_line(comparison: Comparison) -> str:
         f" window_close_p50_ms={close('p50')} window_close_p99_ms={close('p99')}"
         f" join_laminar/quix={ratio('quix', 'join-table')}"
         f" join_interval_laminar/quix={ratio('quix', 'join-interval')}"
-    )
+    ) + machine_fields(comparison)
 
 
 def format_report(comparison: Comparison) -> str:
-    """Heading, table, numbered notes, and the summary line last."""
+    """Heading, table, the machine and every run (`benchmarks.spread`), numbered notes,
+    and the summary line last."""
     s = comparison.settings
     heading = (
         f"compare: {s.records:,} records of 100 B Avro, {s.partitions} partitions, broker"
@@ -200,4 +203,5 @@ def format_report(comparison: Comparison) -> str:
     )
     table = _table([_HEADER, *(_cells(comparison, row) for row in comparison.rows)])
     notes = [f"[{i}] {note}" for i, note in enumerate(table_notes(comparison), start=1)]
-    return "\n".join([heading, table, "", *notes, summary_line(comparison)])
+    runs = repeat_lines(comparison)
+    return "\n".join([heading, table, "", *runs, "", *notes, summary_line(comparison)])

@@ -27,7 +27,10 @@ class RunResult:
     read_committed readers); empty where a system does not expose them.
     `ended_at` is the `time.monotonic()` stamp of the end of the timed span,
     where known: work the run does after it (reading the output back to check
-    it) is not part of what it measured.
+    it) is not part of what it measured. `head_s` and `tail_s`, where known,
+    are the parts of the span before the first input record was consumed and
+    after the last one was (group join, first fetch; the last commit);
+    `cpu_s` the CPU time its processes used in the span (every thread).
     """
 
     name: str
@@ -38,6 +41,9 @@ class RunResult:
     warmup_s: float | None = None
     latencies_s: tuple[float, ...] = ()
     ended_at: float | None = None
+    head_s: float | None = None
+    tail_s: float | None = None
+    cpu_s: float | None = None
 
     @property
     def records_per_s(self) -> float:

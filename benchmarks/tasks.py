@@ -116,6 +116,16 @@ class TaskResult:
     latency_p50_ms: float | None = None
     latency_p99_ms: float | None = None
     latency_samples: int = 0
+    head_s: float | None = None
+    """Seconds of the timed span before the first input record was consumed."""
+    tail_s: float | None = None
+    """Seconds of the timed span after the last input record was consumed."""
+    cpu_s: float | None = None
+    """CPU time the system's processes used in the timed span, where it reports it."""
+    steal_pct: float | None = None
+    """Share of the machine's CPU time stolen by the hypervisor during the task."""
+    busy_pct: float | None = None
+    """Share of the machine's CPU time busy (any process) during the task."""
     error: str | None = None
 
     @property
@@ -132,6 +142,9 @@ class TaskResult:
             seconds=run.seconds,
             warmup_s=run.warmup_s,
             ended_at=run.ended_at,
+            head_s=run.head_s,
+            tail_s=run.tail_s,
+            cpu_s=run.cpu_s,
             **extra,
         )
 

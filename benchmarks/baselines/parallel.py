@@ -75,10 +75,13 @@ def _loop_child(
             gate=lambda: barrier.wait(_READY_TIMEOUT_S),
             side_topic=spec.side_topic,
         )
-        results.put((run.records_out, run.ended_at, run.commits, None))
+        assert run.ended_at is not None
+        first = None if run.head_s is None else run.ended_at - run.seconds + run.head_s
+        last = None if run.tail_s is None else run.ended_at - run.tail_s
+        results.put((run.records_out, run.ended_at, run.commits, first, last, run.cpu_s, None))
     except BaseException as exc:
         barrier.abort()
-        results.put((0, None, 0, f"{type(exc).__name__}: {exc}"))
+        results.put((0, None, 0, None, None, None, f"{type(exc).__name__}: {exc}"))
 
 
 def _gather(procs: list[Any], results: Any, label: str) -> list[tuple[Any, ...]]:
@@ -138,6 +141,8 @@ def run_loops(job: BaselineJob, parallelism: int, *, copy: bool = False) -> RunR
     out = _gather(procs, results, label)
     ended_at = max(item[1] for item in out)
     produced = sum(item[0] for item in out)
+    firsts = [item[3] for item in out if item[3] is not None]
+    lasts = [item[4] for item in out if item[4] is not None]
     expected = (
         job.records if copy else expected_output_count(job.workload, job.records, job.num_keys)
     )
@@ -156,6 +161,9 @@ def run_loops(job: BaselineJob, parallelism: int, *, copy: bool = False) -> RunR
         records_out=produced,
         commits=sum(item[2] for item in out),
         ended_at=ended_at,
+        head_s=min(firsts) - start if firsts else None,
+        tail_s=ended_at - max(lasts) if len(lasts) == len(out) else None,
+        cpu_s=sum(item[5] for item in out),
     )
 
 

@@ -18,7 +18,9 @@ The keyed workload holds its running counts in a plain dict, join-table its
 customers table (read whole before the first order, in the timed span).
 
 The timed span runs from the first `begin_transaction` (after
-`init_transactions` and `assign`) to the end of the last commit. Afterwards
+`init_transactions` and `assign`) to the end of the last commit; the result
+also gives the parts of it before the first record and after the last, and
+the CPU time the process (all its threads, librdkafka's too) used in it. Afterwards
 the group's committed offsets must add up to the input size and the output,
 read back with `read_committed`, must match the workload exactly.
 """
@@ -154,6 +156,8 @@ def run_transactional_loop(
         latencies: list[float] = []
         consumed = produced = commits = 0
         warmup_s: float | None = None
+        first_at: float | None = None
+        last_at = 0.0
         produce = producer.produce
 
         def commit() -> None:
@@ -174,7 +178,7 @@ def run_transactional_loop(
             if warmup_s is None and produced:
                 warmup_s = done - start
 
-        start = time.monotonic()
+        start, cpu_start = time.monotonic(), time.process_time()
         process = _processor(workload, copy, bootstrap, side_topic)
         last_commit = idle_since = time.monotonic()
         producer.begin_transaction()
@@ -184,6 +188,8 @@ def run_transactional_loop(
             if batch:
                 idle_since = now
                 pending.append(now)
+                if first_at is None:
+                    first_at = now
                 for msg in batch:
                     value = msg.value()
                     if msg.error() is not None or value is None:
@@ -201,6 +207,8 @@ def run_transactional_loop(
                 consumed += len(batch)
                 producer.poll(0)
                 meter.update(consumed)
+                if consumed >= total:
+                    last_at = time.monotonic()
             elif now - idle_since > _IDLE_TIMEOUT_S:
                 raise PipelineError(
                     f"{label}: input ended at {consumed}/{total} records"
@@ -216,6 +224,8 @@ def run_transactional_loop(
                 last_commit = time.monotonic()
                 producer.begin_transaction()
         seconds = time.monotonic() - start
+        cpu_s = time.process_time() - cpu_start
+        marks = (start, first_at, last_at)
         meter.finish(consumed)
         committed = consumer.committed(tps, timeout=_TXN_TIMEOUT_S)
     finally:
@@ -228,7 +238,7 @@ def run_transactional_loop(
     if committed_total != total:
         raise PipelineError(f"{label}: committed offsets add up to {committed_total}, not {total}")
     if assigned is not None:
-        return _result(label, total, seconds, produced, commits, warmup_s, latencies, start)
+        return _result(label, total, seconds, produced, commits, warmup_s, latencies, marks, cpu_s)
     expected = total if copy else expected_output_count(workload, total, num_keys)
     if produced != expected:
         raise PipelineError(f"{label}: produced {produced} records, expected {expected}")
@@ -238,7 +248,7 @@ def run_transactional_loop(
         visible = count_topic(bootstrap, output_topic)
         if visible != expected:
             raise PipelineError(f"{label}: output holds {visible} records, expected {expected}")
-    return _result(label, total, seconds, produced, commits, warmup_s, latencies, start)
+    return _result(label, total, seconds, produced, commits, warmup_s, latencies, marks, cpu_s)
 
 
 def _result(
@@ -249,8 +259,11 @@ def _result(
     commits: int,
     warmup_s: float | None,
     latencies: list[float],
-    start: float,
+    marks: tuple[float, float | None, float],
+    cpu_s: float,
 ) -> RunResult:
+    """`marks`: the start, the first record consumed and the last (monotonic stamps)."""
+    start, first_at, last_at = marks
     return RunResult(
         name=label,
         records=total,
@@ -260,6 +273,9 @@ def _result(
         warmup_s=warmup_s,
         latencies_s=tuple(latencies),
         ended_at=start + seconds,
+        head_s=None if first_at is None else first_at - start,
+        tail_s=start + seconds - last_at if last_at else None,
+        cpu_s=cpu_s,
     )
 
 

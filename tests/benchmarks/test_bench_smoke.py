@@ -126,4 +126,8 @@ def test_loop_commits_many_small_transactions_without_loss_or_duplicate(
     assert result.records_out == records
     assert result.commits >= records // 50
     assert len(result.latencies_s) >= result.commits
+    # The timed span splits into before the first record, the records, after the last.
+    assert result.head_s is not None and result.tail_s is not None and result.cpu_s
+    assert result.head_s >= 0 and result.tail_s >= 0
+    assert result.head_s + result.tail_s < result.seconds
     check_output("keyed", read_topic(kafka_bootstrap, sink), records)

@@ -40,7 +40,9 @@ PARTITIONS = 2
 JOINS = ("join-table", "join-interval")
 
 _NUMBER = r"(\d+\.\d\d|-)"
-JOIN_TAIL = re.compile(rf".* join_laminar/quix={_NUMBER} join_interval_laminar/quix={_NUMBER}")
+JOIN_TAIL = re.compile(
+    rf".* join_laminar/quix={_NUMBER} join_interval_laminar/quix={_NUMBER}(?: \S+=\S+)*"
+)
 
 
 def _decoded(items: Any) -> list[tuple[str, dict[str, Any], int]]:

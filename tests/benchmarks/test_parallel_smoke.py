@@ -63,6 +63,8 @@ def test_two_loop_processes_and_the_copy_limit_are_exact(
         result = run_loops(job, 2, copy=copy)  # checks the output record by record
         assert result.records == RECORDS and result.seconds > 0
         assert result.records_out == RECORDS  # keyed: one out per in; copy: all
+        assert result.head_s is not None and result.tail_s is not None and result.cpu_s
+        assert 0 <= result.head_s + result.tail_s < result.seconds
 
 
 @pytest.mark.integration
@@ -98,6 +100,7 @@ def test_parallelism_two_repeat_two_with_the_limit_row(
     )
     for row in comparison.rows:
         assert row.runs == 2 and row.spread is not None
+        assert len(row.repeats) == 2 and all(run.steal_pct is not None for run in row.repeats)
         low, high = row.spread
         assert 0 < low <= (row.result.records_per_s or 0) <= high
         assert row.result.records == RECORDS and row.result.peak_rss_mib

@@ -37,6 +37,7 @@ WINDOWED_TAIL = re.compile(
     rf".* windowed_laminar/quix={_NUMBER} windowed_laminar/spark={_NUMBER}"
     r" window_close_p50_ms=(\d+|-) window_close_p99_ms=(\d+|-)"
     r" join_laminar/quix=- join_interval_laminar/quix=-"
+    r"(?: \S+=\S+)*"  # later fields (the machine's: test_machine_line.py)
 )
 
 
