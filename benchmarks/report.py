@@ -155,7 +155,9 @@ def _table(lines: list[list[str]]) -> str:
 
 def summary_line(comparison: Comparison) -> str:
     """The last line: workload (a)'s, rekey's, windowed's and the joins' ratios (join:
-    the table join), checkpoint p99s and laminar's window close latency, 1st interval."""
+    the table join), checkpoint p99s and laminar's window close latency, 1st interval;
+    then keyed against the ceiling and rekey against Spark (issue targets), then the
+    machine's fields."""
 
     def ratio(system: System, workload: Workload = "stateless") -> str:
         value = _ratio(comparison, system, workload)
@@ -187,6 +189,8 @@ def summary_line(comparison: Comparison) -> str:
         f" window_close_p50_ms={close('p50')} window_close_p99_ms={close('p99')}"
         f" join_laminar/quix={ratio('quix', 'join-table')}"
         f" join_interval_laminar/quix={ratio('quix', 'join-interval')}"
+        f" keyed_laminar/ceiling={ratio('ceiling', 'keyed')}"
+        f" rekey_laminar/spark={ratio('spark', 'rekey')}"
     ) + machine_fields(comparison)
 
 

@@ -146,6 +146,8 @@ def test_the_summary_line_keeps_its_fields_and_ends_with_the_machine() -> None:
     line = summary_line(_comparison())
     assert line.startswith("P=2 laminar/quix=- laminar/ceiling=2.00 laminar/spark=-")
     fields = list(parse_summary(line))
+    assert fields[-8:-6] == ["keyed_laminar/ceiling", "rekey_laminar/spark"]  # issue targets
+    assert " keyed_laminar/ceiling=- rekey_laminar/spark=- " in line  # neither row ran
     assert fields[-6:] == [
         "load_start",
         "load_end",
