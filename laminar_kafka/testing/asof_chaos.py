@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from operator import itemgetter
 from typing import Any
 
-from laminar_kafka.api.pipeline import Flow, Pipeline
+from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.operators.asof_join import AsOfJoinOp
 from laminar_kafka.operators.event_time import KAFKA_TIME
@@ -43,6 +43,7 @@ from laminar_kafka.testing.chaos_checks import ExactlyOnceReport
 from laminar_kafka.testing.chaos_producer import InputRecord
 from laminar_kafka.testing.join_chaos import JoinShape, join_shape
 from laminar_kafka.testing.orders import order
+from laminar_kafka.testing.shaped_workload import ShapedWorkload
 from laminar_kafka.testing.sink_output import read_output
 
 AHEAD_MS = 15 * 60_000
@@ -71,7 +72,7 @@ def tick_keys(partitions: int) -> list[str]:
     return [found[p] for p in range(partitions)]
 
 
-class AsOfWorkload:
+class AsOfWorkload(ShapedWorkload):
     """Orders and a versioned table for a pipeline with an as-of join (see the module doc)."""
 
     watermarked_from: int | None = None
@@ -107,14 +108,6 @@ class AsOfWorkload:
         self.key_of = self.op.on if callable(self.op.on) else itemgetter(self.op.on)
         self.keys = sorted({self.key_of(order(i)) for i in range(records)}, key=str)
         self._replan(wall_ms())
-
-    @property
-    def source_flow(self) -> Flow:
-        return self.shape.source
-
-    @property
-    def sink_flow(self) -> Flow:
-        return self.shape.sink
 
     def _row(self, n: int, ts: int) -> dict[str, Any]:
         row: dict[str, Any] = {"price": 100 + n}

@@ -36,6 +36,7 @@ from laminar_kafka.testing.chaos_checks import ExactlyOnceReport
 from laminar_kafka.testing.chaos_producer import InputRecord
 from laminar_kafka.testing.join_workload import batch_join
 from laminar_kafka.testing.orders import order
+from laminar_kafka.testing.shaped_workload import ShapedWorkload
 from laminar_kafka.testing.sink_output import read_output
 
 CUSTOMERS = 10
@@ -108,7 +109,7 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-class JoinWorkload:
+class JoinWorkload(ShapedWorkload):
     """Orders and table rows for a pipeline with a stream-table join (see the module doc)."""
 
     watermarked_from: int | None = None
@@ -119,7 +120,8 @@ class JoinWorkload:
             raise ConfigError(f"pipeline {pipeline.name}: it joins no table")
         if not isinstance(shape.join, JoinTableOp):
             raise ConfigError(f"pipeline {pipeline.name}: its join is as of the record's time")
-        self.shape, self.records = shape, records
+        self.shape: JoinShape = shape
+        self.records = records
         source = shape.source.source.value_format
         table = shape.join.table
         key_of = shape.join.on if callable(shape.join.on) else itemgetter(shape.join.on)
@@ -150,14 +152,6 @@ class JoinWorkload:
             i: _canonical(sink.decode_one(sink.encode_one(v)))
             for i, v in batch_join(self.orders, {}, shape.join.merge, shape.join.on).items()
         }
-
-    @property
-    def source_flow(self) -> Flow:
-        return self.shape.source
-
-    @property
-    def sink_flow(self) -> Flow:
-        return self.shape.sink
 
     def plan(self, topics: Mapping[str, str], partitions: int) -> list[InputRecord]:
         """Table rows placed by murmur2 of their key, orders by the source's partitioner

@@ -14,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from laminar_kafka.api.pipeline import Flow, Pipeline
+from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.operators.partitioning import PARTITIONERS
 from laminar_kafka.runtime.event_clock import wall_ms
 from laminar_kafka.testing.chaos_checks import ExactlyOnceReport
 from laminar_kafka.testing.chaos_producer import InputRecord
 from laminar_kafka.testing.orders import read_committed
+from laminar_kafka.testing.shaped_workload import ShapedWorkload
 from laminar_kafka.testing.sink_output import read_output
 from laminar_kafka.testing.window_checks import (
     ExpectedWindows,
@@ -39,7 +40,7 @@ from laminar_kafka.testing.window_input import (
 __all__ = ["WindowWorkload"]
 
 
-class WindowWorkload:
+class WindowWorkload(ShapedWorkload):
     """Windowed orders for a pipeline whose sink a window feeds (see the module doc)."""
 
     def __init__(self, pipeline: Pipeline, records: int, partitions: int) -> None:
@@ -50,14 +51,6 @@ class WindowWorkload:
         self.timeline = Timeline.of(shape, pipeline.name)
         self.records, self.partitions = records, partitions
         self._replan(wall_ms())
-
-    @property
-    def source_flow(self) -> Flow:
-        return self.shape.source
-
-    @property
-    def sink_flow(self) -> Flow:
-        return self.shape.sink
 
     @property
     def late_topic(self) -> str | None:
