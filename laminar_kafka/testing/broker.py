@@ -112,9 +112,16 @@ def _local_bootstrap() -> tuple[str, Callable[[], None]]:
     return info.bootstrap, release
 
 
+KEEP_EVERY_RECORD = {"retention.ms": "-1", "min.compaction.lag.ms": str(2**63 - 1)}
+"""A test topic's defaults. Test records often carry event times years past, and a
+broker judges retention and compaction lag by record timestamps: with its defaults
+it would delete (or compact) them within minutes, mid-test."""
+
+
 class TopicFactory:
     """Creates uniquely named topics on a broker and deletes them in `cleanup()`.
 
+    Topics keep every record (`KEEP_EVERY_RECORD`) unless `config` says otherwise.
     `client_config` adds settings to the admin client (security, timeouts) for
     a broker that needs them.
     """
@@ -149,7 +156,8 @@ class TopicFactory:
     ) -> str:
         """Create topic `<prefix>-<random>`; return its name once every partition has a leader."""
         name = f"{prefix}-{uuid.uuid4().hex[:12]}"
-        topic = NewTopic(name, num_partitions=partitions, config=dict(config or {}))
+        settings = {**KEEP_EVERY_RECORD, **(config or {})}
+        topic = NewTopic(name, num_partitions=partitions, config=settings)
         futures = self._admin.create_topics([topic], request_timeout=self.timeout_s)
         self._result(futures[name], f"create topic {name}")
         self._created.append(name)
