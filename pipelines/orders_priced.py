@@ -4,7 +4,9 @@
 (event time); `prices` is a compacted topic keyed by product (a string key),
 each value a JSON record such as `{"price": 1250}`, stamped with its Kafka
 timestamp: the time the price took effect. A tombstone withdraws a product's
-price from its timestamp on.
+price from its timestamp on. The topic must keep changes from compaction for at
+least the hour of versions kept (`min.compaction.lag.ms=3600000`), or the start
+is refused: a change compacted before the pipeline read it would be missed.
 
 Each order is joined with the price its product had at the order's time, kept
 for an hour of versions behind the table's watermark (a left join: an order of a

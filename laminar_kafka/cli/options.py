@@ -20,6 +20,14 @@ def _default(name: str) -> Any:
     return next(f.default for f in dataclasses.fields(RuntimeConfig) if f.name == name)
 
 
+_ALLOW = {
+    "--allow-internal-retention": "run although an existing internal topic deletes records by "
+    "time or size (refused by default: records the next stage has not read would be lost)",
+    "--allow-table-compaction": "run although a versioned table's topic is compacted sooner "
+    "than the versions it keeps (refused by default: versions not read yet may be lost)",
+}
+
+
 def add_runtime_options(parser: Any) -> None:
     parser.add_argument(
         "--bootstrap",
@@ -85,12 +93,8 @@ def add_runtime_options(parser: Any) -> None:
         "write no barrier and cut every partition where its task stands (%(default)s)",
     )
     parser.add_argument("--master", help="Spark master (default: local[PARALLELISM])")
-    parser.add_argument(
-        "--allow-internal-retention",
-        action="store_true",
-        help="run although an existing internal topic deletes records by time or size "
-        "(refused by default: records the next stage has not read would be lost)",
-    )
+    for flag, why in _ALLOW.items():
+        parser.add_argument(flag, action="store_true", help=why)
     add_client_options(parser)
     start = parser.add_mutually_exclusive_group()
     start.add_argument(
@@ -145,11 +149,8 @@ def add_client_options(parser: Any) -> None:
         metavar="KEY=VALUE",
         help="Kafka client setting for every client (SASL, SSL, ...); repeatable",
     )
-    parser.add_argument(
-        "--client-config-file",
-        type=Path,
-        help="a .properties file of Kafka client settings (KEY=VALUE lines)",
-    )
+    file_help = "a .properties file of Kafka client settings (KEY=VALUE lines)"
+    parser.add_argument("--client-config-file", type=Path, help=file_help)
 
 
 def _port(text: str) -> int:
@@ -291,6 +292,7 @@ def runtime_config(args: argparse.Namespace) -> RuntimeConfig:
         reset=args.reset,
         until=getattr(args, "until", None),
         allow_internal_retention=args.allow_internal_retention,
+        allow_table_compaction=args.allow_table_compaction,
         checkpoint_key=CheckpointKey.from_environment(os.environ),
         accept_unsigned_checkpoints=args.accept_unsigned_checkpoints,
     )

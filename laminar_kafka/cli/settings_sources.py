@@ -47,6 +47,7 @@ RUN_SETTINGS: Settings = {
     "max_barrier_partitions": "LAMINAR_MAX_BARRIER_PARTITIONS",
     "master": "LAMINAR_MASTER",
     "allow_internal_retention": "LAMINAR_ALLOW_INTERNAL_RETENTION",
+    "allow_table_compaction": "LAMINAR_ALLOW_TABLE_COMPACTION",
     "client_config": None,  # KEY=VALUE pairs: --client-config-file is their variable
     "client_config_file": "LAMINAR_CLIENT_CONFIG_FILE",
     "events_file": "LAMINAR_EVENTS_FILE",

@@ -92,6 +92,9 @@ class RuntimeConfig:
     allow_internal_retention: bool = False
     """Run with existing internal topics that delete records by time or size (refused
     by default: records the next stage has not read would be lost to retention)."""
+    allow_table_compaction: bool = False
+    """Run with a versioned table whose topic is compacted sooner than the versions it
+    keeps (refused by default: versions not read yet may be lost to compaction)."""
     max_barrier_partitions: int = 32
     """When more source partitions than this received records since the last barrier,
     Barrier(N) goes into none of them and every task cuts its source partitions where

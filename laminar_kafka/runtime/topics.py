@@ -9,6 +9,7 @@ from laminar_kafka.kafka.admin import ensure_topics, record_limits, source_parti
 from laminar_kafka.plan.stages import StagePlan
 from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.internal_topics import prepare_internal_topics
+from laminar_kafka.runtime.table_compaction import check_table_compaction
 
 
 @dataclass(frozen=True)
@@ -20,8 +21,10 @@ class PreparedTopics:
 
 
 def prepare_topics(config: RuntimeConfig, pipeline: Pipeline, plan: StagePlan) -> PreparedTopics:
-    """Count the sources' partitions; create sinks, the dead-letter and internal topics."""
+    """Count the sources' partitions; check that compaction keeps what versioned tables
+    need; create sinks, the dead-letter and internal topics."""
     counts = source_partition_counts(config.kafka, pipeline.source_topics)
+    check_table_compaction(config.kafka, pipeline.flows, config.allow_table_compaction)
     sinks = dict.fromkeys(pipeline.sink_topics, max(counts.values()))
     wanted = {**sinks, config.dead_letters_to(pipeline.name): 1}
     counts.update(
