@@ -124,7 +124,9 @@ def test_switching_between_the_layouts_is_refused_at_restart() -> None:
     tester = PipelineTester(interval_pipeline(co_partitioned=False), PARTITIONS)
     tester.send(ORDERS, [order(1)])
     tester.checkpoint()
-    with pytest.raises(CheckpointError, match=r"step 'paid' changed.*co-partitioned"):
+    with pytest.raises(
+        CheckpointError, match=r"step 'paid' changed.*co-partitioned.*moved between"
+    ):
         tester.redeploy(interval_pipeline(co_partitioned=True), PARTITIONS)
 
 
