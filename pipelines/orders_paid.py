@@ -7,10 +7,13 @@ its order made 0 to 10 minutes after it: one output per payment found, stamped
 with the payment's time. With `how="left"` an order without one would come out
 too, with `paid` false, once the watermark passes its ten minutes.
 
-Producers key both topics by order id (`partitioned_by`); the join still
-repartitions both streams by order id into one stage (skipping that for
-co-partitioned streams is not built yet), whose buffers and timers are in every
-checkpoint (the startup output shows the plan).
+Producers key both topics by order id (`partitioned_by`, murmur2 as the Java
+clients) and both have as many partitions, so the join needs no repartition: it
+runs in the one stage that reads both, payments' partition p beside orders'
+partition p, its buffers and timers in every checkpoint (the startup output says
+`co-partitioned: no repartition`; a start with unequal partition counts is
+refused). Without `partitioned_by` both streams would be repartitioned by order
+id through an internal topic into a second stage.
 
 Run it:  laminar-kafka run pipelines/orders_paid.py --bootstrap 127.0.0.1:9092
 """

@@ -19,6 +19,7 @@ from laminar_kafka.formats import InternalFormat
 from laminar_kafka.kafka.names import internal_topic
 from laminar_kafka.operators import Operator, is_stateful_step, named_step
 from laminar_kafka.operators.event_time import KAFKA_TIME, EventTime
+from laminar_kafka.operators.interval_join import IntervalJoinOp
 
 
 def source_topics(branches: tuple[Branch, ...]) -> list[str]:
@@ -40,6 +41,7 @@ class _Cutter:
     steps: int = 0
     repartitions: int = 0
     cut: dict[int, SourceSpec] = field(default_factory=dict)  # id(Repartition) → its input
+    shared: dict[int, Operator] = field(default_factory=dict)  # id(step) → it named
 
     def branch(self, branch: Branch, sink: SinkSpec) -> Flow:
         source = self._input(branch.input)
@@ -81,11 +83,18 @@ class _Cutter:
         return source
 
     def _name(self, operators: tuple[Operator, ...]) -> tuple[Operator, ...]:
+        """Name each stateful step; the step of a co-partitioned interval join, in the
+        flows of both its sides, once (one state, one name)."""
         named: list[Operator] = []
         for op in operators:
             if is_stateful_step(op):
-                self.steps += 1
-                op = named_step(op, self.label, self.steps)
+                found = self.shared.get(id(op))
+                if found is None:
+                    self.steps += 1
+                    found = named_step(op, self.label, self.steps)
+                    if isinstance(op, IntervalJoinOp) and op.sides is not None:
+                        self.shared[id(op)] = found
+                op = found
             named.append(op)
         return tuple(named)
 

@@ -13,7 +13,7 @@ from laminar_kafka.api.checks import (
     check_name,
 )
 from laminar_kafka.api.event_time import Duration, event_time, require_event_time
-from laminar_kafka.api.specs import Flow
+from laminar_kafka.api.specs import Flow, SourceSpec
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.operators.asof_join import AsOfJoinOp
 from laminar_kafka.operators.event_time import KAFKA_TIME, EventTime, TimestampSpec
@@ -104,7 +104,8 @@ def interval_join_op(
     merge: Callable[[Any, Any], Any] | None,
     name: str | None,
 ) -> IntervalJoinOp:
-    """The interval join step, once its arguments are known good."""
+    """The interval join step, once its arguments are known good; `sides` set when both
+    streams are co-partitioned (`co_partitioned`)."""
     if isinstance(on, tuple):
         if len(on) != 2:
             raise ConfigError(
@@ -130,7 +131,30 @@ def interval_join_op(
         check_name("join_interval", name)
     for branches in sides:
         require_event_time("interval joins", branches)
-    return IntervalJoinOp(before, after, how, merge or merge_pair, name)
+    topics = co_partitioned(sides, on)
+    return IntervalJoinOp(before, after, how, merge or merge_pair, name, sides=topics)
+
+
+def co_partitioned(
+    sides: tuple[tuple[Branch, ...], tuple[Branch, ...]], on: object
+) -> tuple[str, str] | None:
+    """The topics (a, b) when each side is one branch of its own source topic, declared
+    `partitioned_by` its join key with one partitioner for both: partition p of both
+    then holds the same keys, and the join needs no repartition. A record in another
+    partition than its key's is a dead letter (KeyByOp). None: repartition both."""
+    keys = on if isinstance(on, tuple) else (on, on)
+    found = []
+    for branches, key in zip(sides, keys, strict=True):
+        given = branches[0].input if len(branches) == 1 else None
+        if not isinstance(given, SourceSpec) or given.internal or given.partitioned_by is None:
+            return None
+        if given.partitioned_by != key:
+            return None
+        found.append(given)
+    a, b = found
+    if a.topic == b.topic or a.partitioner != b.partitioner:
+        return None
+    return a.topic, b.topic
 
 
 def check_tables(flows: Sequence[Flow]) -> None:

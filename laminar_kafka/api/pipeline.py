@@ -181,15 +181,17 @@ class Pipeline:
                     "settings (timestamp, max_out_of_order, idle_timeout, max_future): give "
                     "both the same"
                 )
-        seen: dict[str, str] = {}
+        seen: dict[str, tuple[str, object]] = {}
         for i, f in enumerate((*self._flows, *flows), 1):
-            for step, this in describe_steps(f.operators, f"flow {i} ({f.label})"):
-                if step in seen:
-                    raise ConfigError(
-                        f"{seen[step]} and {this} are both named {step!r}: step names key "
+            ops = [op for op in f.operators if is_stateful_step(op)]
+            named = describe_steps(ops, f"flow {i} ({f.label})")
+            for (step, this), op in zip(named, ops, strict=True):
+                if step in seen and not (seen[step][1] is op and f.co_partitioned):
+                    raise ConfigError(  # both sides of a co-partitioned join run one step
+                        f"{seen[step][0]} and {this} are both named {step!r}: step names key "
                         "the state in checkpoints, pass name= to give each its own"
                     )
-                seen[step] = this
+                seen.setdefault(step, (this, op))
         readers = [f.source.topic for f in (*self._flows, *flows) if f.source.internal]
         twice = sorted({t for t in readers if readers.count(t) > 1})
         if twice:

@@ -17,6 +17,7 @@ from typing import Any
 from laminar_kafka.formats import BytesFormat, Format, JsonFormat, StringFormat
 from laminar_kafka.operators import Operator, is_stateful_step, runs_on_watermark, window_of
 from laminar_kafka.operators.event_time import EventTime
+from laminar_kafka.operators.interval_join import sides_of
 from laminar_kafka.operators.join import TableSpec, tables_of
 from laminar_kafka.operators.partitioning import Partitioner
 from laminar_kafka.sinks.file_output import FileOutput
@@ -125,6 +126,12 @@ class Flow:
     def tables(self) -> tuple[TableSpec, ...]:
         """The tables the flow joins: more inputs of its stage, read beside its source."""
         return tables_of(self.operators)
+
+    @property
+    def co_partitioned(self) -> tuple[str, str] | None:
+        """The topics (a, b) of the co-partitioned interval join the flow runs a side of:
+        its state is in a's partitions, b's partition p is read beside a's (plan/tasks.py)."""
+        return sides_of(self.operators)
 
     @property
     def runs_on_watermark(self) -> bool:

@@ -193,13 +193,21 @@ class Stream:
         once the watermark passes the last time a partner could have, stamped with the
         record's own time. Both streams need event time; a record below the watermark
         is late (counted, joined with nothing). Both are repartitioned by `on` into one
-        internal topic `<pipeline>.<name>.repartition`: see operators/interval_join.py.
+        internal topic `<pipeline>.<name>.repartition`, unless both are sources declared
+        `partitioned_by` their join key with one partitioner (and, when run, as many
+        partitions): then each side is keyed where it is read, no repartition
+        (api/joins.py `co_partitioned`, operators/interval_join.py).
         """
         if not isinstance(other, Stream) or other.pipeline is not self.pipeline:
             raise ConfigError("join_interval takes a stream of the same pipeline")
         op = interval_join_op((self.branches, other.branches), on, within, how, merge, name)
         tagged = (*self._then(MapOp(Tagged(0))).branches, *other._then(MapOp(Tagged(1))).branches)
-        key_by = KeyByOp(SideKey(on if isinstance(on, tuple) else (on, on)), "murmur2")
+        sides = on if isinstance(on, tuple) else (on, on)
+        if op.sides is not None:  # the same step in both flows (api/graph.py names it once)
+            key_by = KeyByOp(SideKey(sides), self.branches[0].input.partitioner)  # type: ignore[union-attr]
+            keyed = (replace(b, operators=(*b.operators, key_by, op)) for b in tagged)
+            return Stream(self.pipeline, tuple(keyed))
+        key_by = KeyByOp(SideKey(sides), "murmur2")
         cut = Repartition(tagged, key_by, name)
         return Stream(self.pipeline, (Branch(cut, (key_by, op)),))
 

@@ -13,6 +13,14 @@ from collections.abc import Mapping
 
 from laminar_kafka.errors import CheckpointError
 
+COPARTITIONED = " co-partitioned: "
+"""In an interval join's signature when its sides join without a repartition."""
+LAYOUT_HINT = (
+    " (the interval join moved between a repartition and co-partitioned sources, whose "
+    "state lives in other partitions: sources declared partitioned_by their join keys "
+    "alike join without a repartition; declare them as the checkpoint had them)"
+)
+
 
 def topology_changes(previous: Mapping[str, str], current: Mapping[str, str]) -> list[str]:
     """One line per step of `previous` that `current` lost or changed; empty when compatible."""
@@ -23,6 +31,8 @@ def topology_changes(previous: Mapping[str, str], current: Mapping[str, str]) ->
             changes.append(f"step {step!r} ({was}) is gone")
         elif now != was:
             changes.append(f"step {step!r} changed: it was {was}, it is now {now}")
+            if (COPARTITIONED in now) != (COPARTITIONED in was):
+                changes[-1] += LAYOUT_HINT
     return changes
 
 

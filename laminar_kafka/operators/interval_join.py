@@ -4,7 +4,10 @@ A record of side a at `ta` pairs with each record of side b of the same key at
 `tb` in [ta - before, ta + after]. Both sides reach the step as one keyed stream:
 each record tagged with its side (`Tagged`) and both repartitioned by the join
 key into one internal topic, so a partition holds every record of its keys and
-its watermark is the lowest of both sides' (api/interval_join.py).
+its watermark is the lowest of both sides' (api/streams.py). Two sources declared
+partitioned by their join keys alike need no repartition (`sides`): each side's
+flow runs the step, on the state of side a's partition p, with the lower of both
+partitions' watermarks (runtime/joined_inputs.py).
 
 A record at t below the watermark is late: its partners may be gone; it is
 counted (as a window's late record is) and joins nothing. Any other record finds
@@ -22,7 +25,7 @@ unmatched record with its own time.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, ClassVar, Literal
@@ -65,6 +68,14 @@ class SideKey:
         return on(value) if callable(on) else itemgetter(on)(value)
 
 
+def sides_of(operators: Iterable[object]) -> tuple[str, str] | None:
+    """The topics (a, b) of the co-partitioned interval join among `operators`, if any."""
+    for op in operators:
+        if isinstance(op, IntervalJoinOp) and op.sides is not None:
+            return op.sides
+    return None
+
+
 def merge_pair(a: Any, b: Any) -> Any:
     """Both dict records' fields (b's win); one record alone when the other is None."""
     if a is None or b is None:
@@ -82,6 +93,10 @@ class IntervalJoinOp:
     merge: Callable[[Any, Any], Any] = merge_pair
     name: str | None = None
     step: str = ""
+    sides: tuple[str, str] | None = None
+    """The topics of a and b when both are read co-partitioned by the join key: the
+    step runs in both sides' flows, its state in a's partitions (b's partition p is
+    read by the task holding a's). None: both sides reach it repartitioned."""
     kind: ClassVar[StepKind] = "interval_join"
 
     def describe(self) -> str:

@@ -85,6 +85,8 @@ def step_signatures(operators: Iterable[Operator]) -> dict[str, str]:
                 found[op.step] += " over " + window.describe()
             if getattr(op, "ttl_ms", None) is not None:  # its table holds update times
                 found[op.step] += " with ttl"
+            if isinstance(op, IntervalJoinOp) and op.sides is not None:  # state in a's partitions
+                found[op.step] += " co-partitioned: {} with {}".format(*op.sides)
     return found
 
 

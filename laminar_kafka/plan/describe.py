@@ -11,10 +11,12 @@ from laminar_kafka.plan.stages import plan_stages
 
 def describe_plan(pipeline: Pipeline) -> list[str]:
     """One line per stage, e.g. `stage 1 reads orders.join-customers.repartition; joins
-    table customers (stream repartitioned by the join key)`."""
+    table customers (stream repartitioned by the join key)`; an interval join says
+    `co-partitioned: no repartition` or `repartitions through <internal topic>`."""
     lines = []
     for stage in plan_stages(pipeline).stages:
         line = f"stage {stage.index} reads {', '.join(stage.stream_inputs)}"
+        seen: set[str] = set()  # a co-partitioned join's step is in both sides' flows
         for flow in stage.flows:
             for op in flow.operators:
                 if isinstance(op, JoinTableOp | AsOfJoinOp):
@@ -24,7 +26,13 @@ def describe_plan(pipeline: Pipeline) -> list[str]:
                         else "stream declared partitioned by the join key: no repartition"
                     )
                     line += f"; {op.describe()}, {how}"
-                elif isinstance(op, IntervalJoinOp):
-                    line += f"; {op.describe()}, both streams repartitioned by the join key"
+                elif isinstance(op, IntervalJoinOp) and op.step not in seen:
+                    seen.add(op.step)
+                    how = (
+                        f"repartitions through {flow.source.topic}"
+                        if op.sides is None
+                        else "co-partitioned: no repartition"
+                    )
+                    line += f"; {op.describe()}, {how}"
         lines.append(line)
     return lines

@@ -40,6 +40,23 @@ class Stage:
         return {t.topic: f.source.topic for f in self.flows for t in f.tables}
 
     @property
+    def co_partitioned(self) -> dict[str, str]:
+        """Side b's topic → side a's, of each co-partitioned interval join: partition p of
+        b goes to the task holding a's partition p, where the join's state is."""
+        found: dict[str, str] = {}
+        for flow in self.flows:
+            if (sides := flow.co_partitioned) is None:
+                continue
+            a, b = sides
+            if found.setdefault(b, a) != a:
+                raise ConfigError(
+                    f"{b!r} is joined co-partitioned with both {found[b]!r} and {a!r}: its "
+                    "partition p can be beside one of them only; drop partitioned_by= from "
+                    "one of those sources to repartition that join"
+                )
+        return found
+
+    @property
     def barrier_inputs(self) -> tuple[str, ...]:
         """Source topics into which the coordinator writes barriers."""
         without = {f.source.topic for f in self.flows if not f.source.barriers}

@@ -38,7 +38,14 @@ def assign_partitions(
 
 def stage_parallelism(plan: StagePlan, counts: Mapping[str, int], parallelism: int) -> list[int]:
     """Tasks per stage: `parallelism`, capped by the partitions the stage reads."""
-    return [min(parallelism, sum(counts[t] for t in stage.stream_inputs)) for stage in plan.stages]
+    return [min(parallelism, sum(counts[t] for t in spread(stage))) for stage in plan.stages]
+
+
+def spread(stage: Stage) -> tuple[str, ...]:
+    """The stream topics whose partitions are spread over the stage's tasks: not side b of
+    a co-partitioned interval join, whose partitions go where side a's are."""
+    placed = stage.co_partitioned
+    return tuple(t for t in stage.stream_inputs if t not in placed)
 
 
 def lay_out_tasks(plan: StagePlan, counts: Mapping[str, int], parallelism: int) -> list[TaskLayout]:
@@ -48,7 +55,7 @@ def lay_out_tasks(plan: StagePlan, counts: Mapping[str, int], parallelism: int) 
     tasks_of = [range(first[s], first[s] + widths[s]) for s in range(len(widths))]
     layouts = []
     for stage in plan.stages:
-        inputs = {t: counts[t] for t in stage.stream_inputs}
+        inputs = {t: counts[t] for t in spread(stage)}
         outputs = {t: counts[t] for t in stage.internal_outputs}
         assigned = with_tables(assign_partitions(inputs, widths[stage.index]), stage, counts)
         for i, partitions in enumerate(assigned):
@@ -67,7 +74,8 @@ def with_tables(
     assigned: list[tuple[PartitionKey, ...]], stage: Stage, counts: Mapping[str, int]
 ) -> list[tuple[PartitionKey, ...]]:
     """Each table partition p joins the task holding partition p of the stream joining it:
-    the join looks a record of stream partition p up in table partition p."""
+    the join looks a record of stream partition p up in table partition p. So does side
+    b's partition p of a co-partitioned interval join, with side a's: the join's state."""
     holder = {key: i for i, keys in enumerate(assigned) for key in keys}
     added: list[list[PartitionKey]] = [[] for _ in assigned]
     _one_stream_per_table(stage)
@@ -78,8 +86,27 @@ def with_tables(
                 f"({stream!r}) has {counts[stream]}: a join without a repartition needs both "
                 "partitioned alike; drop partitioned_by= from join_table to repartition"
             )
-        for p in range(counts[table]):
-            added[holder[(stream, p)]].append((table, p))
+    for b, a in stage.co_partitioned.items():
+        if counts[a] != counts[b]:
+            raise ConfigError(
+                f"join_interval of {a!r} ({counts[a]} partitions) and {b!r} ({counts[b]} "
+                "partitions): both are declared partitioned_by the join key, and a join "
+                "without a repartition needs as many partitions on both sides; give them one "
+                "count, or drop partitioned_by= from one source to repartition both"
+            )
+    pending = {**stage.co_partitioned, **stage.tables}  # topic → the topic it is placed with
+    while pending:
+        ready = [t for t, beside in pending.items() if (beside, 0) in holder]
+        if not ready:
+            raise ConfigError(
+                f"co-partitioned interval joins place {', '.join(sorted(pending))} beside each "
+                "other in a circle: drop partitioned_by= from one source to repartition a join"
+            )
+        for topic in ready:
+            beside = pending.pop(topic)
+            for p in range(counts[topic]):
+                holder[(topic, p)] = holder[(beside, p)]
+                added[holder[(topic, p)]].append((topic, p))
     return [(*keys, *more) for keys, more in zip(assigned, added, strict=True)]
 
 

@@ -22,6 +22,7 @@ from laminar_kafka.operators.process import ProcessOp
 from laminar_kafka.operators.stateless import FilterOp, FlatMapOp, MapOp
 from laminar_kafka.operators.steps import describe_key
 from laminar_kafka.plan.stages import InternalTopic, Stage, StagePlan, plan_stages
+from laminar_kafka.plan.tasks import spread
 
 __all__ = ["describe_step", "describe_topology"]
 
@@ -43,6 +44,8 @@ def describe_step(op: object) -> str:
     if isinstance(op, ProcessOp):
         timers = ", with timers" if op.on_timer is not None else ""
         return f"process step {op.step!r} (keyed state{timers})"
+    if isinstance(op, IntervalJoinOp) and op.sides is not None:
+        return f"{op.describe()} step {op.step!r} (keyed state), co-partitioned: no repartition"
     if isinstance(op, IntervalJoinOp | AsOfJoinOp):
         return f"{op.describe()} step {op.step!r} (keyed state)"
     if isinstance(op, JoinTableOp):
@@ -71,7 +74,7 @@ def _tasks(stage: Stage, plan: StagePlan, parallelism: int) -> str:
     """How many tasks the stage runs, as far as it is known without the broker: each
     input partition goes to one task, so a stage never runs more tasks than that."""
     known, unknown = 0, []
-    for topic in stage.stream_inputs:
+    for topic in spread(stage):
         internal = plan.internal.get(topic)
         if internal is None or internal.like is not None:
             unknown.append(topic if internal is None else str(internal.like))
@@ -107,6 +110,8 @@ def describe_topology(pipeline: Pipeline, parallelism: int) -> list[str]:
         lines.append(f"stage {stage.index}: {_tasks(stage, plan, parallelism)}{state}")
         for table, stream in stage.tables.items():
             lines.append(f"  table {table}, partitioned as {stream}")
+        for b, a in stage.co_partitioned.items():
+            lines.append(f"  stream {b}, partitioned as {a} (co-partitioned join)")
         for i, flow in enumerate(stage.flows):
             steps = _flow_lines(flow)
             lines.append(f"  flow {i}: {steps[0]}")

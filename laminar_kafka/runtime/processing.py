@@ -22,10 +22,11 @@ from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators import runs_on_watermark
 from laminar_kafka.operators.base import BatchContext, TableMaker
 from laminar_kafka.operators.event_time import NO_WATERMARK, Progress
-from laminar_kafka.operators.join import TableSpec, side_rows, side_watermarks, update_table
+from laminar_kafka.operators.join import TableSpec, update_table
 from laminar_kafka.operators.keyed import ttls_of
 from laminar_kafka.operators.ttl import expire_steps
 from laminar_kafka.runtime.event_clock import Clock, EventClock, wall_ms
+from laminar_kafka.runtime.joined_inputs import joined
 from laminar_kafka.runtime.side_outputs import write_dead_letters, write_late
 from laminar_kafka.runtime.sink_writes import write_sink
 from laminar_kafka.runtime.table_updates import update_versions
@@ -119,13 +120,11 @@ class FlowRunner:
                 now_ms=self._now(),
                 make_table=self.make_table,
             )
-            if flow.tables:
-                ctx = self._with_tables(flow, ctx)
             values, offsets = self._decode(flow, datas, source_offsets, ctx)
             if clock is not None and start is not None and progress is not None:
                 stamped = self.clock.stamp(key, clock, ctx, values, offsets, start, progress)
                 ctx, values, offsets = stamped
-            self._apply(flow, values, offsets, ctx, txn)
+            self._apply(flow, values, offsets, joined(flow, ctx, self.states_of), txn)
 
     def expire(self, states: Mapping[PartitionKey, Mapping[str, KeyedState]]) -> int:
         """Remove the expired keys of every step with a TTL (before a snapshot: an expired
@@ -179,7 +178,8 @@ class FlowRunner:
         last_offset: int,
     ) -> None:
         """Run the flows that act on the watermark alone: windows close, timers fire. A
-        versioned table's watermark acts on the stream partition joined with it."""
+        versioned table's watermark acts on the stream partition joined with it; either
+        side's, on a co-partitioned interval join (runtime/joined_inputs.py)."""
         topic, partition = key
         if topic in self._joined_by:
             topic = self._joined_by[topic]
@@ -198,14 +198,7 @@ class FlowRunner:
                     now_ms=self._now(),  # a window's results may feed a step with a TTL
                     make_table=self.make_table,
                 )
-                self._apply(flow, [], [], self._with_tables(flow, ctx) if flow.tables else ctx, txn)
-
-    def _with_tables(self, flow: Flow, ctx: BatchContext) -> BatchContext:
-        """`ctx` with the rows (or versions) and watermarks of the tables `flow` joins."""
-        tables, partition = flow.tables, ctx.partition
-        side = side_rows(tables, partition, self.states_of)
-        marks = side_watermarks(tables, partition, self.states_of)
-        return replace(ctx, side=side, side_watermarks=marks)
+                self._apply(flow, [], [], joined(flow, ctx, self.states_of), txn)
 
     def watermark(
         self,

@@ -100,7 +100,7 @@ def test_an_interval_join_repartitions_both_streams_into_one_stage() -> None:
     ]
     assert describe_plan(pipeline)[1] == (
         "stage 1 reads intervals.paid.repartition; join_interval within [-0, +10000] ms "
-        "(left), both streams repartitioned by the join key"
+        "(left), repartitions through intervals.paid.repartition"
     )
     # Its buffers and timers are state of a named step of the second stage.
     assert step_signatures(pipeline.flows[-1].operators) == {
