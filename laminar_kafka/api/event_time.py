@@ -13,6 +13,7 @@ from laminar_kafka.operators import ProcessOp, window_of
 from laminar_kafka.operators.asof_join import AsOfJoinOp
 from laminar_kafka.operators.event_time import EventTime, TimestampSpec
 from laminar_kafka.operators.interval_join import IntervalJoinOp
+from laminar_kafka.operators.ttl import TTL_TIMES
 
 if TYPE_CHECKING:
     from laminar_kafka.api.streams import Branch
@@ -52,6 +53,24 @@ def require_event_time(steps: str, branches: tuple[Branch, ...]) -> None:
         raise ConfigError(
             f"{steps} need event time, and source {without[0]!r} has none: pass "
             'timestamp= ("kafka", a field or a function) to its source(...)'
+        )
+
+
+def check_ttl_time(
+    kind: str, ttl_ms: int | None, ttl_time: str, branches: tuple[Branch, ...]
+) -> None:
+    """Refuse a `ttl_time` that is not one, one without a ttl, and a ttl in event time on
+    a stream fed by a source without event time."""
+    if ttl_time not in TTL_TIMES:
+        raise ConfigError(f"{kind} ttl_time must be 'processing' or 'event', not {ttl_time!r}")
+    if ttl_time == "event" and ttl_ms is None:
+        raise ConfigError(f"{kind} ttl_time='event' needs a ttl= to count in event time")
+    without = [t for t, has in sources_with_event_time(branches) if not has]
+    if ttl_time == "event" and without:
+        raise ConfigError(
+            f"{kind}(ttl_time='event') counts its ttl in event time, and source "
+            f'{without[0]!r} has none: pass timestamp= ("kafka", a field or a function) '
+            "to its source(...), or count the ttl in processing time"
         )
 
 

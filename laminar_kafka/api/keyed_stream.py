@@ -13,12 +13,13 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from laminar_kafka.api.checks import check_callable, check_duration, check_step_name
-from laminar_kafka.api.event_time import Duration
+from laminar_kafka.api.event_time import Duration, check_ttl_time
 from laminar_kafka.api.process import process_op
 from laminar_kafka.api.windowed import WindowedStream, window_spec
 from laminar_kafka.operators import AggregateOp
 from laminar_kafka.operators.keyed import StepKind
 from laminar_kafka.operators.process import OnRecord, OnTimer
+from laminar_kafka.operators.ttl import TtlTime
 from laminar_kafka.operators.windows import EmitMode
 
 if TYPE_CHECKING:
@@ -39,17 +40,21 @@ class KeyedStream:
         *,
         name: str | None = None,
         ttl: Duration | None = None,
+        ttl_time: TtlTime = "processing",
     ) -> Stream:
         """Running aggregate: state = add(state, value); emits emit(key, state) per record.
 
         `name` keys the step's state in checkpoints (default: derived from the flow).
-        `ttl` (seconds or a timedelta): a key not updated for that long, in processing
-        time, leaves the state and later snapshots; its next record starts from
-        `initial()` again. Nothing is emitted when a key expires.
+        `ttl` (seconds or a timedelta): a key not updated for that long leaves the state
+        and later snapshots; its next record starts from `initial()` again. Nothing is
+        emitted when a key expires. `ttl_time`: what the ttl counts in, "processing"
+        (the task's wall clock) or "event": the key expires once the partition's
+        watermark reaches its newest update's event time plus the ttl (the sources
+        need event time).
         """
         check_callable("aggregate initial", initial)
         check_callable("aggregate add", add)
-        return self._stateful("aggregate", initial, add, emit, name, ttl)
+        return self._stateful("aggregate", initial, add, emit, name, ttl, ttl_time)
 
     def reduce(
         self,
@@ -58,16 +63,17 @@ class KeyedStream:
         *,
         name: str | None = None,
         ttl: Duration | None = None,
+        ttl_time: TtlTime = "processing",
     ) -> Stream:
         """Running reduce: the first value of a key is its state, then fn(state, value);
-        `ttl` as for `aggregate`."""
+        `ttl` and `ttl_time` as for `aggregate`."""
         check_callable("reduce", fn)
         missing = object()
 
         def add(state: Any, value: Any) -> Any:
             return value if state is missing else fn(state, value)
 
-        return self._stateful("reduce", lambda: missing, add, emit, name, ttl)
+        return self._stateful("reduce", lambda: missing, add, emit, name, ttl, ttl_time)
 
     def count(
         self,
@@ -75,9 +81,10 @@ class KeyedStream:
         *,
         name: str | None = None,
         ttl: Duration | None = None,
+        ttl_time: TtlTime = "processing",
     ) -> Stream:
-        """Running count of records per key; `ttl` as for `aggregate`."""
-        return self._stateful("count", lambda: 0, lambda n, _v: n + 1, emit, name, ttl)
+        """Running count of records per key; `ttl` and `ttl_time` as for `aggregate`."""
+        return self._stateful("count", lambda: 0, lambda n, _v: n + 1, emit, name, ttl, ttl_time)
 
     def tumbling_window(
         self,
@@ -174,10 +181,12 @@ class KeyedStream:
         emit: Callable[[Any, Any], Any] | None,
         name: str | None,
         ttl: Duration | None = None,
+        ttl_time: TtlTime = "processing",
     ) -> Stream:
         if emit is not None:
             check_callable(f"{kind} emit", emit)
         check_step_name(name)
         ttl_ms = None if ttl is None else check_duration(f"{kind} ttl", ttl, positive=True)
-        op = AggregateOp(initial, add, kind=kind, name=name, ttl_ms=ttl_ms)
+        check_ttl_time(kind, ttl_ms, ttl_time, self.stream.branches)
+        op = AggregateOp(initial, add, kind=kind, name=name, ttl_ms=ttl_ms, ttl_time=ttl_time)
         return self.stream._then(op if emit is None else replace(op, emit=emit))

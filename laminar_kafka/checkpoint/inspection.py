@@ -3,7 +3,8 @@
 Nothing here writes: no lock is taken, no file is created, so a store can be
 inspected while its pipeline runs. A file that cannot be read becomes a
 problem line of the report, never an exception, because inspection is what a
-person reaches for when something is already wrong.
+person reaches for when something is already wrong. Bases and deltas are
+told apart by name, and the newest checkpoint's chains followed (inspection_chains).
 
 State files are pickles, read as a run's recovery reads them: inspect only
 stores you would run from, or give it the key of a signed store
@@ -14,8 +15,13 @@ from __future__ import annotations
 
 import pickle
 import re
-from pathlib import Path
 
+from laminar_kafka.checkpoint.inspection_chains import (
+    chain_of,
+    checkpoint_files,
+    files_of,
+    name_parts,
+)
 from laminar_kafka.checkpoint.inspection_markers import (
     AskOnce,
     MarkerReader,
@@ -24,6 +30,8 @@ from laminar_kafka.checkpoint.inspection_markers import (
 )
 from laminar_kafka.checkpoint.inspection_report import (
     ABANDONED,
+    BASE,
+    DELTA,
     PENDING,
     CheckpointSummary,
     IncompleteCheckpoint,
@@ -36,6 +44,7 @@ from laminar_kafka.checkpoint.inspection_report import (
 )
 from laminar_kafka.checkpoint.inspection_signatures import check_signatures
 from laminar_kafka.checkpoint.manifest import Manifest
+from laminar_kafka.checkpoint.retention import delta_base
 from laminar_kafka.checkpoint.signing import STATE, CheckpointKey, Signer
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import CheckpointError, CheckpointIntegrityError
@@ -47,7 +56,6 @@ from laminar_kafka.storage.locations import StorePath, store_path
 __all__ = ["MarkerReader", "find_pipelines", "inspect_store", "kafka_marker_reader"]
 
 _CHECKPOINT_DIR = re.compile(r"chk-([0-9]+)")
-_STATE_FILE = re.compile(r"task-([0-9]+)-g([0-9]+)\.(?:state|base-[0-9]+\.delta)")
 _HOME_FILES = ("generation.json", "MARKERS_SEEN", "LOCK")
 
 
@@ -172,7 +180,7 @@ def _read_manifests(
             )
             continue
         manifests[checkpoint_id] = manifest
-        for path, partitions in sorted(_files_of(manifest).items()):
+        for path, partitions in sorted(files_of(manifest).items()):
             if not store_path(path).is_file() and _still_there(store, checkpoint_id):
                 problems.append(
                     f"checkpoint {checkpoint_id}: state file {path} is missing: the state of "
@@ -186,14 +194,6 @@ def _still_there(store: CheckpointStore, checkpoint_id: int) -> bool:
     return (store.checkpoint_dir(checkpoint_id) / "MANIFEST.json").exists()
 
 
-def _files_of(manifest: Manifest) -> dict[str, list[str]]:
-    """State file path → the partitions whose tables the manifest says it holds."""
-    files: dict[str, list[str]] = {}
-    for partition, path in sorted(manifest.snapshots.items()):
-        files.setdefault(path, []).append(partition)
-    return files
-
-
 def _summary(manifest: Manifest) -> CheckpointSummary:
     return CheckpointSummary(
         checkpoint_id=manifest.checkpoint_id,
@@ -202,6 +202,7 @@ def _summary(manifest: Manifest) -> CheckpointSummary:
         partitions=len(manifest.positions),
         unaligned_tasks=tuple(sorted(manifest.unaligned_tasks)),
         min_watermark_ms=manifest.min_watermark_ms,
+        state_files=checkpoint_files(manifest),
     )
 
 
@@ -220,7 +221,7 @@ def _newest(
     store: CheckpointStore, manifest: Manifest, problems: list[str], notes: list[str]
 ) -> NewestCheckpoint:
     files = []
-    for path, partitions in sorted(_files_of(manifest).items()):
+    for path, partitions in sorted(files_of(manifest).items()):
         if store_path(path).is_file():  # a missing one is already a problem
             state = _state_file(store, path, partitions, problems, notes)
             if state is not None:
@@ -236,8 +237,9 @@ def _state_file(
     try:
         data = store_path(path).read_bytes()
         body = pickle.loads(store.signer.open(path, STATE, data, f"state snapshot {path}"))
+        parent = None
         if isinstance(body, tuple) and len(body) == 3 and body[0] == DELTA_FILE:
-            body = body[2]  # a delta file: its partitions' changes (state/chain.py)
+            parent, body = str(body[1]), body[2]  # its parent, its partitions' changes
         if not isinstance(body, dict):
             raise TypeError(f"it holds a {type(body).__name__}, not partitions")
     except CheckpointIntegrityError as exc:
@@ -265,14 +267,17 @@ def _state_file(
         for step, entries in sorted(sizes.items())
         if any(keys is None for _, keys in entries)
     ]
-    match = _STATE_FILE.fullmatch(Path(path).name)
+    task, generation = name_parts(path)
     return StateFile(
         file=path,
-        task=int(match.group(1)) if match else None,
-        generation=int(match.group(2)) if match else None,
+        task=task,
+        generation=generation,
         bytes=len(data),
         partitions=tuple(partitions),
         steps=tuple(_step_size(step, entries) for step, entries in sorted(sizes.items())),
+        kind=BASE if parent is None else DELTA,
+        base=delta_base(path),
+        chain=chain_of(store, path, len(data), parent, problems),
     )
 
 

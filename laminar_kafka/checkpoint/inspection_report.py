@@ -18,6 +18,27 @@ PENDING = "pending"
 ABANDONED = "abandoned"
 """An incomplete checkpoint older than a complete one: aborted, deleted by later retention."""
 
+BASE = "base"
+"""A whole state file: a task's partitions' tables, read alone by a restore."""
+
+DELTA = "delta"
+"""A state file of what changed since the task's previous one, on a chain back to a base."""
+
+
+@dataclass(frozen=True)
+class CheckpointFile:
+    """One task's state file of a checkpoint, known from its name and size (not read)."""
+
+    file: str
+    task: int | None
+    generation: int | None
+    kind: str
+    """`BASE` or `DELTA`."""
+    base: int | None
+    """The checkpoint holding the base a delta builds on; None for a base."""
+    bytes: int | None
+    """What the file added to the store; None when it is missing."""
+
 
 @dataclass(frozen=True)
 class CheckpointSummary:
@@ -29,6 +50,7 @@ class CheckpointSummary:
     partitions: int
     unaligned_tasks: tuple[int, ...]
     min_watermark_ms: int | None
+    state_files: tuple[CheckpointFile, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -52,6 +74,15 @@ class StepSize:
 
 
 @dataclass(frozen=True)
+class ChainLink:
+    """A state file a restore reads: one of a chain, from its base to the newest delta."""
+
+    checkpoint_id: int | None
+    file: str
+    bytes: int
+
+
+@dataclass(frozen=True)
 class StateFile:
     """One task's state file of a checkpoint: its size on disk and what it holds per step."""
 
@@ -61,6 +92,13 @@ class StateFile:
     bytes: int
     partitions: tuple[str, ...]
     steps: tuple[StepSize, ...]
+    """Per step: the table's bytes in this file (for a delta, its changes and deletions)."""
+    kind: str = BASE
+    """`BASE` or `DELTA`."""
+    base: int | None = None
+    """The checkpoint holding the base a delta builds on; None for a base."""
+    chain: tuple[ChainLink, ...] = ()
+    """What a restore reads, base first, this file last (a base alone); () if broken."""
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,14 @@ from typing import Any
 from laminar_kafka.checkpoint.inspection import inspect_store, kafka_marker_reader
 from laminar_kafka.checkpoint.inspection_report import (
     ABANDONED,
+    BASE,
     PENDING,
+    CheckpointFile,
     NewestCheckpoint,
     PartitionMarker,
     PipelineReport,
     Signatures,
+    StateFile,
     StoreReport,
 )
 from laminar_kafka.checkpoint.signing import KEY_ENV, CheckpointKey
@@ -50,8 +53,10 @@ def register(subparsers: Any) -> None:
         "inspect",
         help="show a checkpoint store: checkpoints, state sizes, topology, committed markers",
         description="Show what CHECKPOINT_DIR (a run's --checkpoint-dir) holds for each "
-        "pipeline: its complete and incomplete checkpoints, the state size per task file "
-        "and step and the topology of the newest one, and, when the broker answers, the "
+        "pipeline: its complete and incomplete checkpoints (whether each task's state file "
+        "is a base or a delta on which base, and the bytes each added), the state size per "
+        "task file and step, the chain of files a restore reads and the topology of the "
+        "newest one, and, when the broker answers, the "
         "checkpoint each source partition's committed marker names. Reads only: safe while "
         "the pipeline runs. With $LAMINAR_CHECKPOINT_SECRET set, every state file and manifest "
         "is checked against its signature (and one that fails is not unpickled). Exit status "
@@ -108,7 +113,8 @@ def _pipeline_lines(p: PipelineReport, bootstrap: str | None) -> list[str]:
     lines = [f"pipeline {p.pipeline}: generation {gen}, max parallelism {par}"]
     if p.checkpoints:
         lines.append(f"  complete checkpoints ({len(p.checkpoints)})")
-        header = ("id", "created (UTC)", "gen", "partitions", "unaligned", "min watermark")
+        header: tuple[str, ...] = ("id", "created (UTC)", "gen", "partitions", "unaligned")
+        header += ("min watermark", "state", "added")
         rows = [
             (
                 str(c.checkpoint_id),
@@ -117,6 +123,8 @@ def _pipeline_lines(p: PipelineReport, bootstrap: str | None) -> list[str]:
                 str(c.partitions),
                 ",".join(map(str, c.unaligned_tasks)) or "-",
                 "-" if c.min_watermark_ms is None else _time(c.min_watermark_ms),
+                _kinds(c.state_files),
+                _added(c.state_files),
             )
             for c in p.checkpoints
         ]
@@ -145,18 +153,52 @@ def _newest_lines(newest: NewestCheckpoint) -> list[str]:
         lines = [f"  state of checkpoint {n}"]
         rows: list[tuple[str, ...]] = []
         for f in newest.state_files:
-            head = (_opt(f.task), _opt(f.generation), f.file.rsplit("/", 1)[-1], _size(f.bytes))
+            reads = _size(sum(link.bytes for link in f.chain)) if f.chain else "?"
+            head: tuple[str, ...] = (_opt(f.task), _opt(f.generation), f.file.rsplit("/", 1)[-1])
+            head += (_size(f.bytes), _chain(f), reads)
             for i, s in enumerate(f.steps):
                 cells = (s.step, str(s.partitions), _opt(s.keys, "?"), _size(s.bytes))
                 rows.append((*(head if i == 0 else ("",) * len(head)), *cells))
             if not f.steps:
                 rows.append((*head, "-", "-", "-", "-"))
-        header = ("task", "gen", "file", "size", "step", "partitions", "keys", "step size")
+        header: tuple[str, ...] = ("task", "gen", "file", "size", "chain", "restore reads")
+        header += ("step", "partitions", "keys", "step size")
         lines += _table(header, rows)
     if newest.topology:
         lines.append(f"  topology of checkpoint {n}")
         lines += _table(("step", "signature"), [(t.step, t.signature) for t in newest.topology])
     return lines
+
+
+def _kinds(files: Sequence[CheckpointFile]) -> str:
+    """Which tasks' files are bases and which deltas on which base: "base", "delta on 3",
+    or, when the tasks differ, "base (task 1); delta on 3 (tasks 0,2)"."""
+    groups: dict[str, list[str]] = {}
+    for f in files:
+        groups.setdefault(BASE if f.base is None else f"delta on {f.base}", []).append(
+            _opt(f.task, "?")
+        )
+    if len(groups) < 2:
+        return next(iter(groups), "-")
+    return "; ".join(
+        f"{kind} (task{'s' if len(tasks) > 1 else ''} {','.join(tasks)})"
+        for kind, tasks in groups.items()
+    )
+
+
+def _added(files: Sequence[CheckpointFile]) -> str:
+    """The bytes a checkpoint's state files added to the store ("-" with none)."""
+    sizes = [f.bytes for f in files if f.bytes is not None]
+    return _size(sum(sizes)) if sizes else "-"
+
+
+def _chain(f: StateFile) -> str:
+    """A state file's chain as the checkpoints a restore reads: "base", or "3 4 5"."""
+    if not f.chain:
+        return "broken"
+    if len(f.chain) == 1:
+        return BASE
+    return " ".join(_opt(link.checkpoint_id, "?") for link in f.chain)
 
 
 def _signatures(s: Signatures) -> str:

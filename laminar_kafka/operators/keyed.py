@@ -17,7 +17,8 @@ from laminar_kafka.operators.base import BatchContext, describe_error
 from laminar_kafka.operators.partitioning import PARTITIONERS, Partitioner
 from laminar_kafka.operators.sessions import apply_sessions
 from laminar_kafka.operators.sliding import apply_sliding
-from laminar_kafka.operators.ttl import apply_with_ttl
+from laminar_kafka.operators.ttl import TtlTime, apply_with_ttl
+from laminar_kafka.operators.ttl_event import apply_with_event_ttl
 from laminar_kafka.operators.windows import WindowSpec, apply_windowed
 
 
@@ -130,7 +131,10 @@ class AggregateOp:
     merge: Callable[[Any, Any], Any] | None = None
     """Combines two aggregates when a record bridges two sessions (session windows)."""
     ttl_ms: int | None = None
-    """A key not updated for this long (processing time) leaves the table (operators/ttl.py)."""
+    """A key not updated for this long leaves the table (operators/ttl.py)."""
+    ttl_time: TtlTime = "processing"
+    """What `ttl_ms` counts in: the task's wall clock, or the partition's watermark
+    (operators/ttl_event.py)."""
 
     def apply(
         self, values: list[Any], offsets: list[int], ctx: BatchContext
@@ -145,7 +149,8 @@ class AggregateOp:
             return run(self.step, w, self.initial, self.add, self.emit, values, offsets, ctx)
         if self.ttl_ms is not None:
             aggregate = self.initial, self.add, self.emit
-            return apply_with_ttl(self.step, self.ttl_ms, *aggregate, values, offsets, ctx)
+            expiring = apply_with_event_ttl if self.ttl_time == "event" else apply_with_ttl
+            return expiring(self.step, self.ttl_ms, *aggregate, values, offsets, ctx)
         table = ctx.running_table(self.step)  # once per batch: the loop below is the hot path
         initial, add, emit = self.initial, self.add, self.emit
         out: list[Any] = []
@@ -164,10 +169,11 @@ class AggregateOp:
         return out, kept
 
 
-def ttls_of(operators: Iterable[Any]) -> dict[str, int]:
-    """Stateful step name → its state TTL in ms, for the running aggregates given one."""
+def ttls_of(operators: Iterable[Any]) -> dict[str, tuple[int, TtlTime]]:
+    """Stateful step name → its state TTL in ms and what it counts in, for the running
+    aggregates given one."""
     return {
-        op.step: op.ttl_ms
+        op.step: (op.ttl_ms, op.ttl_time)
         for op in operators
         if isinstance(op, AggregateOp) and op.ttl_ms is not None
     }

@@ -84,7 +84,8 @@ def step_signatures(operators: Iterable[Operator]) -> dict[str, str]:
             if (window := window_of(op)) is not None:
                 found[op.step] += " over " + window.describe()
             if getattr(op, "ttl_ms", None) is not None:  # its table holds update times
-                found[op.step] += " with ttl"
+                event = getattr(op, "ttl_time", None) == "event"  # times of another clock
+                found[op.step] += " with event-time ttl" if event else " with ttl"
             if isinstance(op, IntervalJoinOp) and op.sides is not None:  # state in a's partitions
                 found[op.step] += " co-partitioned: {} with {}".format(*op.sides)
     return found

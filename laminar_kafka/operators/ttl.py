@@ -1,23 +1,29 @@
 """State TTL of running aggregates: a key not updated for `ttl_ms` leaves the table.
 
-Time is processing time: the task's wall clock in ms, read once per batch. A
-TTL step's table maps key → (state, last update in ms) and is kept in the order
-of the last update (an update moves its key to the end), so the keys that
-expired are always at its front: expiring costs the keys removed, not the
-table's size. It runs before each batch of the step and before each snapshot
-(`FlowRunner.expire`), so an expired key is in no later snapshot. The times are
-wall-clock times, kept in the snapshot: a key idle while the pipeline was
-stopped expires at the first batch or checkpoint after the restart. A wall clock
-set back delays expiry (it stops at the first key not yet expired), never hastens it.
+Time is processing time (for event time, `ttl_time="event"`: operators/ttl_event.py),
+the task's wall clock in ms, read once per batch. A TTL step's table maps key →
+(state, last update in ms) and is kept in the order of the last update (an
+update moves its key to the end), so the keys that expired are always at its
+front: expiring costs the keys removed, not the table's size. It runs before
+each batch of the step and before each snapshot (`FlowRunner.expire`), so an
+expired key is in no later snapshot. The times are wall-clock times, kept in
+the snapshot: a key idle while the pipeline was stopped expires at the first
+batch or checkpoint after the restart. A wall clock set back delays expiry (it
+stops at the first key not yet expired), never hastens it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from itertools import islice
-from typing import Any
+from typing import Any, Literal
 
 from laminar_kafka.operators.base import BatchContext, describe_error
+from laminar_kafka.operators.ttl_event import expire_at, partition_watermark
+
+TtlTime = Literal["processing", "event"]
+"""What a TTL counts in: processing time (here), or event time (operators/ttl_event.py)."""
+TTL_TIMES: tuple[TtlTime, ...] = ("processing", "event")
 
 
 def expire(table: dict[Any, tuple[Any, int]], now_ms: int, ttl_ms: int) -> int:
@@ -64,9 +70,17 @@ def apply_with_ttl(
     return out, kept
 
 
-def expire_steps(tables: Mapping[str, Any], ttls: Mapping[str, int], now_ms: int) -> int:
-    """`expire` each step of `ttls` found in `tables` (step → its keyed state); how many
-    keys went."""
+def expire_steps(
+    tables: Mapping[str, Any], ttls: Mapping[str, tuple[int, TtlTime]], now_ms: int
+) -> int:
+    """`expire` each step of `ttls` found in `tables` (one partition's, step → its keyed
+    state) at `now_ms`, or at the partition's watermark if it counts in event time; how
+    many keys went."""
+    watermark = partition_watermark(tables)
     return sum(
-        expire(tables[step].table, now_ms, ttl) for step, ttl in ttls.items() if step in tables
+        expire(tables[step].table, now_ms, ttl)
+        if time == "processing"
+        else expire_at(tables[step], watermark, ttl)
+        for step, (ttl, time) in ttls.items()
+        if step in tables
     )

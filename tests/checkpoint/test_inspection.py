@@ -15,16 +15,22 @@ from laminar_kafka.checkpoint import CheckpointStore, Manifest
 from laminar_kafka.checkpoint.inspection import MarkerReader, inspect_store
 from laminar_kafka.checkpoint.inspection_report import (
     ABANDONED,
+    BASE,
+    DELTA,
     PENDING,
     PipelineReport,
     StepSize,
     TopologyStep,
 )
 from laminar_kafka.checkpoint.markers import OffsetMarker
+from laminar_kafka.checkpoint.signing import CheckpointKey, Signer
 from laminar_kafka.errors import CheckpointError, LaminarError
 from laminar_kafka.kafka.names import PartitionKey
+from laminar_kafka.state.chain import DELTA_FILE
+from laminar_kafka.state.delta import TrackedTable
 from laminar_kafka.state.keyed_state import KeyedState
 from laminar_kafka.state.snapshot import encode_task_snapshot
+from laminar_kafka.state.task_state import TaskState
 
 PIPELINE = "totals"
 TOTALS = "orders>totals/aggregate-1"
@@ -51,6 +57,13 @@ def write_checkpoint(store: CheckpointStore, n: int, generation: int = 2) -> Man
             path, encode_task_snapshot({("orders", p): tables(p) for p in partitions})
         )
         snapshots.update({f"orders:{p}": str(path) for p in partitions})
+    return commit(store, n, snapshots, generation)
+
+
+def commit(
+    store: CheckpointStore, n: int, snapshots: dict[str, str], generation: int = 2
+) -> Manifest:
+    """The manifest of checkpoint n, naming the state file of each partition."""
     manifest = Manifest(
         pipeline=store.pipeline,
         checkpoint_id=n,
@@ -255,6 +268,158 @@ def test_an_unreadable_generation_record_is_a_problem(tmp_path: Path) -> None:
     assert "generation.json" in report.problems[0]
 
 
+# -- bases, deltas and their chains -----------------------------------------------------
+
+RAN: list[str] = []
+
+
+def _ran() -> None:
+    RAN.append("unpickled")
+
+
+class Planted:
+    """Unpickling it calls `_ran`: a payload that must never be read unverified."""
+
+    def __reduce__(self) -> tuple[object, tuple[()]]:
+        return _ran, ()
+
+
+def build_chain(
+    root: Path,
+    checkpoints: int,
+    every: int,
+    full: Mapping[int, int] | None = None,
+    key: CheckpointKey | None = None,
+) -> CheckpointStore:
+    """Checkpoints 1..n as a run with `--full-snapshot-every every` writes them: each task's
+    `TaskState` makes its file (a base or a delta on its committed chain), the store writes
+    it, the manifest commits it. `full`: checkpoint → the task that writes a base there
+    (as after its rollback). Each checkpoint changes one key per partition."""
+    store = CheckpointStore(str(root), PIPELINE, Signer(PIPELINE, key))
+    store.next_generation(2)
+    states = {}
+    for task, partitions in TASKS.items():
+        state = TaskState(
+            True,
+            every,
+            path_of=lambda n, base, t=task: str(store.snapshot_path(n, t, 2, base)),
+            read=store.read_snapshot,
+        )
+        state.load(
+            {
+                ("orders", p): {TOTALS: KeyedState(TrackedTable({f"c{k}": k for k in range(500)}))}
+                for p in partitions
+            }
+        )
+        states[task] = state
+    for n in range(1, checkpoints + 1):
+        snapshots = {}
+        for task, state in states.items():
+            for p in TASKS[task]:
+                state.of(("orders", p))[TOTALS].table[f"c{n}"] = -n
+            made = state.checkpoint(n, full=(full or {}).get(n) == task)
+            assert made is not None
+            path = store.snapshot_path(n, task, 2, made.base)
+            store.write_snapshot(path, made.data)
+            snapshots.update({f"orders:{p}": str(path) for p in TASKS[task]})
+        commit(store, n, snapshots)
+        for state in states.values():
+            state.committed()
+    return store
+
+
+def test_each_checkpoint_says_which_files_are_bases_and_deltas_and_what_each_added(
+    tmp_path: Path,
+) -> None:
+    store = build_chain(tmp_path, checkpoints=5, every=3, full={5: 1})
+    report = only(tmp_path)
+
+    assert report.problems == ()
+    kinds = {
+        c.checkpoint_id: [(f.task, f.kind, f.base) for f in c.state_files]
+        for c in report.checkpoints
+    }
+    assert kinds == {
+        1: [(0, BASE, None), (1, BASE, None)],
+        2: [(0, DELTA, 1), (1, DELTA, 1)],
+        3: [(0, DELTA, 1), (1, DELTA, 1)],
+        4: [(0, BASE, None), (1, BASE, None)],
+        5: [(0, DELTA, 4), (1, BASE, None)],  # task 1 was asked for a base
+    }
+    for checkpoint in report.checkpoints:
+        for f in checkpoint.state_files:
+            assert Path(f.file) == store.snapshot_path(
+                checkpoint.checkpoint_id, f.task or 0, 2, f.base
+            )
+            assert f.bytes == Path(f.file).stat().st_size and f.generation == 2
+    added = {c.checkpoint_id: sum(f.bytes or 0 for f in c.state_files) for c in report.checkpoints}
+    assert added[2] * 20 < added[1], "a delta adds what changed, a base the whole state"
+
+
+def test_the_newest_files_chains_are_followed_back_to_their_bases(tmp_path: Path) -> None:
+    store = build_chain(tmp_path, checkpoints=5, every=3, full={5: 1})
+    newest = only(tmp_path).newest
+
+    assert newest is not None and newest.checkpoint_id == 5
+    task0, task1 = newest.state_files
+    assert (task0.kind, task0.base, task1.kind, task1.base) == (DELTA, 4, BASE, None)
+    assert [(link.checkpoint_id, Path(link.file)) for link in task0.chain] == [
+        (4, store.snapshot_path(4, 0, 2)),
+        (5, store.snapshot_path(5, 0, 2, 4)),
+    ]
+    assert [link.bytes for link in task0.chain] == [
+        Path(link.file).stat().st_size for link in task0.chain
+    ]
+    assert [link.checkpoint_id for link in task1.chain] == [5]
+    assert task0.steps == (StepSize(TOTALS, 2, keys=2, bytes=task0.steps[0].bytes),), (
+        "a delta's keys are the keys it changes"
+    )
+    build_chain(tmp_path / "longer", checkpoints=4, every=10)
+    deep = only(tmp_path / "longer").newest
+    assert deep is not None
+    assert [link.checkpoint_id for link in deep.state_files[0].chain] == [1, 2, 3, 4]
+
+
+def test_a_chain_missing_a_file_is_a_problem(tmp_path: Path) -> None:
+    store = build_chain(tmp_path, checkpoints=3, every=10)
+    gone = store.snapshot_path(2, 0, 2, 1)
+    gone.unlink()
+    report = only(tmp_path)
+
+    assert report.newest is not None
+    task0, task1 = report.newest.state_files
+    assert task0.chain == () and [link.checkpoint_id for link in task1.chain] == [1, 2, 3]
+    assert (
+        f"state file {store.snapshot_path(3, 0, 2, 1)}: its chain needs {gone}, which is missing"
+        in report.problems[-1]
+    )
+
+
+def test_a_signed_chain_is_verified_before_any_file_of_it_is_unpickled(tmp_path: Path) -> None:
+    RAN.clear()
+    key = CheckpointKey(b"k" * 32)
+    store = build_chain(tmp_path, checkpoints=3, every=10, key=key)
+    report = inspect_store(str(tmp_path), key=key).pipelines[0]
+    assert report.problems == ()
+    assert report.newest is not None
+    assert [link.checkpoint_id for link in report.newest.state_files[0].chain] == [1, 2, 3]
+
+    planted = store.snapshot_path(2, 0, 2, 1)  # in the chain of the newest file of task 0
+    planted.write_bytes(pickle.dumps((DELTA_FILE, str(store.snapshot_path(1, 0, 2)), Planted())))
+    report = inspect_store(str(tmp_path), key=key).pipelines[0]
+
+    assert RAN == [], "a file that does not verify is never unpickled"
+    assert report.newest is not None and report.newest.state_files[0].chain == ()
+    assert any(
+        p.startswith(f"state file {store.snapshot_path(3, 0, 2, 1)}: its chain needs a refused")
+        and "this state file is not signed" in p
+        for p in report.problems
+    ), report.problems
+
+    inspect_store(str(tmp_path))  # no key: read as a run without the key reads it
+    assert RAN == ["unpickled"], "the planted file would run code where nothing verifies"
+
+
 # -- committed markers ----------------------------------------------------------------
 
 
@@ -400,3 +565,24 @@ def test_the_json_report_has_stable_keys(tmp_path: Path) -> None:
         "keys": 2,
         "bytes": sum(len(tables(p)[COUNTS].snapshot()) for p in (0, 1)),
     }
+
+
+def test_the_json_report_gives_each_files_kind_base_bytes_and_chain(tmp_path: Path) -> None:
+    store = build_chain(tmp_path, checkpoints=2, every=3)
+    (pipeline,) = json.loads(inspect_store(str(tmp_path)).to_json())["pipelines"]
+    delta = store.snapshot_path(2, 0, 2, 1)
+
+    assert pipeline["checkpoints"][1]["state_files"][0] == {
+        "file": str(delta),
+        "task": 0,
+        "generation": 2,
+        "kind": "delta",
+        "base": 1,
+        "bytes": delta.stat().st_size,
+    }
+    newest = pipeline["newest"]["state_files"][0]
+    assert (newest["kind"], newest["base"]) == ("delta", 1)
+    assert newest["chain"] == [
+        {"checkpoint_id": n, "file": str(path), "bytes": path.stat().st_size}
+        for n, path in ((1, store.snapshot_path(1, 0, 2)), (2, delta))
+    ]

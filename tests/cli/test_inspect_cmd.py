@@ -18,7 +18,14 @@ from laminar_kafka.cli.main import main
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.names import PartitionKey
-from tests.checkpoint.test_inspection import COUNTS, PIPELINE, TOTALS, build_store, write_checkpoint
+from tests.checkpoint.test_inspection import (
+    COUNTS,
+    PIPELINE,
+    TOTALS,
+    build_chain,
+    build_store,
+    write_checkpoint,
+)
 
 BOOTSTRAP = "broker-1:9092"
 
@@ -60,7 +67,7 @@ AT_5 = {("orders", p): OffsetMarker(5, 2) for p in range(3)}
 def test_text_report_is_a_few_aligned_tables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    build_store(tmp_path)
+    store = build_store(tmp_path)
     brokers = use(monkeypatch, Brokers(AT_5))
 
     assert main(["inspect", str(tmp_path)]) == 0
@@ -72,10 +79,22 @@ def test_text_report_is_a_few_aligned_tables(
     assert out[-1] == "no problems"
     checkpoints = out.index("  complete checkpoints (3)")
     assert re.fullmatch(
-        r" {4}id {2}created \(UTC\) +gen {2}partitions {2}unaligned {2}min watermark",
+        r" {4}id {2}created \(UTC\) +gen {2}partitions {2}unaligned {2}min watermark +"
+        r"state {2}added",
         out[checkpoints + 1],
     )
-    assert out[checkpoints + 3].split() == ["4", "2023-11-14", "22:13:24.000", "2", "3", "1", "-"]
+    size = sum(store.snapshot_path(4, t, 2).stat().st_size for t in (0, 1))
+    assert out[checkpoints + 3].split() == [
+        "4",
+        "2023-11-14",
+        "22:13:24.000",
+        "2",
+        "3",
+        "1",
+        "-",
+        "base",
+        *inspect_cmd._size(size).split(),
+    ]
     assert out[out.index("  incomplete checkpoints (2)") + 3].split()[:3] == ["6", "newer", "than"]
     state = out.index("  state of checkpoint 5")
     header, first, second = out[state + 1 : state + 4]
@@ -84,6 +103,9 @@ def test_text_report_is_a_few_aligned_tables(
         "gen",
         "file",
         "size",
+        "chain",
+        "restore",
+        "reads",
         "step",
         "partitions",
         "keys",
@@ -91,7 +113,8 @@ def test_text_report_is_a_few_aligned_tables(
         "size",
     ]
     assert first.split()[:3] == ["0", "2", "task-0-g2.state"]
-    assert first.split()[5:8] == [COUNTS, "2", "2"]
+    assert first.split()[5] == "base"
+    assert first.split()[8:11] == [COUNTS, "2", "2"]
     assert second.split()[:3] == [TOTALS, "2", "3"]
     assert first.index(COUNTS) == second.index(TOTALS) == header.index("step"), "columns align"
     markers = out.index(f"  committed markers ({BOOTSTRAP})")
@@ -101,6 +124,41 @@ def test_text_report_is_a_few_aligned_tables(
         ["orders:1", "5", "2", "yes"],
         ["orders:2", "5", "2", "yes"],
     ]
+
+
+def test_bases_deltas_and_the_chain_a_restore_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = build_chain(tmp_path, checkpoints=5, every=3, full={5: 1})
+    use(monkeypatch, Brokers(AT_5))
+
+    assert main(["inspect", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+
+    checkpoints = out.index("  complete checkpoints (5)")
+    header, *rows = out[checkpoints + 1 : checkpoints + 7]
+    state = header.index("state")
+    kinds = [row[state:].rsplit("  ", 1)[0].strip() for row in rows]
+    assert kinds == [
+        "base",
+        "delta on 1",
+        "delta on 1",
+        "base",
+        "delta on 4 (task 0); base (task 1)",
+    ]
+    added = [row[header.index("added") :] for row in rows]
+    sizes = [
+        sum(f.stat().st_size for f in store.checkpoint_dir(n).glob("task-*")) for n in range(1, 6)
+    ]
+    assert added == [inspect_cmd._size(n) for n in sizes]
+
+    newest = out.index("  state of checkpoint 5")
+    header, task0, task1 = out[newest + 1 : newest + 4]
+    chain = slice(header.index("chain"), header.index("restore reads"))
+    reads = slice(header.index("restore reads"), header.index("step"))
+    assert (task0[chain].strip(), task1[chain].strip()) == ("4 5", "base")
+    files = (store.snapshot_path(4, 0, 2), store.snapshot_path(5, 0, 2, 4))
+    assert task0[reads].strip() == inspect_cmd._size(sum(f.stat().st_size for f in files))
 
 
 def test_a_marker_naming_a_deleted_checkpoint_is_an_error_line_and_exit_1(
