@@ -15,8 +15,9 @@ so their output is byte for byte what the other systems write:
     join-table source(orders, partitioned_by="key")
                .join_table(table(customers), on="key", partitioned_by="key")
                -> sink({id, key, amount, name, tier, version}, key=key)
-    join-interval  source(orders, timestamp="kafka").join_interval(
-               source(payments, timestamp="kafka"), on="key", within=(0, 10 min))
+    join-interval  source(orders, partitioned_by="key", timestamp="kafka").join_interval(
+               source(payments, partitioned_by="key", timestamp="kafka"), on="key",
+               within=(0, 10 min))
                -> sink({id, key, amount, payment_id}, key=key)
 
 The input is partitioned by `key` with Kafka's murmur2 partitioner
@@ -27,9 +28,9 @@ writes them to the internal topic `<pipeline>.by-product.repartition` (MessagePa
 as laminar-kafka writes every internal topic), read by a second stage.
 
 The join inputs are keyed by customer like the table (`benchmarks.join_input`),
-which join-table declares: one stage, each order looked up in its task's
-partition of the table. join_interval repartitions both sides by the join key
-into one internal topic whatever they declare: two stages.
+which both joins declare: one stage each. join-table looks each order up in its
+task's partition of the table; join-interval is co-partitioned: each task holds
+partition p of both topics and their join state, as Quix Streams requires.
 
 The aggregates keep the id of the last record counted, so that every output
 record names its input; the count itself is what `KeyedStream.count()` keeps.
@@ -123,8 +124,12 @@ def _joined(
         )
         joined.sink(output_topic, value_format=_avro(JOINED_SCHEMA_JSON), key="key")
         return
-    orders = pipeline.source(orders_topic, value_format=records, timestamp="kafka")
-    payments = pipeline.source(side_topic, value_format=records, timestamp="kafka")
+    orders = pipeline.source(
+        orders_topic, value_format=records, timestamp="kafka", partitioned_by="key"
+    )
+    payments = pipeline.source(
+        side_topic, value_format=records, timestamp="kafka", partitioned_by="key"
+    )
     pairs = orders.join_interval(
         payments, on="key", within=(0, INTERVAL_AFTER_MS / 1000), merge=paid, name="payments"
     )

@@ -155,7 +155,7 @@ def test_plan_gives_quix_and_the_ceiling_both_inputs_and_the_others_n_a_rows() -
     assert (loop.job.workload, loop.job.side_topic) == ("join-table", "customers")
     (row,) = not_applicable_rows("ceiling", settings)
     assert row.workload == "join-interval" and "no interval join" in (row.not_applicable or "")
-    assert [stage_count(w) for w in JOINS] == [1, 2]  # the table join needs no repartition
+    assert [stage_count(w) for w in JOINS] == [1, 1]  # co-partitioned: no repartition
 
 
 def test_the_last_line_gives_both_join_ratios() -> None:
@@ -204,7 +204,7 @@ def test_laminar_joins_check_out(
     assert sorted(rows) == sorted(JOINS)
     for row in rows.values():
         assert row.result.records == RECORDS and row.result.records_per_s
-    assert len(rows["join-interval"].result.stage_checkpoint_p99_ms) == 2
+    assert len(rows["join-interval"].result.stage_checkpoint_p99_ms) == 1  # co-partitioned
 
 
 @pytest.mark.integration
