@@ -113,8 +113,12 @@ def _windowed(pipeline: Pipeline, input_topic: str, output_topic: str) -> None:
 
 
 def _joined(
-    pipeline: Pipeline, workload: Workload, orders_topic: str, side_topic: str, output_topic: str
+    pipeline: Pipeline,
+    workload: Workload,
+    topics: tuple[str, str, str],
+    co_partitioned: bool,
 ) -> None:
+    orders_topic, side_topic, output_topic = topics
     records = _avro(RECORD_SCHEMA_JSON)
     if workload == "join-table":
         customers = pipeline.table(side_topic, value_format=_avro(CUSTOMER_SCHEMA_JSON))
@@ -124,11 +128,12 @@ def _joined(
         )
         joined.sink(output_topic, value_format=_avro(JOINED_SCHEMA_JSON), key="key")
         return
+    declared = "key" if co_partitioned else None  # else both repartitioned: two stages
     orders = pipeline.source(
-        orders_topic, value_format=records, timestamp="kafka", partitioned_by="key"
+        orders_topic, value_format=records, timestamp="kafka", partitioned_by=declared
     )
     payments = pipeline.source(
-        side_topic, value_format=records, timestamp="kafka", partitioned_by="key"
+        side_topic, value_format=records, timestamp="kafka", partitioned_by=declared
     )
     pairs = orders.join_interval(
         payments, on="key", within=(0, INTERVAL_AFTER_MS / 1000), merge=paid, name="payments"
@@ -143,13 +148,19 @@ def _avro(schema_json: str) -> AvroFormat:
 
 
 def build_pipeline(
-    name: str, workload: Workload, input_topic: str, output_topic: str, side_topic: str = ""
+    name: str,
+    workload: Workload,
+    input_topic: str,
+    output_topic: str,
+    side_topic: str = "",
+    co_partitioned: bool = True,
 ) -> Pipeline:
     """The laminar-kafka pipeline of `workload` from `input_topic` (and a join's
-    `side_topic`) to `output_topic`."""
+    `side_topic`) to `output_topic`; `co_partitioned=False` repartitions the interval
+    join's sides although their topics are co-partitioned."""
     pipeline = Pipeline(name)
     if workload in JOINS:
-        _joined(pipeline, workload, input_topic, side_topic, output_topic)
+        _joined(pipeline, workload, (input_topic, side_topic, output_topic), co_partitioned)
         return pipeline
     records = _avro(RECORD_SCHEMA_JSON)
     if workload == "stateless":

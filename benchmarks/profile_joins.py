@@ -1,4 +1,4 @@
-"""CPU time per record of the join-interval pipeline's two stages, without a broker.
+"""CPU time per record of the join-interval pipeline repartitioned (two stages), no broker.
 
     python -m benchmarks.profile_joins [--records 200000] [--batch 625] [--profile]
 
@@ -84,7 +84,9 @@ class Stages:
         source = JoinInput(records)
         self.orders = partition_messages("orders", source.orders())
         self.payments = partition_messages("payments", source.payments())
-        plan = plan_stages(build_pipeline("profile", "join-interval", "orders", "out", "payments"))
+        # The layout with a repartition (co_partitioned=False): each stage's cost apart.
+        joins = build_pipeline("profile", "join-interval", "orders", "out", "payments", False)
+        plan = plan_stages(joins)
         self.flows: list[Sequence[Flow]] = [stage.flows for stage in plan.stages]
         self.internal = plan.stages[1].flows[0].source.topic
         self.batch = batch

@@ -170,7 +170,7 @@ def _windowed_note(records: int, num_keys: int) -> str:
 
 
 def _two_stages(workloads: tuple[str, ...]) -> str:
-    two = [w for w in ("rekey", "join-interval") if w in workloads]
+    two = [w for w in ("rekey",) if w in workloads]
     return f"; {' and '.join(two)}: two stages" if two else ""
 
 
@@ -189,8 +189,9 @@ def _joins_note(records: int, num_keys: int) -> str:
         " stores, not a topic); ceiling: each process reads the whole table into a dict"
         " (timed), then joins its orders. join-interval: each order's payment 30 to 569 s after it,"
         f" the topic in payment-time order ({records:,} more records); laminar:"
-        " join_interval(payments, within=(0, 600 s)), both sides repartitioned into one"
-        " internal topic (two stages); quix: join_interval(backward 0, forward and grace"
+        " source(partitioned_by key).join_interval(source(partitioned_by key), within=(0,"
+        " 600 s)), co-partitioned: one stage, partition p of both topics and the join's"
+        " state in one task; quix: join_interval(backward 0, forward and grace"
         " 600 s). Output checked record by record: each order once with its own customer"
         " (a version the table has of it) or payment."
     )
