@@ -24,6 +24,7 @@ from laminar_kafka.control.records import Announcement, Watermark
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.kafka.names import PartitionKey
+from laminar_kafka.runtime.gc_policy import task_collector
 from laminar_kafka.runtime.heartbeat import TaskLiveness
 from laminar_kafka.runtime.inbox import AnnouncementInbox
 from laminar_kafka.runtime.inputs import TaskInputs
@@ -80,16 +81,17 @@ class WorkerTask:
     def run(self) -> TaskSummary:
         faults.write_pid_file(self.spec.pipeline.name, self.spec.generation, self.spec.task)
         try:
-            self._live.start()
-            participant = self._recover()
-            participant.announce_ready(self._inputs.positions)
-            self._sinks.begin()
-            self._time.forward()  # the restored watermark: the new generation's writers report
-            tables, inputs, logs = self.spec.stage.tables, self._inputs, self._ports.logs
-            due = bootstrap_tables(inputs, logs, tables, self._process, self._live.check)
-            drained = bool(due and self._checkpoint(participant))
-            while not drained:
-                drained = self._step(participant)
+            with task_collector():  # fewer collections while it runs (gc_policy.py)
+                self._live.start()
+                participant = self._recover()
+                participant.announce_ready(self._inputs.positions)
+                self._sinks.begin()
+                self._time.forward()  # the restored watermark: the new generation's writers report
+                tables, inputs, logs = self.spec.stage.tables, self._inputs, self._ports.logs
+                due = bootstrap_tables(inputs, logs, tables, self._process, self._live.check)
+                drained = bool(due and self._checkpoint(participant))
+                while not drained:
+                    drained = self._step(participant)
         finally:
             self._close()
         c, done = self._flows.counts, self._participant.checkpoints if self._participant else 0
