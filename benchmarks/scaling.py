@@ -200,7 +200,13 @@ def run_state_table(args: argparse.Namespace) -> None:
     if not args.state_keys:
         return
     started, cpu = MachineRun.begin()
-    rows = measure_all(args.state_keys, args.state_stores, args.state_change, args.state_intervals)
+    rows = measure_all(
+        args.state_keys,
+        args.state_stores,
+        args.state_change,
+        args.state_intervals,
+        args.state_fixed_keys,
+    )
     print_table(rows, args.state_change, args.state_intervals, started.end(cpu).line())
 
 

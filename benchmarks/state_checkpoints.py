@@ -11,7 +11,8 @@ to a real `CheckpointStore` in a temporary directory, as a task's pre-commit
 writes them. The task builds the state and takes a base (a whole file: what
 every checkpoint writes with `--full-snapshot-every 1`, the `full` columns),
 then `--state-intervals` deltas with a fixed change at every size
-(`--state-change` of the smallest key count: 10,000 keys, 1% of 1M), and as
+(`--state-change` of the smallest key count: 10,000 keys, 1% of 1M; or
+`--state-fixed-keys`), and as
 many with that share of its own keys. Of every 50 changes, 48 update a key,
 one deletes a key and one adds a new key, so the size stays. Then a fresh
 `TaskState` restores the chain (base plus every delta) as a recovering task
@@ -56,10 +57,11 @@ def measure(plan: TaskPlan) -> StateRow:
 
 
 def measure_all(
-    key_counts: list[int], stores: list[str], share: float, intervals: int
+    key_counts: list[int], stores: list[str], share: float, intervals: int, fixed: int = 0
 ) -> list[StateRow]:
-    """A task per store and key count; the fixed change is `share` of the smallest count."""
-    fixed = max(1, round(share * min(key_counts)))
+    """A task per store and key count; the fixed change is `fixed` keys (0: `share` of the
+    smallest count)."""
+    fixed = fixed or max(1, round(share * min(key_counts)))
     rows = []
     for store in stores:
         for keys in key_counts:
@@ -139,6 +141,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--state-change", type=float, default=0.01, help="share of keys changed per interval"
     )
     parser.add_argument("--state-intervals", type=int, default=5, help="deltas per change")
+    parser.add_argument(
+        "--state-fixed-keys",
+        type=int,
+        default=0,
+        help="keys of the fixed change (default: --state-change of the smallest key count)",
+    )
     parser.add_argument(
         "--state-stores", type=_stores, default=["memory"], help="memory, disk or memory,disk"
     )

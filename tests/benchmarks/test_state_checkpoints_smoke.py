@@ -45,8 +45,9 @@ def test_scaling_state_only_prints_the_table_the_machine_and_the_state_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     argv = ["--state-only", "--state-keys", "10000,20000", "--state-intervals", "1"]
-    assert main(argv) == 0
+    assert main([*argv, "--state-fixed-keys", "50"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
+    assert any("fixed = 50 keys changed per interval" in line for line in out), out
     assert not any(line.startswith("P=") for line in out)  # parts 1 and 2 did not run
     assert sum(1 for line in out if ROW.fullmatch(line)) == 2, out
     assert out[-2].startswith("machine: ") and " load " in out[-2]
