@@ -2,6 +2,7 @@
 
     python -m benchmarks.scaling                      # 8, 64, 256, 1024 partitions; 10k..1M keys
     python -m benchmarks.scaling --partition-counts 8,64 --key-counts 10000 --records 50000
+    python -m benchmarks.scaling --state-only        # part 3 only: 1M, 10M, 20M keys
 
 Part 1 runs the keyed workload (a running count per key, one stage) on the
 same records spread over 8, 64, 256 and 1,024 source partitions at P tasks, and
@@ -26,8 +27,14 @@ output as wide as the input (librdkafka sends one produce request per
 partition, so a wide sink costs each checkpoint's flush a request per
 partition written).
 
-The last line: `P=.. partitions=8/64/256/1024 sink_partitions=8
+Their line: `P=.. partitions=8/64/256/1024 sink_partitions=8
 checkpoint_p99_ms=../../../.. injection_p99_ms=.. snapshot_ms_per_mib=..`.
+
+Part 3 (`--state-only` runs it alone), the state table: incremental checkpoints
+at 1M, 10M and 20M keys (`--state-keys`), a task each, when a fixed number of
+keys changed per interval and when 1% of them did, the restore of the chain and
+the task's peak RSS (benchmarks/state_checkpoints.py). The last line: `state
+ckpt_ms_1M=.. ckpt_ms_20M=.. ratio=.. restore_s_20M=.. peak_task_mib=..`.
 """
 
 from __future__ import annotations
@@ -42,8 +49,10 @@ from typing import Any
 from benchmarks.broker import benchmark_broker
 from benchmarks.harness import BaselineJob
 from benchmarks.laminar import LaminarResult, run_laminar
+from benchmarks.machine import MachineRun
 from benchmarks.memory import PeakRss, process_rss_bytes
 from benchmarks.preload import PacedInput, preload
+from benchmarks.state_checkpoints import add_arguments, measure_all, print_table
 from benchmarks.topics import delete_topics, new_topic_maker
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.state.keyed_state import KeyedState
@@ -186,6 +195,21 @@ def print_tables(
     )
 
 
+def run_state_table(args: argparse.Namespace) -> None:
+    """Part 3, with the machine's load over it."""
+    if not args.state_keys:
+        return
+    started, cpu = MachineRun.begin()
+    rows = measure_all(
+        args.state_keys,
+        args.state_stores,
+        args.state_change,
+        args.state_intervals,
+        args.state_fixed_keys,
+    )
+    print_table(rows, args.state_change, args.state_intervals, started.end(cpu).line())
+
+
 def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
@@ -217,7 +241,11 @@ def main(argv: list[str] | None = None) -> int:
         help="output topic partitions in every run (default 8; 0: as many as the source)",
     )
     parser.add_argument("--bootstrap", help="Kafka bootstrap (default: the local broker)")
+    add_arguments(parser)
     args = parser.parse_args(argv)
+    if args.state_only:
+        run_state_table(args)
+        return 0
     state = time_snapshots(args.key_counts) if args.key_counts else []
     part: list[PartitionRow] = []
     if args.partition_counts:
@@ -232,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
                 sink_partitions=args.sink_partitions or None,
             )
     print_tables(args.parallelism, part, state, args.sink_partitions)
+    run_state_table(args)
     return 0
 
 
