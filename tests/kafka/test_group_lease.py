@@ -127,3 +127,21 @@ def test_check_raises_fenced_error_once_lost_and_no_broker_answers_for_its_outag
     with pytest.raises(FencedError, match="lost the lease of Kafka group 'g': no group coord"):
         lease.check(regain_s=0.2)
     lease.release()
+
+
+def test_a_poll_that_spans_a_stall_still_makes_the_next_check_ask_the_group(
+    kafka_bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """A woken process's poller may poll before its main thread checks: that poll must
+    not pass for a fresh one, or the check would trust a lease that lapsed meanwhile."""
+    topic = topic_factory.create("lease", partitions=1)
+    lease = lease_of(kafka_bootstrap, topic)
+    lease.acquire()
+    try:
+        lease._polled.clear()
+        lease._last_poll = time.monotonic() - SESSION_MS / 1000  # as if stopped a session
+        assert lease._polled.wait(10)  # the poller polled first, after the "stall"
+        lease.check()  # nobody took the lease: held, but only after asking the group
+        assert lease.stalls == 1
+    finally:
+        lease.release()
