@@ -103,6 +103,7 @@ class GroupLease:
         self._verdict: str | None = None  # why a loss is final
         self._pause = False
         self._last_poll = time.monotonic()
+        self._stalled = threading.Event()  # the poller saw a gap of half a session
         self._polled = threading.Event()
         self.regained = 0
         """How often the group gave the lease back after it was lost."""
@@ -139,7 +140,10 @@ class GroupLease:
                 if self._pause:
                     self._consumer.pause([TopicPartition(self.topic, 0)])
                     self._pause = False
-                self._last_poll = time.monotonic()
+                now = time.monotonic()  # a poll that spanned a stall is no fresh poll:
+                if now - self._last_poll > self.session_timeout_s / 2:  # ask the group
+                    self._stalled.set()
+                self._last_poll = now
                 self._polled.set()
             except (KafkaException, RuntimeError) as exc:
                 self._error = str(exc)
@@ -220,7 +224,9 @@ class GroupLease:
         to `outage_s`).
         """
         regain_s = self.session_timeout_s if regain_s is None else regain_s
-        if time.monotonic() - self._last_poll > self.session_timeout_s / 2:
+        stalled = time.monotonic() - self._last_poll > self.session_timeout_s / 2
+        if stalled or self._stalled.is_set():  # the poller may have resumed first
+            self._stalled.clear()
             self._after_stall()
         if self._lost.is_set() and self._error is None and self._verdict is None:
             self._held.wait(regain_s)  # set again by the poller if the group gives it back
@@ -273,9 +279,8 @@ class GroupLease:
     def _after_stall(self) -> None:
         """This process stood still for half a session or more: find out from the group.
 
-        The poller serves the rebalance callbacks, and it stood still too. Once it
-        polled again, the lease is in doubt until the group's verdict (`_settle`).
-        """
+        The poller serves the rebalance callbacks and stood still too: once it polled
+        again, the lease is in doubt until the group's verdict (`_settle`)."""
         self.stalls += 1
         self._polled.clear()
         self._polled.wait(self.session_timeout_s)
@@ -290,7 +295,6 @@ class GroupLease:
         if self._poller is not None and self._poller is not threading.current_thread():
             self._poller.join(5)
         with contextlib.suppress(RuntimeError, KafkaException):  # already closed
-            # Unsubscribing first makes even a member that holds nothing leave the group
-            # at once; a close alone left one until its session timed out.
+            # Unsubscribed first, even a member holding nothing leaves at once (close: not).
             self._consumer.unsubscribe()
             self._consumer.close()
