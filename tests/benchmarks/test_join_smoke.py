@@ -29,7 +29,6 @@ from benchmarks.laminar_pipelines import stage_count
 from benchmarks.planning import not_applicable_rows, plan_tasks
 from benchmarks.records import RECORD_SCHEMA, decode_avro, key_of, make_record
 from benchmarks.tasks import TaskResult
-from benchmarks.topics import KEEP_RECORDS
 from benchmarks.verify import KeyValue, check_output
 from benchmarks.workloads import TableJoiner, expected_output_count
 from laminar_kafka.errors import PipelineError
@@ -195,7 +194,7 @@ def test_laminar_joins_check_out(
     comparison = run_comparison(
         kafka_bootstrap,
         _settings(("laminar",)),
-        make_topic=lambda prefix, n: topic_factory.create(prefix, n, KEEP_RECORDS),
+        make_topic=topic_factory.create,
         spark_context=spark_context,
     )
 
@@ -215,7 +214,7 @@ def test_quix_joins_and_the_ceilings_table_join_check_out(
     comparison = run_comparison(
         kafka_bootstrap,
         _settings(("quix", "ceiling")),
-        make_topic=lambda prefix, n: topic_factory.create(prefix, n, KEEP_RECORDS),
+        make_topic=topic_factory.create,
     )
 
     assert comparison.ok, comparison.failures

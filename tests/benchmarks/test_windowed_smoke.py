@@ -24,7 +24,7 @@ from benchmarks.latency_matches import WindowMatch
 from benchmarks.planning import plan_tasks
 from benchmarks.records import VALUE_SIZE, key_of
 from benchmarks.tasks import TaskResult
-from benchmarks.topics import KEEP_RECORDS, TopicMaker
+from benchmarks.topics import TopicMaker
 from benchmarks.verify import KeyValue, check_output
 from laminar_kafka.errors import PipelineError
 from laminar_kafka.testing import TopicFactory
@@ -145,7 +145,7 @@ def test_the_last_line_gives_the_windowed_ratios_and_the_close_latency() -> None
 
 def _keeping(topic_factory: TopicFactory) -> TopicMaker:
     """Topics as the benchmark makes them: results stamped in 2024 must not expire."""
-    return lambda prefix, partitions: topic_factory.create(prefix, partitions, KEEP_RECORDS)
+    return topic_factory.create
 
 
 def _settings(systems: tuple[Any, ...], latency: bool) -> CompareSettings:

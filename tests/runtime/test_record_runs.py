@@ -10,7 +10,6 @@ import pytest
 from confluent_kafka import Producer
 
 from laminar_kafka import JsonFormat, Pipeline, Record, RuntimeConfig, StringFormat
-from laminar_kafka.runtime.internal_topics import NO_RETENTION
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import read_committed_records
 from laminar_kafka.testing.run import BackgroundRun
@@ -32,10 +31,9 @@ def _tagged(r: Record) -> dict[str, Any]:
 def test_keys_timestamps_and_headers_reach_user_code_and_the_sink(
     kafka_bootstrap: str, topic_factory: TopicFactory, spark_context: Any, tmp_path: Path
 ) -> None:
-    # Records stamped in November 2023: a broker's time retention (7 days by default)
-    # would delete them at its next check (every 5 minutes), in the source and the sink.
-    source = topic_factory.create("clicks", partitions=2, config=NO_RETENTION)
-    sink = topic_factory.create(source + "-out", partitions=2, config=NO_RETENTION)
+    # Records stamped in November 2023: kept, as every TopicFactory topic keeps them.
+    source = topic_factory.create("clicks", partitions=2)
+    sink = topic_factory.create(source + "-out", partitions=2)
     producer = Producer({"bootstrap.servers": kafka_bootstrap})
     for n in range(40):
         producer.produce(

@@ -20,7 +20,6 @@ from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.operators import ProcessContext
 from laminar_kafka.operators.partitioning import LIBRDKAFKA_PARTITIONER, murmur2_partition
 from laminar_kafka.runtime.events import CheckpointCommitted, GenerationStarted
-from laminar_kafka.runtime.internal_topics import NO_RETENTION
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import order, produce_orders, read_committed_records
 from laminar_kafka.testing.run import BackgroundRun
@@ -66,11 +65,10 @@ CUSTOMERS = tuple(f"c{c}" for c in range(10))
 def _stamped_sink(topic_factory: TopicFactory, name: str, partitions: int) -> str:
     """A topic for outputs stamped with the orders' event time (November 2023).
 
-    It deletes nothing by time: a broker's time retention (7 days by default) counts
-    from a record's timestamp, so at its next check (every 5 minutes) it would delete
-    those outputs, and the test's read would miss them.
+    It deletes nothing by time (`TopicFactory` keeps every record): a broker's time
+    retention counts from a record's timestamp, and would delete those outputs.
     """
-    return topic_factory.create(name, partitions, NO_RETENTION)
+    return topic_factory.create(name, partitions)
 
 
 def _close_every_window(bootstrap: str, topic: str, customers: Sequence[str] = CUSTOMERS) -> None:
