@@ -76,6 +76,7 @@ class AsOfWorkload(ShapedWorkload):
     """Orders and a versioned table for a pipeline with an as-of join (see the module doc)."""
 
     watermarked_from: int | None = None
+    sides: tuple[str, ...] = ()
 
     def __init__(self, pipeline: Pipeline, records: int, partitions: int) -> None:
         shape = join_shape(pipeline)

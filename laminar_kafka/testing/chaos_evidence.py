@@ -6,11 +6,11 @@ A round that cannot show these proves nothing, so it fails instead:
   application kill must end the application with SIGKILL (exit status -9); a
   broker bounce names the broker process it killed;
 - work in flight: input the broker had appended before the kill that no
-  committed checkpoint covered yet. The pipeline's consumer group holds the
-  committed offsets (they are committed in the same transactions as the
-  output), so a delivered record at or past its partition's committed offset
-  is not reflected in committed output. Offsets are read after the kill and
-  only grow, so the count is a lower bound;
+  committed checkpoint covered yet, on every side of a join. The pipeline's
+  consumer group holds the committed offsets (committed in the same
+  transactions as the output), so a delivered record at or past its
+  partition's committed offset is not reflected in committed output. Offsets
+  are read after the kill and only grow: the count is a lower bound;
 - the recovery path: a worker kill or pause must be recovered in place (a
   `worker_lost` event of the hit generation, then a later
   `generation_started`), an application kill by a new application, a broker
@@ -34,8 +34,7 @@ from laminar_kafka.testing.chaos_app import Event
 from laminar_kafka.testing.chaos_producer import Delivered
 from laminar_kafka.testing.orders import read_committed_records
 
-COMMITTED_TIMEOUT_S = 60.0
-"""How long reading the pipeline's committed offsets may take, retries included."""
+COMMITTED_TIMEOUT_S = 60.0  # reading the committed offsets, retries included
 
 
 class KillKind(enum.Enum):
@@ -105,17 +104,29 @@ class InFlight:
             parts.append(f"between_stages:{self.between_stages}")
         return "(" + ",".join(parts) + ")" if len(parts) >= 2 else ""
 
+    def missing(self, sides: Iterable[str], behind: Iterable[str] = ()) -> list[str]:
+        """Those source topics of `sides` without input in flight; one in `behind`
+        (repartitioned) may have its input in flight between stages instead."""
+        counts, cut = dict(self.by_topic), set(behind)
+        return [t for t in sides if not counts.get(t) and not (t in cut and self.between_stages)]
 
-def hit_work_in_flight(in_flight: InFlight, point: FaultPoint | None) -> bool:
-    """Whether the fault met work the pipeline had not finished.
 
-    A kill inside the commit RPC (`DURING_COMMIT`, gated to fire once input
-    trickles in, so the epoch it commits holds records) interrupts that
+def hit_work_in_flight(
+    in_flight: InFlight,
+    point: FaultPoint | None,
+    sides: Iterable[str] = (),
+    behind: Iterable[str] = (),
+) -> bool:
+    """Whether the fault met work the pipeline had not finished: any, and on each of
+    `sides` (`InFlight.missing`). A kill inside the commit RPC (`DURING_COMMIT`,
+    gated to fire once input trickles in, so the epoch it commits holds records) interrupts that
     epoch's commit whether or not the broker completes it afterwards; when it
     does, the offsets read after the kill already cover the epoch, so
     `in_flight` can count nothing without the round being vacuous.
     """
-    return in_flight.records > 0 or point is FaultPoint.DURING_COMMIT
+    if point is FaultPoint.DURING_COMMIT:
+        return True
+    return in_flight.records > 0 and not in_flight.missing(sides, behind)
 
 
 def committed_offsets(

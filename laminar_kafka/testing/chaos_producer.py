@@ -54,7 +54,7 @@ class Delivered:
 
 @dataclass(frozen=True)
 class TailHold:
-    """Until `released` is set, the last `share` of the input goes one record per `pause_s`.
+    """Until `released` is set, the last `share` of the input goes `step` records per `pause_s`.
 
     `gate`: a file created when the trickle begins (a fault armed with
     `LAMINAR_FAULT_GATE` waits for it, so that it meets input arriving).
@@ -64,6 +64,7 @@ class TailHold:
     share: float = 0.25
     pause_s: float = 0.2
     gate: Path | None = None
+    step: int = 1
 
 
 @dataclass(frozen=True)
@@ -189,8 +190,8 @@ class PacedProducer:
                 assert hold is not None
                 if hold.gate is not None and not hold.gate.exists():
                     hold.gate.touch()
-                send(records[at : at + 1])
-                at += 1
+                send(records[at : at + hold.step])
+                at += hold.step
                 hold.released.wait(hold.pause_s)
             if self._stop.is_set():  # cleanup() cuts the round short
                 return

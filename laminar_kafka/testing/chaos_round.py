@@ -177,7 +177,8 @@ class ChaosRound:
             *settings.run_args,
         ]
         self.planned = workload.plan(self.sources, parts)
-        self.hold = settings.tail_hold(round_dir)
+        self.hold = settings.tail_hold(round_dir, max(1, len(workload.sides)))
+        self.repartitioned = {f.source.topic for f in pipeline.flows if f.sink.internal}
         wait = None
         if workload.watermarked_from is not None:
             what = "a checkpoint holding a watermark of every task"
@@ -223,9 +224,12 @@ class ChaosRound:
             done = fault.inject(self, app)
             self.hold.released.set()
             in_flight = getattr(fault, "in_flight", None) or self.in_flight(done.at)
-            if not hit_work_in_flight(in_flight, getattr(fault, "point", None)):
+            sides, behind = self.workload.sides, self.repartitioned
+            if not hit_work_in_flight(in_flight, getattr(fault, "point", None), sides, behind):
+                missing = in_flight.missing(sides, behind)
+                what = f"nothing of {', '.join(missing)}" if in_flight.records else "nothing"
                 raise LaminarError(
-                    f"{label}: nothing in flight at the fault ({in_flight}): it proves nothing"
+                    f"{label}: {what} in flight at the fault ({in_flight}): it proves nothing"
                 )
             recovery = fault.recover(self, app, done, env)
             app = recovery.app

@@ -46,12 +46,12 @@ class ChaosSettings:
             return self.pause_s
         return 6 * self.checkpoint_interval_s / max(1, self.chunks)
 
-    def tail_hold(self, round_dir: Path) -> TailHold:
-        """The last quarter of the input trickles in (five records per checkpoint
-        interval) until the fault hits, so that a late fault still meets input in
-        flight; the trickle's start opens the round's fault gate (`fault_gate`)."""
+    def tail_hold(self, round_dir: Path, step: int = 1) -> TailHold:
+        """The last quarter of the input trickles in (five times `step` records per
+        checkpoint interval) until the fault hits, so that a late fault still meets
+        input in flight; the trickle's start opens the round's fault gate (`fault_gate`)."""
         return TailHold(
-            threading.Event(), 0.25, self.checkpoint_interval_s / 5, fault_gate(round_dir)
+            threading.Event(), 0.25, self.checkpoint_interval_s / 5, fault_gate(round_dir), step
         )
 
     @property

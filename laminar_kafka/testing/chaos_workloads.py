@@ -1,18 +1,16 @@
 """What a chaos round feeds a pipeline, and how it checks the output.
 
-- `OrderWorkload`: numbered orders (`schemas/order.avsc`) for pipelines like
-  the examples, checked by the strict oracles of `chaos_checks` (ids once
-  each; every running-total update of every customer) and, for totals keyed
-  by product (behind a repartition), of `product_checks`.
-- `WindowWorkload` (`window_workload`): orders whose event time advances, for
-  pipelines whose sink a window step feeds, checked window by window against a
-  plain-Python batch computation (`window_checks`); `order_workload` picks it
-  or `OrderWorkload` by the pipeline's shape.
-- `JoinWorkload` (`join_chaos`): orders and table rows for a pipeline whose
-  sink a stream-table join feeds, checked order by order against a batch join;
-  `AsOfWorkload` (`asof_chaos`) for an as-of join: orders with event times and
-  a versioned table changing among them, checked against a batch as-of join;
-  `round_workload` picks one of them, else what `order_workload` picks.
+- `OrderWorkload`: numbered orders (`schemas/order.avsc`), checked by the strict
+  oracles of `chaos_checks` (ids once each; every running-total update of every
+  customer) and, for totals keyed by product, of `product_checks`.
+- `WindowWorkload` (`window_workload`): orders whose event time advances, for a
+  window feeding the sink, checked window by window against a plain-Python batch
+  computation; `order_workload` picks it or `OrderWorkload` by the pipeline's shape.
+- `JoinWorkload` (`join_chaos`): orders and table rows for a stream-table join
+  feeding the sink, checked order by order against a batch join; `AsOfWorkload`
+  (`asof_chaos`) for an as-of join, against a batch as-of join; `PaidWorkload`
+  (`paid_chaos`) for a table join then an interval join with a second source,
+  checked pair by pair; `round_workload` picks one, else `order_workload`'s.
 - `GeneratorWorkload`: any pipeline, fed by the user's input function; the
   expected output is what the in-memory runner (`run_pipeline`) computes from
   the same input, compared with the committed output as a multiset.
@@ -47,6 +45,7 @@ from laminar_kafka.testing.memory_log import partition_for
 from laminar_kafka.testing.memory_run import run_pipeline
 from laminar_kafka.testing.oracle import compare_outputs
 from laminar_kafka.testing.orders import expected_totals, order
+from laminar_kafka.testing.paid_chaos import PaidWorkload, paid_shape
 from laminar_kafka.testing.product_checks import compare_product_totals
 from laminar_kafka.testing.sink_output import read_output
 from laminar_kafka.testing.window_input import window_shape
@@ -60,6 +59,8 @@ class Workload(Protocol):
     """The input of a round and the check of its output."""
 
     records: int
+    sides: tuple[str, ...]
+    """Source topics that must each have input in flight at a fault (empty: any)."""
 
     @property
     def watermarked_from(self) -> int | None:
@@ -128,6 +129,7 @@ class OrderWorkload:
     """Orders 0..records-1, keyed by customer (murmur2), for pipelines over `order`."""
 
     watermarked_from: int | None = None
+    sides: tuple[str, ...] = ()
 
     def __init__(self, pipeline: Pipeline, records: int) -> None:
         if any(f.tables for f in pipeline.flows):
@@ -171,19 +173,19 @@ class OrderWorkload:
         )
 
 
-def order_workload(
-    pipeline: Pipeline, records: int, partitions: int
-) -> OrderWorkload | WindowWorkload:
+def order_workload(pipeline: Pipeline, records: int, parts: int) -> OrderWorkload | WindowWorkload:
     """The order workload that fits the pipeline: windowed when a window feeds its sink."""
     if window_shape(pipeline) is not None:
-        return WindowWorkload(pipeline, records, partitions)
+        return WindowWorkload(pipeline, records, parts)
     return OrderWorkload(pipeline, records)
 
 
 def round_workload(pipeline: Pipeline, records: int, partitions: int) -> Workload:
-    """The workload of a chaos round without --input: the join's for a stream-table
-    join feeding the sink (as of the record's time or not), else the order workload
-    that fits (`order_workload`)."""
+    """The workload of a chaos round without --input: the joins' for a table join then
+    an interval join, the join's for a stream-table join feeding the sink (as of the
+    record's time or not), else the order workload that fits (`order_workload`)."""
+    if paid_shape(pipeline) is not None:
+        return PaidWorkload(pipeline, records, partitions)
     shape = join_shape(pipeline)
     if shape is not None and isinstance(shape.join, AsOfJoinOp):
         return AsOfWorkload(pipeline, records, partitions)
@@ -196,6 +198,7 @@ class GeneratorWorkload:
     """The user's input function's records; `run_pipeline` of the same input is the oracle."""
 
     watermarked_from: int | None = None
+    sides: tuple[str, ...] = ()
 
     def __init__(
         self, pipeline: Pipeline, records: int, make_input: InputFunction, partitions: int

@@ -39,6 +39,7 @@ from laminar_kafka.testing.engine import InProcessRun, in_process_config, run_in
 from laminar_kafka.testing.join_chaos import JoinWorkload
 from laminar_kafka.testing.memory_broker import MemoryBroker
 from laminar_kafka.testing.memory_ports import MemoryReader
+from laminar_kafka.testing.paid_chaos import PaidWorkload
 from laminar_kafka.testing.retarget import retarget
 from laminar_kafka.testing.window_workload import WindowWorkload
 
@@ -133,7 +134,7 @@ def _verdict(
         if workload.late_topic is not None:
             late = committed_values(broker, workload.late_topic, workload.decode_late)
         return workload.check(output(workload.sink_flow.sink.topic), late)
-    if isinstance(workload, OrderWorkload | JoinWorkload | AsOfWorkload):
+    if isinstance(workload, OrderWorkload | JoinWorkload | AsOfWorkload | PaidWorkload):
         return workload.check(output(workload.sink_flow.sink.topic))
     if isinstance(workload, GeneratorWorkload):
         return workload.check({t: output(t) for t in workload.expected})

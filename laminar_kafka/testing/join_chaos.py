@@ -113,6 +113,7 @@ class JoinWorkload(ShapedWorkload):
     """Orders and table rows for a pipeline with a stream-table join (see the module doc)."""
 
     watermarked_from: int | None = None
+    sides: tuple[str, ...] = ()
 
     def __init__(self, pipeline: Pipeline, records: int) -> None:
         shape = join_shape(pipeline)

@@ -43,6 +43,8 @@ __all__ = ["WindowWorkload"]
 class WindowWorkload(ShapedWorkload):
     """Windowed orders for a pipeline whose sink a window feeds (see the module doc)."""
 
+    sides: tuple[str, ...] = ()
+
     def __init__(self, pipeline: Pipeline, records: int, partitions: int) -> None:
         shape = window_shape(pipeline)
         if shape is None:

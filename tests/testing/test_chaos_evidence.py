@@ -260,3 +260,15 @@ def test_input_in_flight_is_told_apart_by_source_topic() -> None:
     both = InFlight(10, 3, committed_output=3, by_topic=(("customers", 2), ("orders", 5)))
     assert both.sides == "(customers:2,orders:5)"
     assert InFlight(10, 3, committed_output=3, by_topic=(("orders", 7),)).sides == ""
+
+
+def test_a_join_s_round_needs_each_side_in_flight_or_between_stages_behind_a_repartition() -> None:
+    sides = ("orders", "payments", "customers")
+    orders_only = InFlight(20, 0, 0, by_topic=(("customers", 2), ("orders", 18)))
+    assert orders_only.missing(sides) == ["payments"]
+    assert not hit_work_in_flight(orders_only, FaultPoint.AFTER_SNAPSHOT, sides)
+    assert hit_work_in_flight(orders_only, FaultPoint.DURING_COMMIT, sides)
+    between = InFlight(20, 0, 0, between_stages=5, by_topic=(("customers", 2), ("orders", 18)))
+    assert hit_work_in_flight(between, None, sides, behind=("orders", "payments"))
+    assert not hit_work_in_flight(between, None, sides, behind=("orders",))
+    assert hit_work_in_flight(orders_only, None)  # no sides named: any input will do

@@ -7,17 +7,36 @@ from typing import Any
 
 import pytest
 
-from laminar_kafka import JsonFormat, Pipeline
+from laminar_kafka import AvroFormat, JsonFormat, Pipeline
 from laminar_kafka.api.loader import load_pipeline
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.testing.chaos_workloads import OrderWorkload, round_workload
 from laminar_kafka.testing.join_chaos import JoinWorkload, join_shape
 from laminar_kafka.testing.join_workload import batch_join
+from laminar_kafka.testing.paid_chaos import PaidWorkload
 from laminar_kafka.testing.retarget import retarget
 
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
-EXAMPLE = load_pipeline(str(PIPELINES / "orders_with_customers.py"))
 JSON = JsonFormat()
+
+
+def with_customer(order: dict[str, Any], customer: dict[str, Any] | None) -> dict[str, Any]:
+    return {**order, "customer_name": customer.get("name") if customer else None}
+
+
+def _enriched() -> Pipeline:
+    """Orders (Avro) enriched with their customer's latest row, as the example's step 1."""
+    p = Pipeline("orders-with-customers")
+    rows = p.table("customers")
+    (
+        p.source("orders", value_format=AvroFormat.from_schema("order"))
+        .join_table(rows, on="customer", how="left", merge=with_customer)
+        .sink("orders-with-customers", value_format=JSON, key="id")
+    )
+    return p
+
+
+EXAMPLE = _enriched()
 
 
 def _joined(how: str = "left", then_map: bool = False, second_sink: bool = False) -> Pipeline:
@@ -32,10 +51,12 @@ def _joined(how: str = "left", then_map: bool = False, second_sink: bool = False
     return p
 
 
-def test_the_example_gets_the_join_workload_and_order_rounds_refuse_it() -> None:
+def test_a_table_join_gets_the_join_workload_and_order_rounds_refuse_it() -> None:
     assert isinstance(round_workload(EXAMPLE, 50, 3), JoinWorkload)
     with pytest.raises(ConfigError, match="joins a table"):
         OrderWorkload(EXAMPLE, 50)
+    example = load_pipeline(str(PIPELINES / "orders_with_customers.py"))
+    assert isinstance(round_workload(example, 50, 3), PaidWorkload)  # then an interval join
     assert join_shape(load_pipeline(str(PIPELINES / "customer_totals.py"))) is None
 
 
