@@ -7,9 +7,9 @@ orders (side a) with a second source of payments (side b) on a field of each,
 writing the only sink; both sources stamped by a field.
 
 All three topics get input all along, in event-time order across them:
-- customers: a row for c0..c7 before the first order, then a change before every
-  `CHANGE_EVERY`th order (every seventh a tombstone), before every order in the
-  last quarter, so that a kill in the trickle meets the table in flight too;
+- customers: a row for c0..c7 before the first order, then a change before
+  every order (every seventh a tombstone), so that whenever orders are in
+  flight, table records produced among them are too;
 - orders: order i at `base + STEP_MS * i`, of customer c<i mod 10>;
 - payments: order i's at `+ paid_after` unless 4 divides i, a second at
   `+ 2 * paid_after` when i mod 6 is 1; every fourth order's 5 s before its
@@ -48,10 +48,9 @@ from laminar_kafka.testing.sink_output import read_output
 
 AHEAD_MS = 15 * 60_000  # every stamp lies this far past the wall clock, or more
 STEP_MS = 500  # order i is stamped `base + STEP_MS * i`
-CHANGE_EVERY = 10
 FIRST_ROWS = 8
 EARLY_MS = 5_000  # a stray payment lies this far before its order's interval opens
-ORDERS_PER_INPUT = 0.4
+ORDERS_PER_INPUT = 0.3
 """Orders per record of input: a round of `records` produces about `records` records."""
 
 
@@ -189,10 +188,9 @@ class PaidWorkload(ShapedWorkload):
             change(base - 1, f"c{c}", {"name": f"customer {c}", "tier": c % 3})
         orders: list[dict[str, Any]] = []
         payments: list[dict[str, Any]] = []
-        tail = self.orders_n * 3 // 4
         for i in range(self.orders_n):
             at = base + STEP_MS * i
-            if i and (i % CHANGE_EVERY == 0 or i >= tail):
+            if i:
                 n = self.changes
                 key = f"c{n % (FIRST_ROWS + 1)}"  # c8 gets its first row among the orders
                 change(at - 1, key, None if n % 7 == 0 else {"name": f"{key} v{n}", "tier": n % 3})
