@@ -19,8 +19,8 @@ from benchmarks.harness import BaselineJob
 from benchmarks.laminar import RUN_TIMEOUT_S, Session, pipeline_name
 from benchmarks.results import RunResult
 from benchmarks.workloads import expected_output_count
+from laminar_kafka.chaos.worker_pids import WorkerPid, worker_pids
 from laminar_kafka.errors import ConfigError, PipelineError
-from laminar_kafka.testing.worker_pids import WorkerPid, worker_pids
 
 __all__ = ["PID_DIR_ENV", "RecoveryResult", "measure_recovery"]
 

@@ -26,6 +26,7 @@ LAYERS: list[set[str]] = [
     {"plan"},
     {"runtime"},
     {"testing", "metrics", "status"},
+    {"chaos"},
     {"cli"},
     {"__init__", "__main__"},
 ]
@@ -82,6 +83,15 @@ def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
     (tmp_path / "kafka").mkdir()
     (tmp_path / "kafka" / "names.py").write_text("from laminar_kafka.runtime import task\n")
     assert import_violations(tmp_path) == ["kafka/names.py imports runtime (from kafka)"]
+
+
+def test_the_check_keeps_chaos_rounds_out_of_the_test_kit(tmp_path: Path) -> None:
+    """The user's test kit (`testing`) lies below the chaos rounds built on it."""
+    (tmp_path / "testing").mkdir()
+    (tmp_path / "testing" / "orders.py").write_text("from laminar_kafka.chaos import ChaosRun\n")
+    (tmp_path / "chaos").mkdir()
+    (tmp_path / "chaos" / "round.py").write_text("from laminar_kafka.testing import broker\n")
+    assert import_violations(tmp_path) == ["testing/orders.py imports chaos (from testing)"]
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: p.name)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from laminar_kafka.chaos.crash_points import pick_points
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.faults import FaultPoint
-from laminar_kafka.testing.crash_points import pick_points
 
 BETWEEN_STAGES = {
     FaultPoint.UPSTREAM_COMMITTED,

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from laminar_kafka.chaos import ChaosRun, ChaosSettings, FaultKind, KillKind, parse_faults
+from laminar_kafka.chaos.workloads import load_input_function
 from laminar_kafka.cli.exit_codes import ExitCode
 from laminar_kafka.cli.options import resolve_bootstrap
 from laminar_kafka.errors import ConfigError
@@ -13,8 +15,6 @@ from laminar_kafka.faults import FaultPoint
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.runtime.preflight import check_brokers_answer
 from laminar_kafka.storage.locations import is_local, store_path
-from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings, FaultKind, KillKind, parse_faults
-from laminar_kafka.testing.chaos_workloads import load_input_function
 
 __all__ = ["register"]
 

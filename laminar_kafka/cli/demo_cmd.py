@@ -27,6 +27,11 @@ from typing import Any
 
 from laminar_kafka.api.examples import examples_dir
 from laminar_kafka.api.loader import load_pipeline
+from laminar_kafka.chaos.producer import InputRecord, PacedProducer
+from laminar_kafka.chaos.sink_output import count_outputs, read_output
+from laminar_kafka.chaos.window_workload import WindowWorkload
+from laminar_kafka.chaos.worker_pids import kill_newest_worker
+from laminar_kafka.chaos.workloads import OrderWorkload, order_workload
 from laminar_kafka.cli.demo_show import (
     say,
     show_check,
@@ -42,13 +47,8 @@ from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.events import CheckpointCommitted, GenerationStarted, RuntimeEvent
 from laminar_kafka.runtime.runner import PipelineRunner
 from laminar_kafka.testing.broker import TopicFactory
-from laminar_kafka.testing.chaos_checks import ExactlyOnceReport
-from laminar_kafka.testing.chaos_producer import InputRecord, PacedProducer
-from laminar_kafka.testing.chaos_workloads import OrderWorkload, order_workload
+from laminar_kafka.testing.order_checks import ExactlyOnceReport
 from laminar_kafka.testing.retarget import retarget
-from laminar_kafka.testing.sink_output import count_outputs, read_output
-from laminar_kafka.testing.window_workload import WindowWorkload
-from laminar_kafka.testing.worker_pids import kill_newest_worker
 
 __all__ = ["register"]
 

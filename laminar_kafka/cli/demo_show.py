@@ -12,12 +12,12 @@ import datetime
 from collections import Counter
 from typing import Any
 
+from laminar_kafka.chaos.window_workload import WindowWorkload
 from laminar_kafka.kafka.admin import partition_counts, watermark_offsets
 from laminar_kafka.kafka.clients import KafkaConnection, probe_consumer
-from laminar_kafka.testing.chaos_checks import ExactlyOnceReport
 from laminar_kafka.testing.oracle import canonical
+from laminar_kafka.testing.order_checks import ExactlyOnceReport
 from laminar_kafka.testing.orders import order
-from laminar_kafka.testing.window_workload import WindowWorkload
 
 
 def say(message: str) -> None:

@@ -3,7 +3,7 @@
 Every event has a unique `id`; a stateless pipeline is exactly-once when the ids
 in its output equal the input ids as multisets, a keyed running total when its
 k-th update per customer reflects that customer's first k orders
-(`laminar_kafka.testing.chaos_checks`). `read_committed` reads a sink as a
+(`laminar_kafka.testing.order_checks`). `read_committed` reads a sink as a
 read_committed consumer does, and fails on a control record: a barrier that
 leaked into a sink is a bug, not something to skip.
 """
@@ -22,7 +22,7 @@ from laminar_kafka.errors import LaminarError
 from laminar_kafka.formats.avro import AvroFormat
 from laminar_kafka.kafka.admin import watermark_offsets
 from laminar_kafka.operators.partitioning import LIBRDKAFKA_PARTITIONER
-from laminar_kafka.testing.chaos_checks import (
+from laminar_kafka.testing.order_checks import (
     CustomerOrders,
     ExactlyOnceReport,
     compare_ids,

@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient
 
 from laminar_kafka import JsonFormat, RuntimeConfig
 from laminar_kafka.broker import LocalCluster
+from laminar_kafka.chaos.broker import BounceableBroker
 from laminar_kafka.cli.main import main
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.kafka.names import consumer_group, transactional_id
@@ -26,7 +27,6 @@ from laminar_kafka.runtime.preflight import (
     check_transaction_timeout,
 )
 from laminar_kafka.testing import TopicFactory
-from laminar_kafka.testing.chaos_broker import BounceableBroker
 from laminar_kafka.testing.orders import (
     compare_totals,
     expected_totals,

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from laminar_kafka.chaos import ChaosRun, ChaosSettings, FaultKind, KillKind, parse_faults
 from laminar_kafka.cli.chaos_cmd import _plan
 from laminar_kafka.cli.main import main
 from laminar_kafka.faults import FaultPoint
-from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings, FaultKind, KillKind, parse_faults
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 
 from laminar_kafka.api.loader import load_pipeline
+from laminar_kafka.chaos.window_workload import WindowWorkload
+from laminar_kafka.chaos.workloads import OrderWorkload, order_workload
 from laminar_kafka.cli import demo_cmd, demo_show
 from laminar_kafka.cli.main import build_parser
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.runtime.events import CheckpointCommitted, GenerationStarted, StageProgress
 from laminar_kafka.testing import PipelineTester, run_pipeline
-from laminar_kafka.testing.chaos_workloads import OrderWorkload, order_workload
 from laminar_kafka.testing.orders import order
-from laminar_kafka.testing.window_workload import WindowWorkload
 
 PRODUCT_TOTALS = Path(__file__).resolve().parents[2] / "pipelines" / "product_totals.py"
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from laminar_kafka import JsonFormat
+from laminar_kafka.chaos.app import ChaosApp
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.cluster import ClusterInfo, SparkCluster
 from laminar_kafka.testing import TopicFactory
-from laminar_kafka.testing.chaos_app import ChaosApp
 from laminar_kafka.testing.orders import produce_orders, read_committed
 from tests.cluster.test_cluster import wait_for_totals
 

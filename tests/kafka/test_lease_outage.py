@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from laminar_kafka.chaos.broker import BounceableBroker
 from laminar_kafka.errors import FencedError
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.group_lease import GroupLease, LeaseHeld
 from laminar_kafka.testing import TopicFactory
-from laminar_kafka.testing.chaos_broker import BounceableBroker
 
 pytestmark = pytest.mark.integration
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from laminar_kafka.chaos import ChaosRun, ChaosSettings, KillKind, RecoveryPath
+from laminar_kafka.chaos.asof_chaos import AsOfWorkload
+from laminar_kafka.chaos.evidence import hit_work_in_flight
 from laminar_kafka.faults import FaultPoint
-from laminar_kafka.testing.asof_chaos import AsOfWorkload
-from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings, KillKind, RecoveryPath
-from laminar_kafka.testing.chaos_evidence import hit_work_in_flight
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 

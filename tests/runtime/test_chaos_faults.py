@@ -25,8 +25,7 @@ from pathlib import Path
 import pytest
 
 from laminar_kafka.broker import LocalBroker
-from laminar_kafka.errors import LaminarError
-from laminar_kafka.testing.chaos import (
+from laminar_kafka.chaos.run import (
     ChaosRun,
     ChaosSettings,
     FaultKind,
@@ -35,6 +34,7 @@ from laminar_kafka.testing.chaos import (
     RoundResult,
     draw_seed,
 )
+from laminar_kafka.errors import LaminarError
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 

@@ -4,7 +4,7 @@ after its snapshot while customers, orders and payments all have input in flight
 
 After the restart in place, the read_committed output must hold every (order,
 payment) pair within ten minutes once, its order joined with some version of its
-customer's row (`testing/paid_chaos.py`).
+customer's row (`chaos/paid_chaos.py`).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from laminar_kafka.chaos import ChaosRun, ChaosSettings, KillKind, RecoveryPath
+from laminar_kafka.chaos.evidence import hit_work_in_flight
+from laminar_kafka.chaos.paid_chaos import PaidWorkload
 from laminar_kafka.faults import FaultPoint
-from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings, KillKind, RecoveryPath
-from laminar_kafka.testing.chaos_evidence import hit_work_in_flight
-from laminar_kafka.testing.paid_chaos import PaidWorkload
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 

@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from laminar_kafka.errors import LaminarError
-from laminar_kafka.faults import FaultPoint
-from laminar_kafka.testing.chaos import (
+from laminar_kafka.chaos.evidence import hit_work_in_flight
+from laminar_kafka.chaos.run import (
     ChaosRun,
     ChaosSettings,
     KillKind,
@@ -29,7 +28,8 @@ from laminar_kafka.testing.chaos import (
     RoundResult,
     draw_seed,
 )
-from laminar_kafka.testing.chaos_evidence import hit_work_in_flight
+from laminar_kafka.errors import LaminarError
+from laminar_kafka.faults import FaultPoint
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from laminar_kafka.chaos import ChaosRun, ChaosSettings, KillKind, RecoveryPath
+from laminar_kafka.chaos.evidence import hit_work_in_flight
+from laminar_kafka.chaos.window_workload import WindowWorkload
 from laminar_kafka.faults import FaultPoint
-from laminar_kafka.testing.chaos import ChaosRun, ChaosSettings, KillKind, RecoveryPath
-from laminar_kafka.testing.chaos_evidence import hit_work_in_flight
-from laminar_kafka.testing.window_workload import WindowWorkload
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 

@@ -21,6 +21,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported
 )
 
 from laminar_kafka import AvroFormat, JsonFormat, Pipeline
+from laminar_kafka.chaos.evidence import committed_offsets
 from laminar_kafka.errors import CheckpointError, ConfigError, LaminarError
 from laminar_kafka.kafka.admin import delete_records_below, topic_settings, watermark_offsets
 from laminar_kafka.kafka.clients import KafkaConnection, probe_consumer, source_reader_settings
@@ -30,7 +31,6 @@ from laminar_kafka.runtime.internal_topics import NO_RETENTION, prepare_internal
 from laminar_kafka.runtime.offsets_kept import check_offsets_kept
 from laminar_kafka.sources.kafka_reader import PartitionReader
 from laminar_kafka.testing import TopicFactory
-from laminar_kafka.testing.chaos_evidence import committed_offsets
 from laminar_kafka.testing.orders import produce_orders, read_committed_records
 from laminar_kafka.testing.run import BackgroundRun
 from tests.runtime.test_pipeline_runs import config

@@ -22,13 +22,14 @@ from typing import Any
 import pytest
 
 from laminar_kafka import JsonFormat
+from laminar_kafka.chaos.evidence import committed_offsets
+from laminar_kafka.chaos.product_checks import compare_product_totals
 from laminar_kafka.checkpoint.committed_markers import CommittedMarkers
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.kafka.admin import delete_committed_offsets
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.testing import TopicFactory
-from laminar_kafka.testing.chaos_evidence import committed_offsets
 from laminar_kafka.testing.orders import (
     committed_end_offsets,
     compare_totals,
@@ -36,7 +37,6 @@ from laminar_kafka.testing.orders import (
     produce_orders,
     read_committed,
 )
-from laminar_kafka.testing.product_checks import compare_product_totals
 from tests.runtime.test_failed_prepare import _WRAPPER, PIPELINES, _await, _events
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.chaos]

@@ -14,6 +14,8 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from laminar_kafka import AvroFormat, JsonFormat, Pipeline, PipelineRunner
+from laminar_kafka.chaos.evidence import committed_offsets
+from laminar_kafka.chaos.product_checks import compare_product_totals
 from laminar_kafka.control.codec import decode
 from laminar_kafka.control.headers import is_control
 from laminar_kafka.control.records import Barrier
@@ -24,14 +26,12 @@ from laminar_kafka.kafka.admin import watermark_offsets
 from laminar_kafka.kafka.clients import KafkaConnection, probe_consumer
 from laminar_kafka.runtime.events import CheckpointCommitted
 from laminar_kafka.testing import TopicFactory
-from laminar_kafka.testing.chaos_evidence import committed_offsets
 from laminar_kafka.testing.orders import (
     order,
     produce_orders,
     read_committed,
     read_committed_records,
 )
-from laminar_kafka.testing.product_checks import compare_product_totals
 from laminar_kafka.testing.run import BackgroundRun
 from tests.runtime.test_pipeline_runs import config
 

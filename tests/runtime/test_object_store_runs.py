@@ -13,6 +13,14 @@ from typing import Any
 import pytest
 
 from laminar_kafka import PipelineRunner
+from laminar_kafka.chaos import (
+    ChaosRun,
+    ChaosSettings,
+    FaultKind,
+    KillKind,
+    RecoveryPath,
+)
+from laminar_kafka.chaos.product_checks import compare_product_totals
 from laminar_kafka.checkpoint import CheckpointStore
 from laminar_kafka.errors import CheckpointError
 from laminar_kafka.faults import FaultPoint
@@ -20,15 +28,7 @@ from laminar_kafka.sinks import published_epochs
 from laminar_kafka.sinks.file_layout import FileSinkLayout
 from laminar_kafka.storage.locations import files_under, store_path
 from laminar_kafka.testing import TopicFactory
-from laminar_kafka.testing.chaos import (
-    ChaosRun,
-    ChaosSettings,
-    FaultKind,
-    KillKind,
-    RecoveryPath,
-)
 from laminar_kafka.testing.orders import produce_orders, read_committed
-from laminar_kafka.testing.product_checks import compare_product_totals
 from laminar_kafka.testing.run import BackgroundRun
 from tests.runtime.test_multi_stage_runs import decode_json, product_totals
 from tests.runtime.test_pipeline_runs import config

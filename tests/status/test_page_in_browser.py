@@ -19,6 +19,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from laminar_kafka import AvroFormat, Pipeline, RuntimeConfig
+from laminar_kafka.chaos.worker_pids import worker_pids
 from laminar_kafka.kafka.names import consumer_group
 from laminar_kafka.metrics import LagPoller
 from laminar_kafka.runtime.events import GenerationStarted, RuntimeEvent, WorkerLost
@@ -27,7 +28,6 @@ from laminar_kafka.status import DeadLetterReader, StatusCollector, plan_view, s
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import produce_orders
 from laminar_kafka.testing.run import BackgroundRun
-from laminar_kafka.testing.worker_pids import worker_pids
 from tests.status.test_page_graph import nodes as graph_nodes
 from tests.status.test_page_panels import last_error
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from laminar_kafka import Pipeline, faults
+from laminar_kafka.chaos.product_checks import compare_product_totals
 from laminar_kafka.checkpoint.bounded_end import read_bounded_end
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.faults import FaultPoint
@@ -28,7 +29,6 @@ from laminar_kafka.runtime.events import (
 from laminar_kafka.testing.engine import InProcessRun, in_process_config, run_in_process
 from laminar_kafka.testing.memory_broker import MemoryBroker
 from laminar_kafka.testing.orders import order
-from laminar_kafka.testing.product_checks import compare_product_totals
 from tests.testing.engine_orders import (
     JSON,
     PARTITIONS,

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from laminar_kafka import JsonFormat, faults
+from laminar_kafka.chaos.engine_rounds import committed_values
+from laminar_kafka.chaos.window_input import customers
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.runtime.events import CheckpointCommitted, RuntimeEvent
 from laminar_kafka.testing.engine import in_process_config, run_in_process
-from laminar_kafka.testing.engine_rounds import committed_values
 from laminar_kafka.testing.memory_broker import MemoryBroker
-from laminar_kafka.testing.window_input import customers
-from tests.testing.engine_examples import BASE, MINUTE, example
+from tests.chaos.engine_examples import BASE, MINUTE, example
 
 PARTITIONS, PARALLELISM = 4, 3
 OUT_OF_ORDER_MS, LATENESS_MS = 10, 30_000  # the example's
