@@ -15,7 +15,7 @@ from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.api.specs import Flow
 from laminar_kafka.kafka import names
 from laminar_kafka.operators.asof_join import AsOfJoinOp
-from laminar_kafka.operators.interval_join import IntervalJoinOp
+from laminar_kafka.operators.interval_join import IntervalJoinOp, SideKey, Tagged
 from laminar_kafka.operators.join import JoinTableOp
 from laminar_kafka.operators.keyed import AggregateOp, KeyByOp
 from laminar_kafka.operators.process import ProcessOp
@@ -33,6 +33,11 @@ def _function(fn: Any) -> str:
 
 def describe_step(op: object) -> str:
     """One operator, e.g. `key_by field 'product' (murmur2)` or `count 'totals' over ...`."""
+    if isinstance(op, MapOp) and isinstance(op.fn, Tagged):
+        return f"tag as side {'ab'[op.fn.side]} of the interval join"
+    if isinstance(op, KeyByOp) and isinstance(op.key, SideKey):
+        a, b = (describe_key(k) for k in op.key.on)
+        return f"key_by the join key: {a} of side a, {b} of side b ({op.partitioner})"
     if isinstance(op, MapOp | FilterOp | FlatMapOp):
         word = {MapOp: "map", FilterOp: "filter", FlatMapOp: "flat_map"}[type(op)]
         return f"{word} {_function(op.fn)}"

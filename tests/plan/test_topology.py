@@ -41,6 +41,17 @@ def test_a_table_join_repartitions_to_the_tables_partition_count() -> None:
     assert "-> join_table customers on 'customer' (left)" in text
 
 
+def test_an_interval_join_after_a_table_join_names_its_sides_and_keys() -> None:
+    pipeline = load_pipeline(str(PIPELINES / "orders_with_customers.py"))
+    text = "\n".join(describe_topology(pipeline, 2))
+
+    assert "pipeline orders-with-customers: 3 stage(s)" in text
+    assert text.count("-> tag as side b of the interval join") == 1  # the payments
+    assert "-> join_table customers on 'customer' (left)\n    -> tag as side a" in text
+    assert "key_by the join key: field 'id' of side a, field 'order_id' of side b" in text
+    assert "Tagged" not in text and "SideKey" not in text
+
+
 def test_windows_and_timers_name_their_steps() -> None:
     windows = "\n".join(describe_topology(load_pipeline(str(PIPELINES / "spend_per_minute.py")), 2))
     timers = "\n".join(describe_topology(load_pipeline(str(PIPELINES / "silent_sensors.py")), 2))
