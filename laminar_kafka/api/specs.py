@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from operator import itemgetter
 from typing import Any
 
@@ -122,12 +123,14 @@ class Flow:
     def is_stateful(self) -> bool:
         return bool(self.tables) or any(is_stateful_step(op) for op in self.operators)
 
-    @property
+    # Cached: the task asks both for every batch (runtime/joined_inputs.py), and a
+    # frozen flow's operators never change.
+    @cached_property
     def tables(self) -> tuple[TableSpec, ...]:
         """The tables the flow joins: more inputs of its stage, read beside its source."""
         return tables_of(self.operators)
 
-    @property
+    @cached_property
     def co_partitioned(self) -> tuple[str, str] | None:
         """The topics (a, b) of the co-partitioned interval join the flow runs a side of:
         its state is in a's partitions, b's partition p is read beside a's (plan/tasks.py)."""
