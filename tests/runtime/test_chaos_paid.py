@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from laminar_kafka.chaos import ChaosRun, ChaosSettings, KillKind, RecoveryPath
+from laminar_kafka.chaos import ChaosRun, KillKind, RecoveryPath
 from laminar_kafka.chaos.evidence import hit_work_in_flight
 from laminar_kafka.chaos.paid_chaos import PaidWorkload
 from laminar_kafka.faults import FaultPoint
+from tests.runtime.chaos_rounds import quick_round
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
@@ -27,15 +28,7 @@ RECORDS = 1000
 def test_a_killed_worker_leaves_every_paid_order_once_with_its_customer(
     kafka_bootstrap: str, tmp_path: Path
 ) -> None:
-    settings = ChaosSettings(
-        bootstrap=kafka_bootstrap,
-        records=RECORDS,
-        checkpoint_interval_s=0.5,
-        work_dir=tmp_path,
-        say=lambda _m: None,
-        chunks=64,
-        pause_s=0.06,
-    )
+    settings = quick_round(kafka_bootstrap, tmp_path, RECORDS)
     run = ChaosRun(str(EXAMPLE), settings)
     assert isinstance(run.workload, PaidWorkload)
     result = run.run_round(1, FaultPoint.AFTER_SNAPSHOT)
