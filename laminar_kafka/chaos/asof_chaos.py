@@ -205,10 +205,4 @@ class AsOfWorkload(ShapedWorkload):
                 example = example or f"wrong: {value:.200} (expected {want!s:.200})"
                 continue
             seen[i] = seen.get(i, 0) + 1
-        duplicates = sum(n - 1 for n in seen.values())
-        lost = sorted(set(self.expected) - set(seen))
-        if duplicates and not example:
-            example = f"duplicated ids {sorted(i for i, n in seen.items() if n > 1)[:10]}"
-        if lost and not example:
-            example = f"lost ids {lost[:10]}"
-        return ExactlyOnceReport(len(self.expected), duplicates, len(lost), wrong, example)
+        return ExactlyOnceReport.counted(self.expected, seen, wrong, example)

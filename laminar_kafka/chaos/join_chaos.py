@@ -197,13 +197,7 @@ class JoinWorkload(ShapedWorkload):
                 continue
             seen[i] = seen.get(i, 0) + 1
             joined += value != self.rowless[i]
-        duplicates = sum(n - 1 for n in seen.values())
-        lost = sorted(set(self.accepted) - set(seen))
-        if duplicates and not example:
-            example = f"duplicated ids {sorted(i for i, n in seen.items() if n > 1)[:10]}"
-        if lost and not example:
-            example = f"lost ids {lost[:10]}"
         if outputs and not joined:
             wrong += 1
             example = example or "no order found its customer's row: the table was never read"
-        return ExactlyOnceReport(self.records, duplicates, len(lost), wrong, example)
+        return ExactlyOnceReport.counted(self.accepted, seen, wrong, example)

@@ -285,13 +285,7 @@ class PaidWorkload(ShapedWorkload):
                 continue
             seen[pair] = seen.get(pair, 0) + 1
             joined += value not in self.rowless
-        duplicates = sum(n - 1 for n in seen.values())
-        lost = sorted(self.pairs - set(seen))
-        if duplicates and not example:
-            example = f"duplicated pairs {sorted(p for p, n in seen.items() if n > 1)[:5]}"
-        if lost and not example:
-            example = f"lost pairs (order, payment amount) {lost[:5]}"
         if outputs and not joined:
             wrong += 1
             example = example or "no order found its customer's row: the table was never read"
-        return ExactlyOnceReport(len(self.pairs), duplicates, len(lost), wrong, example)
+        return ExactlyOnceReport.counted(self.pairs, seen, wrong, example)

@@ -15,7 +15,7 @@ because every update after it carries the wrong running sum or id.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
@@ -37,6 +37,20 @@ class ExactlyOnceReport:
     @property
     def exact(self) -> bool:
         return self.duplicates == 0 and self.losses == 0 and self.wrong == 0
+
+    @classmethod
+    def counted(
+        cls, expected: Collection[Any], seen: Mapping[Any, int], wrong: int, example: str
+    ) -> ExactlyOnceReport:
+        """How often each `expected` key came out (`seen`), with `wrong` outputs that
+        match none; `example` is kept, else the first duplicated or lost keys are."""
+        duplicates = sum(n - 1 for n in seen.values())
+        lost = sorted(set(expected) - set(seen))
+        if duplicates and not example:
+            example = f"duplicated {sorted(k for k, n in seen.items() if n > 1)[:10]}"
+        if lost and not example:
+            example = f"lost {lost[:10]}"
+        return cls(len(expected), duplicates, len(lost), wrong, example)
 
     @classmethod
     def of(cls, report: OutputReport) -> ExactlyOnceReport:
