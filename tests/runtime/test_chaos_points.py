@@ -30,6 +30,7 @@ from laminar_kafka.chaos.run import (
 )
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.faults import FaultPoint
+from tests.runtime.chaos_rounds import quick_round
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
@@ -63,17 +64,9 @@ CASES += [(point, FILES) for point in FILE_POINTS]
 
 
 def settings(bootstrap: str, work_dir: Path) -> ChaosSettings:
-    return ChaosSettings(
-        bootstrap=bootstrap,
-        records=RECORDS,
-        checkpoint_interval_s=0.5,
-        work_dir=work_dir,
-        say=lambda _m: None,
-        # Input keeps arriving (a chunk every 60 ms, about 4 s in all): whatever moment a
-        # point fires at, records delivered after the last cut are in flight.
-        chunks=64,
-        pause_s=0.06,
-    )
+    # Input keeps arriving (a chunk every 60 ms, about 4 s in all): whatever moment a
+    # point fires at, records delivered after the last cut are in flight.
+    return quick_round(bootstrap, work_dir, RECORDS)
 
 
 def assert_evidence(
