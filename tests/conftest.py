@@ -97,13 +97,21 @@ def spark_context(pid_dir: Path, local_s3: LocalS3) -> Iterator[Any]:
         sc.stop()
 
 
-# Tests that start a JVM (Spark, the schema registry) or need the broker take seconds
-# each: they belong out of the fast tier (`-m "not integration"`), which runs without one.
-_JVM_FIXTURES = {"schema_registry_url", "registry", "spark_context", "kafka_bootstrap"}
+# Tests that start a JVM (Spark, the schema registry), an S3 server or need the broker
+# take seconds each: they belong out of the fast tier (`-m "not integration"`), which
+# runs without any of them.
+_HEAVY_FIXTURES = {
+    "schema_registry_url",
+    "registry",
+    "spark_context",
+    "kafka_bootstrap",
+    "local_s3",
+    "s3_bucket",
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        if item.get_closest_marker("spark") or fixtures & _JVM_FIXTURES:
+        if item.get_closest_marker("spark") or fixtures & _HEAVY_FIXTURES:
             item.add_marker(pytest.mark.integration)

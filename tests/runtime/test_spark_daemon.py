@@ -12,6 +12,7 @@ import pytest
 from laminar_kafka.runtime.spark_daemon import bundled_pyspark_zips, drop_bundled_pyspark
 
 
+@pytest.mark.integration  # a Python that imports pyspark and the runtime, as Spark's daemon
 def test_preloading_starts_no_thread() -> None:
     # A fork copies only the forking thread: a thread started by an import here
     # would be missing, its locks possibly held, in every task worker.
