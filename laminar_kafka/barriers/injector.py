@@ -5,7 +5,7 @@ in that partition. A partition whose end offset is still the one right after
 its previous barrier (or, before the generation's first barrier, the end it
 had when the generation started) received nothing since: Barrier(N) is not
 written there (`Announcement.skipped` says so), and its task cuts it where it
-stands. When more partitions moved than `max_barriers`, Barrier(N) goes into
+stands. When more partitions moved than `max_barrier_partitions`, Barrier(N) goes into
 none (`Announcement.no_barriers`). Any offset is a consistent cut of a source
 partition; the barrier only spares the task the question where. Skipping
 matters with many partitions: librdkafka sends one produce request per
@@ -27,6 +27,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
 
+from laminar_kafka.barriers.injection import Injection
 from laminar_kafka.control.codec import encode
 from laminar_kafka.control.headers import CONTROL_KEY, control_headers
 from laminar_kafka.control.records import Barrier
@@ -53,13 +54,13 @@ class BarrierInjector:
         partitions: Sequence[PartitionKey],
         skip_idle: bool = True,
         start_timeout_s: float = 10.0,
-        max_barriers: int | None = None,
+        max_barrier_partitions: int | None = None,
         ends_timeout_s: float = ENDS_TIMEOUT_S,
     ) -> None:
         self._producer = idempotent_producer(kafka)
         self._admin = admin_client(kafka) if skip_idle else None
         self.partitions = tuple(partitions)
-        self._max_barriers = max_barriers
+        self._max_barrier_partitions = max_barrier_partitions
         self._ends_timeout_s = ends_timeout_s
         # End offset per partition when last seen: right after our barrier, or at the start.
         self._seen_end: dict[PartitionKey, int] = self._ends(self.partitions, start_timeout_s)
@@ -81,7 +82,7 @@ class BarrierInjector:
     def _skipped(self, timeout_s: float) -> set[PartitionKey]:
         """The partitions Barrier(N) skips: those whose end offset has not moved since
         the barrier written last (before any, since this injector started), or all of
-        them when more than `max_barriers` moved.
+        them when more than `max_barrier_partitions` moved.
 
         When the end offsets cannot be read, none: a barrier too many costs time,
         one too few cannot happen.
@@ -89,16 +90,15 @@ class BarrierInjector:
         ends = self._ends(self.partitions, timeout_s)
         idle = {key for key, end in ends.items() if self._seen_end.get(key) == end}
         moved = len(self.partitions) - len(idle)
-        if self._max_barriers is not None and moved > self._max_barriers:
+        if self._max_barrier_partitions is not None and moved > self._max_barrier_partitions:
             # Too many to write: none gets Barrier(N), every task cuts where it stands.
             # Their ends now stand for the cut: the next barrier goes where records came since.
             self._seen_end.update(ends)
             return set(self.partitions)
         return idle
 
-    def inject(self, barrier: Barrier, timeout_s: float) -> dict[PartitionKey, int]:
-        """Write `barrier` to every partition that moved; returns partition → barrier offset
-        (a partition not in it was skipped)."""
+    def inject(self, barrier: Barrier, timeout_s: float) -> Injection:
+        """Write `barrier` to every partition that moved; returns where it landed."""
         skipped = self._skipped(min(timeout_s, self._ends_timeout_s))
         value = encode(barrier)
         headers = control_headers(barrier)
@@ -139,7 +139,7 @@ class BarrierInjector:
             )
         for key, offset in offsets.items():
             self._seen_end[key] = offset + 1
-        return offsets
+        return Injection.landed(self.partitions, offsets)
 
     def close(self) -> None:
         self._producer.flush(5)

@@ -29,11 +29,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from laminar_kafka import faults
+from laminar_kafka.barriers.injection import Injector
 from laminar_kafka.checkpoint.decision import decision_manifest
 from laminar_kafka.checkpoint.pending import (
     CheckpointPhase,
     ControlLink,
-    Injector,
     LowestMarker,
     PendingCheckpoint,
     check_stages,
@@ -154,20 +154,17 @@ class CheckpointCoordinator:
             self.pipeline, pending.checkpoint_id, self.generation, flags, int(time.time() * 1000)
         )
         try:
-            pending.barrier_offsets = dict(self._injector.inject(barrier, self._timeout_s))
+            injection = self._injector.inject(barrier, self._timeout_s)
+            pending.barrier_offsets = dict(injection.offsets)
             pending.injection_s = time.monotonic() - pending.started
         except ConfigError:
             raise  # refused for good (authorization): no checkpoint can succeed
         except LaminarError as exc:
             return self._abort(pending, str(exc))
         pending.move(CheckpointPhase.AWAITING_ACKS)
-        skipped = tuple(
-            partition_key(*k) for k in self._injector.partitions if k not in pending.barrier_offsets
-        )
-        # No barrier anywhere: one flag rather than every partition's name.
-        none = bool(skipped) and not pending.barrier_offsets
-        pending.skipped, pending.no_barriers = (() if none else skipped), none
-        skips = {"skipped": pending.skipped, "no_barriers": none}
+        pending.skipped = tuple(partition_key(*k) for k in injection.skipped)
+        pending.no_barriers = injection.no_barriers
+        skips = {"skipped": pending.skipped, "no_barriers": pending.no_barriers}
         self._announce(pending.checkpoint_id, Phase.PREPARE, flags=flags, stage=0, **skips)
         opened = time.monotonic()
         for stage in range(len(self.stages)):

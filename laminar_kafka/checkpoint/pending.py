@@ -16,13 +16,12 @@ manifest stays partial and the checkpoint never completes.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from laminar_kafka.control.records import Ack, Barrier, BarrierFlags, ControlRecord
+from laminar_kafka.control.records import Ack, BarrierFlags, ControlRecord
 from laminar_kafka.errors import LaminarError
-from laminar_kafka.kafka.names import PartitionKey
 
 
 class CheckpointPhase(enum.Enum):
@@ -48,14 +47,6 @@ class ControlLink(Protocol):
 
     def send(self, record: ControlRecord, timeout_s: float = 30.0) -> None: ...
     def receive(self, timeout_s: float) -> list[Any]: ...
-
-
-class Injector(Protocol):
-    """Writes a barrier into the source partitions that moved (barriers/injector.py)."""
-
-    partitions: tuple[PartitionKey, ...]
-
-    def inject(self, barrier: Barrier, timeout_s: float) -> Mapping[PartitionKey, int]: ...
 
 
 LowestMarker = Callable[[], int | None]

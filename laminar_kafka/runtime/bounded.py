@@ -34,6 +34,7 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from laminar_kafka.api.pipeline import Pipeline
+from laminar_kafka.barriers.injection import Injection
 from laminar_kafka.checkpoint.bounded_end import read_bounded_end, write_bounded_end
 from laminar_kafka.checkpoint.pending import PendingCheckpoint
 from laminar_kafka.checkpoint.store import CheckpointStore
@@ -59,8 +60,8 @@ class NoBarriers:
     def __init__(self, partitions: Sequence[PartitionKey]) -> None:
         self.partitions = tuple(partitions)
 
-    def inject(self, barrier: Barrier, timeout_s: float) -> dict[PartitionKey, int]:
-        return {}
+    def inject(self, barrier: Barrier, timeout_s: float) -> Injection:
+        return Injection.landed(self.partitions, {})
 
     def close(self) -> None:
         pass

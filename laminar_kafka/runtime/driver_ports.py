@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from laminar_kafka.api.pipeline import Pipeline
+from laminar_kafka.barriers.injection import Injector
 from laminar_kafka.checkpoint.committed_markers import CommittedMarkers
-from laminar_kafka.checkpoint.pending import Injector
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.plan.stages import InternalTopic, StagePlan

@@ -79,7 +79,9 @@ class KafkaDriverPorts:
 
     def injector(self, sources: Sequence[PartitionKey]) -> BarrierInjector:
         cfg = self._config
-        return BarrierInjector(cfg.kafka, sources, max_barriers=cfg.max_barrier_partitions)
+        return BarrierInjector(
+            cfg.kafka, sources, max_barrier_partitions=cfg.max_barrier_partitions
+        )
 
     def purge(
         self,

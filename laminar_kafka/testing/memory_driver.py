@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from confluent_kafka import TopicPartition
 
 from laminar_kafka.api.pipeline import Pipeline
+from laminar_kafka.barriers.injection import Injection
 from laminar_kafka.checkpoint.committed_markers import CommittedMarkers
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.codec import encode
@@ -57,14 +58,14 @@ class MemoryInjector:
         self.partitions = tuple(partitions)
         self._seen_end = {k: broker.bounds(k)[1] for k in self.partitions}
 
-    def inject(self, barrier: Barrier, timeout_s: float) -> dict[PartitionKey, int]:
+    def inject(self, barrier: Barrier, timeout_s: float) -> Injection:
         value, headers = encode(barrier), control_headers(barrier)
         offsets: dict[PartitionKey, int] = {}
         for key in self.partitions:
             if self._broker.bounds(key)[1] != self._seen_end[key]:
                 offsets[key] = self._broker.append(key, value, CONTROL_KEY, headers)
                 self._seen_end[key] = offsets[key] + 1
-        return offsets
+        return Injection.landed(self.partitions, offsets)
 
     def close(self) -> None:
         pass

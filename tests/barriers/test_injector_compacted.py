@@ -69,7 +69,7 @@ def test_barriers_land_in_a_compacted_topic_with_the_reserved_key(
     injector = BarrierInjector(KafkaConnection(kafka_bootstrap), parts, skip_idle=False)
     barrier = Barrier("compacted-it", 4, 1, BarrierFlags.NONE, 1_700_000_000_000)
     try:
-        offsets = injector.inject(barrier, TIMEOUT_S)
+        offsets = injector.inject(barrier, TIMEOUT_S).offsets
     finally:
         injector.close()
     assert offsets == {(topic, 0): 0, (topic, 1): 0}

@@ -40,16 +40,16 @@ def test_only_partitions_that_moved_get_the_next_barrier(
     always = BarrierInjector(KafkaConnection(kafka_bootstrap), parts, skip_idle=False)
     try:
         # Nothing arrived since the injector (the generation) started, backlog or not.
-        assert injector.inject(_barrier(1), TIMEOUT_S) == {}
+        assert injector.inject(_barrier(1), TIMEOUT_S).offsets == {}
         _write(producer, topic, 1)
-        second = injector.inject(_barrier(2), TIMEOUT_S)
+        second = injector.inject(_barrier(2), TIMEOUT_S).offsets
         assert second == {(topic, 1): 1}  # right after the order
-        assert injector.inject(_barrier(3), TIMEOUT_S) == {}
+        assert injector.inject(_barrier(3), TIMEOUT_S).offsets == {}
         _write(producer, topic, 1)
-        assert injector.inject(_barrier(4), TIMEOUT_S) == {(topic, 1): 3}
+        assert injector.inject(_barrier(4), TIMEOUT_S).offsets == {(topic, 1): 3}
         # Another writer's barrier moved every partition: all get the next one.
-        assert sorted(always.inject(_barrier(5), TIMEOUT_S)) == parts
-        assert sorted(injector.inject(_barrier(6), TIMEOUT_S)) == parts
+        assert sorted(always.inject(_barrier(5), TIMEOUT_S).offsets) == parts
+        assert sorted(injector.inject(_barrier(6), TIMEOUT_S).offsets) == parts
     finally:
         injector.close()
         always.close()
@@ -63,8 +63,8 @@ def test_without_the_start_offsets_the_first_barrier_goes_everywhere(
     injector = BarrierInjector(KafkaConnection(kafka_bootstrap), parts)
     injector._seen_end.clear()  # as when the end offsets could not be read at the start
     try:
-        assert sorted(injector.inject(_barrier(1), TIMEOUT_S)) == parts
-        assert injector.inject(_barrier(2), TIMEOUT_S) == {}
+        assert sorted(injector.inject(_barrier(1), TIMEOUT_S).offsets) == parts
+        assert injector.inject(_barrier(2), TIMEOUT_S).offsets == {}
     finally:
         injector.close()
 
@@ -75,15 +75,15 @@ def test_past_the_fan_out_limit_no_partition_gets_a_barrier(
     topic = topic_factory.create("wide", partitions=3)
     parts = [(topic, p) for p in range(3)]
     injector = BarrierInjector(
-        KafkaConnection(kafka_bootstrap), parts, max_barriers=1, ends_timeout_s=TIMEOUT_S
+        KafkaConnection(kafka_bootstrap), parts, max_barrier_partitions=1, ends_timeout_s=TIMEOUT_S
     )
     producer = Producer({"bootstrap.servers": kafka_bootstrap})
     try:
         _write(producer, topic, 0, 2)
-        assert injector.inject(_barrier(1), TIMEOUT_S) == {}  # two moved, one allowed
+        assert injector.inject(_barrier(1), TIMEOUT_S).offsets == {}  # two moved, one allowed
         _write(producer, topic, 2)
         # Counted from the cut of checkpoint 1: only partition 2 moved since.
-        assert injector.inject(_barrier(2), TIMEOUT_S) == {(topic, 2): 2}
+        assert injector.inject(_barrier(2), TIMEOUT_S).offsets == {(topic, 2): 2}
     finally:
         injector.close()
 
@@ -104,7 +104,7 @@ def test_end_offsets_are_asked_within_a_short_budget_and_their_absence_skips_not
 
     try:
         monkeypatch.setattr(injector._admin, "list_offsets", unanswered)
-        assert sorted(injector.inject(_barrier(1), TIMEOUT_S)) == parts
+        assert sorted(injector.inject(_barrier(1), TIMEOUT_S).offsets) == parts
         assert asked and max(asked) <= ENDS_TIMEOUT_S
     finally:
         injector.close()

@@ -12,6 +12,7 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
+from laminar_kafka.barriers.injection import Injection
 from laminar_kafka.control.records import Ack, Barrier, ControlRecord
 from laminar_kafka.errors import FencedError, TransactionError
 from laminar_kafka.kafka.names import PartitionKey
@@ -75,15 +76,16 @@ class FakeInjector:
     fail: bool = False
     idle: frozenset[PartitionKey] = frozenset()
 
-    def inject(self, barrier: Barrier, timeout_s: float) -> Mapping[PartitionKey, int]:
+    def inject(self, barrier: Barrier, timeout_s: float) -> Injection:
         if self.fail:
             raise TransactionError("broker unreachable")
         self.injected.append(barrier)
-        return {
+        offsets = {
             key: 100 * barrier.checkpoint_id + i
             for i, key in enumerate(self.partitions)
             if key not in self.idle
         }
+        return Injection.landed(self.partitions, offsets)
 
 
 def ack(

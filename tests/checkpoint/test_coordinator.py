@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from laminar_kafka.barriers.injection import Injection
 from laminar_kafka.checkpoint.coordinator import CheckpointCoordinator, CheckpointPhase
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import Ack, Announcement, ControlRecord, Phase
@@ -206,7 +206,7 @@ def test_a_task_that_failed_for_good_stops_the_start_with_its_error(tmp_path: Pa
 
 def test_a_refused_injection_stops_the_run(tmp_path: Path) -> None:
     class Refused(FakeInjector):
-        def inject(self, barrier: Any, timeout_s: float) -> Mapping[tuple[str, int], int]:
+        def inject(self, barrier: Any, timeout_s: float) -> Injection:
             raise ConfigError("the pipeline may not write barriers into ['orders']")
 
     with pytest.raises(ConfigError, match="may not write barriers"):
