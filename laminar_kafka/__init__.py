@@ -2,7 +2,13 @@
 
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.errors import LaminarError
-from laminar_kafka.formats import AvroFormat, BytesFormat, JsonFormat, StringFormat
+from laminar_kafka.formats import (
+    AvroFormat,
+    BytesFormat,
+    JsonFormat,
+    StringFormat,
+    avro_from_registry,
+)
 from laminar_kafka.operators.record import Record
 from laminar_kafka.runtime.config import RestartPolicy, RuntimeConfig
 from laminar_kafka.runtime.runner import PipelineRunner
@@ -18,5 +24,6 @@ __all__ = [
     "RestartPolicy",
     "RuntimeConfig",
     "StringFormat",
+    "avro_from_registry",
 ]
 __version__ = "0.1.0"

@@ -25,6 +25,7 @@ from collections import Counter
 from dataclasses import asdict
 from typing import Any, Final
 
+from benchmarks.baselines.quix_app import build_app
 from benchmarks.harness import BaselineJob
 from benchmarks.results import RunResult
 from benchmarks.topics import end_offsets
@@ -171,8 +172,6 @@ def _quix_child(
     job: dict[str, Any], group: str, barrier: mps.Barrier, stop: mps.Event, results: Any
 ) -> None:
     import tempfile
-
-    from benchmarks.baselines.quix import build_app
 
     try:
         with tempfile.TemporaryDirectory(prefix="bench-quix-") as state_dir:

@@ -1,4 +1,4 @@
-"""The join workloads as a Quix Streams user writes them (`benchmarks.baselines.quix` runs them).
+"""The join workloads as a Quix Streams user writes them (`quix_app` builds them into the app).
 
     join-table     orders.join_asof(customers, how="inner", on_merge=with_customer)
     join-interval  orders.join_interval(payments, how="inner", on_merge=paid,

@@ -4,8 +4,8 @@ at definition time."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
+from laminar_kafka.api.branches import Branch
 from laminar_kafka.api.checks import check_duration, check_key
 from laminar_kafka.api.specs import SourceSpec
 from laminar_kafka.errors import ConfigError
@@ -14,9 +14,6 @@ from laminar_kafka.operators.asof_join import AsOfJoinOp
 from laminar_kafka.operators.event_time import EventTime, TimestampSpec
 from laminar_kafka.operators.interval_join import IntervalJoinOp
 from laminar_kafka.operators.ttl import TTL_TIMES
-
-if TYPE_CHECKING:
-    from laminar_kafka.api.streams import Branch
 
 Duration = int | float | timedelta
 """Seconds, or a timedelta."""

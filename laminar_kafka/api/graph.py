@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from laminar_kafka.api.branches import Branch, Repartition
 from laminar_kafka.api.specs import EVENT_TIME, Flow, SinkSpec, SourceSpec
-from laminar_kafka.api.streams import Branch, Repartition
 from laminar_kafka.formats import InternalFormat
 from laminar_kafka.kafka.names import internal_topic
 from laminar_kafka.operators import Operator, is_stateful_step, named_step

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from laminar_kafka.api.branches import Branch
 from laminar_kafka.api.checks import (
     check_callable,
     check_duration,
@@ -19,10 +20,6 @@ from laminar_kafka.operators.asof_join import AsOfJoinOp
 from laminar_kafka.operators.event_time import KAFKA_TIME, EventTime, TimestampSpec
 from laminar_kafka.operators.interval_join import IntervalJoinOp, merge_pair
 from laminar_kafka.operators.join import JoinTableOp, TableSpec, default_merge
-
-if TYPE_CHECKING:
-    from laminar_kafka.api.streams import Branch
-
 
 TABLE_IDLE_TIMEOUT_S = 10
 """A versioned table partition without records for this long stops holding records back."""

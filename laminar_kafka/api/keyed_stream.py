@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, TypeVar
 
+from laminar_kafka.api.branches import Steps
 from laminar_kafka.api.checks import check_callable, check_duration, check_step_name
 from laminar_kafka.api.event_time import Duration, check_ttl_time
 from laminar_kafka.api.process import process_op
@@ -22,15 +23,15 @@ from laminar_kafka.operators.process import OnRecord, OnTimer
 from laminar_kafka.operators.ttl import TtlTime
 from laminar_kafka.operators.windows import EmitMode
 
-if TYPE_CHECKING:
-    from laminar_kafka.api.streams import Stream
+S = TypeVar("S", bound=Steps)
 
 
 @dataclass(frozen=True)
-class KeyedStream:
-    """A stream grouped by key: its only operators are keyed steps."""
+class KeyedStream(Generic[S]):
+    """A stream grouped by key: its only operators are keyed steps. Its methods return
+    the kind of stream it wraps (a `Stream`), with the step appended."""
 
-    stream: Stream
+    stream: S
 
     def aggregate(
         self,
@@ -41,7 +42,7 @@ class KeyedStream:
         name: str | None = None,
         ttl: Duration | None = None,
         ttl_time: TtlTime = "processing",
-    ) -> Stream:
+    ) -> S:
         """Running aggregate: state = add(state, value); emits emit(key, state) per record.
 
         `name` keys the step's state in checkpoints (default: derived from the flow).
@@ -64,7 +65,7 @@ class KeyedStream:
         name: str | None = None,
         ttl: Duration | None = None,
         ttl_time: TtlTime = "processing",
-    ) -> Stream:
+    ) -> S:
         """Running reduce: the first value of a key is its state, then fn(state, value);
         `ttl` and `ttl_time` as for `aggregate`."""
         check_callable("reduce", fn)
@@ -82,7 +83,7 @@ class KeyedStream:
         name: str | None = None,
         ttl: Duration | None = None,
         ttl_time: TtlTime = "processing",
-    ) -> Stream:
+    ) -> S:
         """Running count of records per key; `ttl` and `ttl_time` as for `aggregate`."""
         return self._stateful("count", lambda: 0, lambda n, _v: n + 1, emit, name, ttl, ttl_time)
 
@@ -93,7 +94,7 @@ class KeyedStream:
         allowed_lateness: Duration = 0,
         emit: EmitMode = "final",
         late_to: str | None = None,
-    ) -> WindowedStream:
+    ) -> WindowedStream[S]:
         """Event-time windows of `size` (seconds or a timedelta), back to back from the epoch.
 
         A window closes when the watermark passes its end plus `allowed_lateness`;
@@ -111,7 +112,7 @@ class KeyedStream:
         allowed_lateness: Duration = 0,
         emit: EmitMode = "final",
         late_to: str | None = None,
-    ) -> WindowedStream:
+    ) -> WindowedStream[S]:
         """Sessions: a key's records less than `gap` apart form one window; a record
         bridging two sessions merges them (an `aggregate` then needs `merge=`)."""
         branches = self.stream.branches
@@ -126,7 +127,7 @@ class KeyedStream:
         allowed_lateness: Duration = 0,
         emit: EmitMode = "final",
         late_to: str | None = None,
-    ) -> WindowedStream:
+    ) -> WindowedStream[S]:
         """Event-time windows of `size` starting `every` (overlapping when every < size)."""
         branches = self.stream.branches
         spec = window_spec("hopping", size, every, allowed_lateness, emit, late_to, branches)
@@ -138,7 +139,7 @@ class KeyedStream:
         *,
         on_timer: OnTimer | None = None,
         name: str | None = None,
-    ) -> Stream:
+    ) -> S:
         """Run `on_record(key, value, ctx)` per record and `on_timer(key, ctx)` per timer
         that fires; each returns an iterable of outputs, or None.
 
@@ -158,7 +159,7 @@ class KeyedStream:
         allowed_lateness: Duration = 0,
         emit: EmitMode = "final",
         late_to: str | None = None,
-    ) -> WindowedStream:
+    ) -> WindowedStream[S]:
         """The last `size` before each record: for a key's record at t, the window
         (t - size, t] of every record of the key stamped in it (equal times share one).
 
@@ -182,7 +183,7 @@ class KeyedStream:
         name: str | None,
         ttl: Duration | None = None,
         ttl_time: TtlTime = "processing",
-    ) -> Stream:
+    ) -> S:
         if emit is not None:
             check_callable(f"{kind} emit", emit)
         check_step_name(name)

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from laminar_kafka.api.branches import Branch
 from laminar_kafka.api.checks import check_format, check_key, check_name
 from laminar_kafka.api.event_time import Duration, event_time
 from laminar_kafka.api.graph import cut_stream
 from laminar_kafka.api.joins import TABLE_IDLE_TIMEOUT_S, check_tables, table_versions
 from laminar_kafka.api.keyed_stream import KeyedStream
 from laminar_kafka.api.specs import Flow, KeySpec, SinkSpec, SourceSpec
-from laminar_kafka.api.streams import Branch, Stream
+from laminar_kafka.api.streams import Stream
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.formats import BytesFormat, Format, JsonFormat, StringFormat
 from laminar_kafka.kafka.names import DEAD_LETTER_SUFFIX

@@ -7,14 +7,10 @@ with, the step name is valid, and every source feeding the step has event time
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from laminar_kafka.api.branches import Branch
 from laminar_kafka.api.checks import check_arity, check_callable, check_step_name
 from laminar_kafka.api.event_time import check_first_event_time_step, require_event_time
 from laminar_kafka.operators.process import OnRecord, OnTimer, ProcessOp
-
-if TYPE_CHECKING:
-    from laminar_kafka.api.streams import Branch
 
 
 def process_op(

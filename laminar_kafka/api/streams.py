@@ -1,17 +1,18 @@
 """Streams as the user builds them: branches of operators over sources or repartitions.
 
-A stream is one or more branches (several after a `union`); each branch starts at
-a source topic or at a `Repartition`, the point where upstream branches are
-re-keyed through an internal topic. Nothing runs here: `sink` hands the finished
-tree to the pipeline, which cuts it into flows (api/graph.py).
+Each method returns a new stream: its branches (api/branches.py) with one more
+operator, or a new branch after a `Repartition` where records must be re-keyed
+first. Nothing runs here: `sink` hands the finished tree to the pipeline, which
+cuts it into flows (api/graph.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from laminar_kafka.api.branches import Branch, Repartition
 from laminar_kafka.api.checks import (
     check_callable,
     check_file_output,
@@ -22,18 +23,13 @@ from laminar_kafka.api.checks import (
 from laminar_kafka.api.event_time import Duration, event_time_step
 from laminar_kafka.api.joins import interval_join_op, join_op
 from laminar_kafka.api.keyed_stream import KeyedStream
-from laminar_kafka.api.specs import KeySpec, SinkSpec, SourceSpec
+from laminar_kafka.api.specs import Flow, KeySpec, SinkSpec, SourceSpec
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.formats import Format, JsonFormat, StringFormat
 from laminar_kafka.operators import FilterOp, FlatMapOp, KeyByOp, MapOp, Operator
 from laminar_kafka.operators.interval_join import IntervalHow, SideKey, Tagged
 from laminar_kafka.operators.join import JoinHow, TableSpec
-from laminar_kafka.operators.partitioning import Partitioner
 from laminar_kafka.sinks.file_output import FileFormat
-
-if TYPE_CHECKING:
-    from laminar_kafka.api.pipeline import Pipeline
-    from laminar_kafka.api.specs import Flow
 
 
 def _flag(what: str, metadata: bool) -> bool:
@@ -42,39 +38,18 @@ def _flag(what: str, metadata: bool) -> bool:
     return metadata
 
 
-@dataclass(frozen=True)
-class Repartition:
-    """`upstream` re-keyed by `key_by`: written to an internal topic, read by the next stage."""
+class StreamOwner(Protocol):
+    """What a stream asks of the pipeline it belongs to (a `Pipeline`): to take the
+    finished stream, once `sink` completes it."""
 
-    upstream: tuple[Branch, ...]
-    key_by: KeyByOp
-    name: str | None = None
-    partitions: int | None = None
-    partitions_like: str | None = None
-    """A table topic whose partition count the internal topic must have (a join)."""
-
-
-@dataclass(frozen=True)
-class Branch:
-    """Operators applied, in order, to what `input` delivers."""
-
-    input: SourceSpec | Repartition
-    operators: tuple[Operator, ...] = ()
-
-    def partitioning(self) -> tuple[KeySpec, Partitioner] | None:
-        """The key (and partitioner) records of this branch are partitioned by, if known."""
-        if isinstance(self.input, Repartition):
-            return self.input.key_by.key, self.input.key_by.partitioner
-        if self.input.partitioned_by is None:
-            return None
-        return self.input.partitioned_by, self.input.partitioner
+    def add_stream(self, branches: tuple[Branch, ...], sink: SinkSpec) -> Flow: ...
 
 
 @dataclass(frozen=True)
 class Stream:
     """Records after some operators; every method returns a new stream."""
 
-    pipeline: Pipeline
+    pipeline: StreamOwner
     branches: tuple[Branch, ...]
 
     def _then(self, op: Operator) -> Stream:
@@ -116,7 +91,7 @@ class Stream:
 
     def key_by(
         self, key: KeySpec, *, name: str | None = None, partitions: int | None = None
-    ) -> KeyedStream:
+    ) -> KeyedStream[Stream]:
         """Group by a field (or function) for the keyed steps that follow.
 
         When the records are not already partitioned by this key (a source declared

@@ -11,8 +11,9 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, TypeVar
 
+from laminar_kafka.api.branches import Branch, Steps
 from laminar_kafka.api.checks import (
     check_arity,
     check_callable,
@@ -26,8 +27,7 @@ from laminar_kafka.operators import AggregateOp
 from laminar_kafka.operators.keyed import StepKind
 from laminar_kafka.operators.windows import EmitMode, Window, WindowSpec, default_window_emit
 
-if TYPE_CHECKING:
-    from laminar_kafka.api.streams import Branch, Stream
+S = TypeVar("S", bound=Steps)
 
 
 def window_spec(
@@ -55,7 +55,7 @@ def window_spec(
 
 
 @dataclass(frozen=True)
-class WindowedStream:
+class WindowedStream(Generic[S]):
     """A keyed stream cut into event-time windows: aggregate, reduce or count per window.
 
     `emit(key, window, value)` makes each result (default: a dict of key, start,
@@ -66,7 +66,7 @@ class WindowedStream:
     unless its sink sets `timestamp=`.
     """
 
-    stream: Stream
+    stream: S
     window: WindowSpec
 
     def aggregate(
@@ -77,7 +77,7 @@ class WindowedStream:
         *,
         merge: Callable[[Any, Any], Any] | None = None,
         name: str | None = None,
-    ) -> Stream:
+    ) -> S:
         """`merge(a, b)` combines two sessions' aggregates (session windows need it)."""
         check_callable("aggregate initial", initial)
         check_callable("aggregate add", add)
@@ -96,13 +96,13 @@ class WindowedStream:
         emit: Callable[[Any, Window, Any], Any] | None = None,
         *,
         name: str | None = None,
-    ) -> Stream:
+    ) -> S:
         check_callable("reduce", fn)
         return self._stateful("reduce", _first, _Reduce(fn), emit, name, _Reduce(fn))
 
     def count(
         self, emit: Callable[[Any, Window, Any], Any] | None = None, *, name: str | None = None
-    ) -> Stream:
+    ) -> S:
         return self._stateful("count", _zero, _plus_one, emit, name, operator.add)
 
     def _stateful(
@@ -113,7 +113,7 @@ class WindowedStream:
         emit: Callable[[Any, Window, Any], Any] | None,
         name: str | None,
         merge: Callable[[Any, Any], Any] | None = None,
-    ) -> Stream:
+    ) -> S:
         if emit is not None:
             check_callable(f"{kind} emit", emit)
             check_arity(f"{kind} emit over windows", emit, "key, window, value")

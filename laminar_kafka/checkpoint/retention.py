@@ -11,13 +11,25 @@ a kept manifest needs keeps every file a restore of it reads.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from laminar_kafka.checkpoint.manifest import Manifest
 from laminar_kafka.errors import CheckpointError
 from laminar_kafka.storage.locations import StorePath, remove_tree
 
-if TYPE_CHECKING:
-    from laminar_kafka.checkpoint.store import CheckpointStore
+
+class Checkpoints(Protocol):
+    """What retention reads of a checkpoint store (a `CheckpointStore`, which calls it)."""
+
+    @property
+    def home(self) -> StorePath: ...
+
+    def complete_ids(self) -> list[int]: ...
+
+    def manifest_ids(self) -> list[int]: ...
+
+    def read_manifest(self, checkpoint_id: int) -> Manifest | None: ...
+
 
 _DELTA_NAME = re.compile(r"task-\d+-g\d+\.base-(\d+)\.delta")
 
@@ -36,7 +48,7 @@ def checkpoint_id_of(entry: StorePath) -> int | None:
     return int(name[4:])
 
 
-def retain(store: CheckpointStore, keep: int, keep_from: int | None = None) -> list[int]:
+def retain(store: Checkpoints, keep: int, keep_from: int | None = None) -> list[int]:
     """Delete all but the newest `keep` complete checkpoints and older incomplete ones.
 
     Nothing at or above `keep_from` is deleted, whatever the count: it is the
@@ -65,7 +77,7 @@ def retain(store: CheckpointStore, keep: int, keep_from: int | None = None) -> l
     return sorted(removed)
 
 
-def _bases_from(store: CheckpointStore, oldest: int) -> list[int]:
+def _bases_from(store: Checkpoints, oldest: int) -> list[int]:
     """The bases that the state files of the manifests from `oldest` on are deltas on."""
     bases = []
     for checkpoint_id in store.manifest_ids():

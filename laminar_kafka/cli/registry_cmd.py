@@ -18,7 +18,7 @@ def register(subparsers: Any) -> None:
         "registry",
         "run a local schema registry for tests and development",
         f"Apicurio Registry {RELEASE} on 127.0.0.1, with a Confluent-compatible API for "
-        "AvroFormat.from_registry; schemas are kept in memory. Needs Java 17+ and Maven: "
+        "avro_from_registry; schemas are kept in memory. Needs Java 17+ and Maven: "
         "it is built from Maven Central on first use (a few minutes, once). Its home is "
         "--home, else $LAMINAR_REGISTRY_HOME, else ~/.cache/laminar-kafka/registry.",
     )

@@ -5,7 +5,7 @@ from laminar_kafka.formats.base import Format
 from laminar_kafka.formats.internal import InternalFormat
 from laminar_kafka.formats.json import JsonFormat
 from laminar_kafka.formats.raw import BytesFormat, StringFormat
-from laminar_kafka.formats.registry import RegistryAvroFormat
+from laminar_kafka.formats.registry import RegistryAvroFormat, avro_from_registry
 
 __all__ = [
     "AvroFormat",
@@ -15,4 +15,5 @@ __all__ = [
     "JsonFormat",
     "RegistryAvroFormat",
     "StringFormat",
+    "avro_from_registry",
 ]

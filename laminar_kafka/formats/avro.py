@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from fastavro import parse_schema, schemaless_reader
 from fastavro.schema import fingerprint, to_parsing_canonical_form
@@ -27,9 +27,6 @@ from laminar_kafka.errors import ConfigError, RecordDecodeError
 from laminar_kafka.formats.avro_decode import DecodeAll, compile_decoder
 from laminar_kafka.formats.avro_strict import StrictAvro, may_overflow
 from laminar_kafka.formats.avro_writer import AvroWriter, avro_writer
-
-if TYPE_CHECKING:
-    from laminar_kafka.formats.registry import RegistryAvroFormat
 
 SINGLE_OBJECT_MARKER = b"\xc3\x01"
 Framing = Literal["single-object", "raw"]
@@ -109,37 +106,6 @@ class AvroFormat:
 
         caller = sys._getframe(1).f_globals.get("__file__")
         return cls(load_project_schema(name, caller), framing=framing)
-
-    @staticmethod
-    def from_registry(
-        url: str,
-        subject: str,
-        *,
-        reader_schema: Any = None,
-        writer_schema: Any = None,
-        auto_register: bool = True,
-        validate: bool = True,
-        client_config: Mapping[str, Any] | None = None,
-    ) -> RegistryAvroFormat:
-        """Avro in the Confluent wire format (magic byte, schema id), schemas in a registry.
-
-        Sources decode each record with the schema its id names, resolved into
-        `reader_schema` when given; sinks write with `writer_schema` (else
-        `reader_schema`, else the subject's latest), registered under `subject`
-        if `auto_register`. `client_config` adds settings of confluent-kafka's
-        SchemaRegistryClient (e.g. `basic.auth.user.info`). See `formats/registry.py`.
-        """
-        from laminar_kafka.formats.registry import RegistryAvroFormat
-
-        return RegistryAvroFormat.create(
-            url,
-            subject,
-            reader_schema=reader_schema,
-            writer_schema=writer_schema,
-            auto_register=auto_register,
-            validate=validate,
-            client_config=client_config,
-        )
 
     def decode_one(self, data: bytes | None) -> Any:
         if data is None:

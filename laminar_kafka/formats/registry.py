@@ -39,7 +39,7 @@ from laminar_kafka.formats.registry_client import (
     encode_writers,
 )
 
-__all__ = ["MAGIC_BYTE", "RegistryAvroFormat", "wire_header"]
+__all__ = ["MAGIC_BYTE", "RegistryAvroFormat", "avro_from_registry", "wire_header"]
 
 MAGIC_BYTE = 0
 _HEADER = 5
@@ -50,11 +50,44 @@ def wire_header(schema_id: int) -> bytes:
     return bytes([MAGIC_BYTE]) + schema_id.to_bytes(4, "big")
 
 
+def avro_from_registry(
+    url: str,
+    subject: str,
+    *,
+    reader_schema: Any = None,
+    writer_schema: Any = None,
+    auto_register: bool = True,
+    validate: bool = True,
+    client_config: Mapping[str, Any] | None = None,
+) -> RegistryAvroFormat:
+    """Avro in the Confluent wire format (magic byte, schema id), schemas in a registry.
+
+    Sources decode each record with the schema its id names, resolved into
+    `reader_schema` when given; sinks write with `writer_schema` (else
+    `reader_schema`, else the subject's latest), registered under `subject`
+    if `auto_register`. `client_config` adds settings of confluent-kafka's
+    SchemaRegistryClient (e.g. `basic.auth.user.info`).
+    """
+    config = tuple(sorted((str(k), v) for k, v in (client_config or {}).items()))
+    if any(key == "url" for key, _ in config):
+        raise ConfigError("give the registry URL as `url`, not in client_config")
+    return RegistryAvroFormat(
+        url.rstrip("/"),
+        subject,
+        reader_schema=reader_schema,
+        writer_schema=writer_schema,
+        auto_register=auto_register,
+        validate=validate,
+        client_config=config,
+    )
+
+
 @dataclass(frozen=True)
 class RegistryAvroFormat:
     """Avro in the Confluent wire format, schemas in the registry at `url`.
 
-    Picklable: only the settings travel; a worker opens its own client.
+    Made by `avro_from_registry`. Picklable: only the settings travel; a worker
+    opens its own client.
     """
 
     url: str
@@ -87,31 +120,6 @@ class RegistryAvroFormat:
         object.__setattr__(self, "_reader", reader)
         object.__setattr__(self, "_reader_text", None if reader is None else canonical(reader))
         object.__setattr__(self, "_registry", SchemaRegistryAccess(self.url, self.client_config))
-
-    @classmethod
-    def create(
-        cls,
-        url: str,
-        subject: str,
-        *,
-        reader_schema: Any = None,
-        writer_schema: Any = None,
-        auto_register: bool = True,
-        validate: bool = True,
-        client_config: Mapping[str, Any] | None = None,
-    ) -> RegistryAvroFormat:
-        config = tuple(sorted((str(k), v) for k, v in (client_config or {}).items()))
-        if any(key == "url" for key, _ in config):
-            raise ConfigError("give the registry URL as `url`, not in client_config")
-        return cls(
-            url.rstrip("/"),
-            subject,
-            reader_schema=reader_schema,
-            writer_schema=writer_schema,
-            auto_register=auto_register,
-            validate=validate,
-            client_config=config,
-        )
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Only the settings: parsed schemas are rebuilt, clients opened where used.

@@ -22,7 +22,7 @@ from laminar_kafka.formats.registry import MAGIC_BYTE, RegistryAvroFormat
 
 __all__ = ["Encoding", "sniff"]
 
-_REGISTRY_ADVICE = "use value_format=AvroFormat.from_registry(url, subject=...) (docs/own-kafka.md)"
+_REGISTRY_ADVICE = "use value_format=avro_from_registry(url, subject=...) (docs/own-kafka.md)"
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ __all__ = ["CCOMPAT_PATH", "LocalRegistry", "RegistryInfo", "default_home"]
 log = logging.getLogger("laminar_kafka.registry")
 
 CCOMPAT_PATH = "/apis/ccompat/v7"
-"""Apicurio's Confluent-compatible API: the URL `AvroFormat.from_registry` is given."""
+"""Apicurio's Confluent-compatible API: the URL `avro_from_registry` is given."""
 
 _HOME_FLAG = "-Dlaminar.registry.home="  # tells our registry's JVM from any other
 _PORT_TAKEN_SIGNS = ("Port already bound", "Address already in use")  # Vert.x, the JDK

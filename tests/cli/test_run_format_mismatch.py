@@ -56,7 +56,7 @@ def test_a_confluent_framed_topic_stops_the_run_with_one_clear_line(
     errors = [line for line in stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1, said
     assert "Confluent wire format (magic byte 0, schema id 7)" in errors[0], said
-    assert "AvroFormat.from_registry(url, subject=...)" in errors[0], said
+    assert "avro_from_registry(url, subject=...)" in errors[0], said
     assert "Traceback" not in stderr, said
     assert "restart 1" not in stdout + stderr, said  # no restart cures a format
     assert read_committed_records(kafka_bootstrap, dead_letter_topic(name), 30) == []

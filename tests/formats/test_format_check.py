@@ -28,7 +28,7 @@ def test_a_run_of_confluent_records_at_the_start_raises_a_config_error() -> None
     message = str(raised.value)
     assert isinstance(raised.value, ConfigError) and isinstance(raised.value, IncurableError)
     assert "'points'" in message and "schema id 5" in message and "0:0, 0:1, 0:9" in message
-    assert "AvroFormat.from_registry(url, subject=...)" in message
+    assert "avro_from_registry(url, subject=...)" in message
     assert "\n" not in message
 
 

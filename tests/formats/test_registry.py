@@ -1,4 +1,4 @@
-"""AvroFormat.from_registry: the Confluent wire format, schemas in a real registry.
+"""avro_from_registry: the Confluent wire format, schemas in a real registry.
 
 The tests of the first part need no registry: the wire-format checks refuse a
 record before the registry is asked, and an unreachable registry is a closed
@@ -21,7 +21,7 @@ import pytest
 
 from laminar_kafka import Pipeline
 from laminar_kafka.errors import ConfigError, RecordDecodeError
-from laminar_kafka.formats import AvroFormat, JsonFormat, RegistryAvroFormat
+from laminar_kafka.formats import JsonFormat, RegistryAvroFormat, avro_from_registry
 from laminar_kafka.formats.batch import decode_batch
 from laminar_kafka.formats.registry import wire_header
 from laminar_kafka.formats.registry_client import RegistryUnavailableError, clear_caches
@@ -53,7 +53,7 @@ def closed_url() -> str:
 
 
 def _offline(url: str, **kwargs: Any) -> RegistryAvroFormat:
-    return AvroFormat.from_registry(url, "points-value", client_config={"max.retries": 0}, **kwargs)
+    return avro_from_registry(url, "points-value", client_config={"max.retries": 0}, **kwargs)
 
 
 # -- without a registry ----------------------------------------------------------------
@@ -79,13 +79,13 @@ def test_an_unreachable_registry_fails_the_task_instead_of_dead_lettering(closed
 
 def test_settings_are_checked_when_the_format_is_made() -> None:
     with pytest.raises(ConfigError, match="http"):
-        AvroFormat.from_registry("localhost:8081", "s")
+        avro_from_registry("localhost:8081", "s")
     with pytest.raises(ConfigError, match="subject"):
-        AvroFormat.from_registry("http://localhost:8081", "")
+        avro_from_registry("http://localhost:8081", "")
     with pytest.raises(ConfigError, match="reader schema"):
-        AvroFormat.from_registry("http://localhost:8081", "s", reader_schema={"type": "nope"})
+        avro_from_registry("http://localhost:8081", "s", reader_schema={"type": "nope"})
     with pytest.raises(ConfigError, match="not in client_config"):
-        AvroFormat.from_registry("http://a:1", "s", client_config={"url": "http://b:2"})
+        avro_from_registry("http://a:1", "s", client_config={"url": "http://b:2"})
 
 
 def test_wire_header_is_magic_byte_and_big_endian_id() -> None:
@@ -129,13 +129,13 @@ def subject(registry_url: str) -> str:
 
 
 def test_round_trip(registry_url: str, subject: str) -> None:
-    fmt = AvroFormat.from_registry(registry_url, subject, reader_schema=POINT_V1)
+    fmt = avro_from_registry(registry_url, subject, reader_schema=POINT_V1)
     data = fmt.encode_one({"x": 3, "label": "a"})
     assert data is not None and data[0] == 0
     schema_id = int.from_bytes(data[1:5], "big")
     assert fmt.writer().schema_id == schema_id
     assert fmt.decode_one(data) == {"x": 3, "label": "a"}
-    reader = AvroFormat.from_registry(registry_url, subject)  # no reader schema: as written
+    reader = avro_from_registry(registry_url, subject)  # no reader schema: as written
     assert reader.decode_one(data) == {"x": 3, "label": "a"}
     assert decode_batch(reader, [data, data, None]) == [{"x": 3, "label": "a"}] * 2 + [None]
     with pytest.raises(RecordDecodeError, match="does not match the Avro schema"):
@@ -143,39 +143,39 @@ def test_round_trip(registry_url: str, subject: str) -> None:
 
 
 def test_new_reader_reads_old_records_with_the_default(registry_url: str, subject: str) -> None:
-    old = AvroFormat.from_registry(registry_url, subject, reader_schema=POINT_V1)
+    old = avro_from_registry(registry_url, subject, reader_schema=POINT_V1)
     data = old.encode_one({"x": 1, "label": "old"})
-    new = AvroFormat.from_registry(registry_url, subject, reader_schema=POINT_V2)
+    new = avro_from_registry(registry_url, subject, reader_schema=POINT_V2)
     assert new.decode_one(data) == {"x": 1, "label": "old", "z": -1}
 
 
 def test_writer_registered_later_is_read_as_the_reader_schema(
     registry_url: str, subject: str
 ) -> None:
-    reader = AvroFormat.from_registry(registry_url, subject, reader_schema=POINT_V1)
+    reader = avro_from_registry(registry_url, subject, reader_schema=POINT_V1)
     first = reader.encode_one({"x": 1, "label": "v1"})
     assert reader.decode_one(first) == {"x": 1, "label": "v1"}
     # A producer upgrades after the reader started: its schema is registered only now.
-    upgraded = AvroFormat.from_registry(registry_url, subject, writer_schema=POINT_V2)
+    upgraded = avro_from_registry(registry_url, subject, writer_schema=POINT_V2)
     later = upgraded.encode_one({"x": 2, "label": "v2", "z": 9})
     assert later is not None and later[1:5] != (first or b"")[1:5]
     assert reader.decode_one(later) == {"x": 2, "label": "v2"}
-    as_written = AvroFormat.from_registry(registry_url, subject)
+    as_written = avro_from_registry(registry_url, subject)
     assert as_written.decode_one(later) == {"x": 2, "label": "v2", "z": 9}
     assert as_written.writer().schema_id == upgraded.writer().schema_id  # the latest
 
 
 def test_unresolvable_writer_is_a_decode_error(registry_url: str, subject: str) -> None:
-    data = AvroFormat.from_registry(registry_url, subject, reader_schema=POINT_V1).encode_one(
+    data = avro_from_registry(registry_url, subject, reader_schema=POINT_V1).encode_one(
         {"x": 1, "label": "a"}
     )
-    strict = AvroFormat.from_registry(registry_url, subject, reader_schema=POINT_NEEDS_W)
+    strict = avro_from_registry(registry_url, subject, reader_schema=POINT_NEEDS_W)
     with pytest.raises(RecordDecodeError, match="cannot be read as the reader schema"):
         strict.decode_one(data)
 
 
 def test_unknown_schema_id_is_a_decode_error(registry_url: str, subject: str) -> None:
-    fmt = AvroFormat.from_registry(registry_url, subject, reader_schema=POINT_V1)
+    fmt = avro_from_registry(registry_url, subject, reader_schema=POINT_V1)
     unknown = wire_header(0x7FFFFFF0) + b"\x02\x02a"
     with pytest.raises(RecordDecodeError, match=r"schema id 2147483632 is unknown"):
         fmt.decode_one(unknown)
@@ -184,32 +184,28 @@ def test_unknown_schema_id_is_a_decode_error(registry_url: str, subject: str) ->
 
 
 def test_corrupt_body_is_a_decode_error(registry_url: str, subject: str) -> None:
-    fmt = AvroFormat.from_registry(registry_url, subject, reader_schema=POINT_V1)
+    fmt = avro_from_registry(registry_url, subject, reader_schema=POINT_V1)
     data = fmt.encode_one({"x": 1, "label": "abc"})
     assert data is not None
     with pytest.raises(RecordDecodeError, match="schema id"):
         fmt.decode_one(data[:-1])
     with pytest.raises(RecordDecodeError, match="trailing"):
-        AvroFormat.from_registry(registry_url, subject, reader_schema=POINT_V2).decode_one(
-            data + b"\x00"
-        )
+        avro_from_registry(registry_url, subject, reader_schema=POINT_V2).decode_one(data + b"\x00")
 
 
 def test_unregistered_writer_without_auto_register_is_a_config_error(
     registry_url: str, subject: str
 ) -> None:
-    fmt = AvroFormat.from_registry(
-        registry_url, subject, writer_schema=POINT_V1, auto_register=False
-    )
+    fmt = avro_from_registry(registry_url, subject, writer_schema=POINT_V1, auto_register=False)
     with pytest.raises(ConfigError, match="cannot find the writer schema"):
         fmt.encode_one({"x": 1, "label": "a"})
     with pytest.raises(ConfigError, match="has no schema"):
-        AvroFormat.from_registry(registry_url, subject).encode_one({"x": 1, "label": "a"})
+        avro_from_registry(registry_url, subject).encode_one({"x": 1, "label": "a"})
 
 
 def test_unknown_schema_id_goes_to_the_dead_letter_topic(registry_url: str, subject: str) -> None:
-    fmt = AvroFormat.from_registry(registry_url, subject, reader_schema=POINT_V2)
-    good = AvroFormat.from_registry(registry_url, subject, reader_schema=POINT_V1).encode_one(
+    fmt = avro_from_registry(registry_url, subject, reader_schema=POINT_V2)
+    good = avro_from_registry(registry_url, subject, reader_schema=POINT_V1).encode_one(
         {"x": 5, "label": "ok"}
     )
     assert good is not None
@@ -224,7 +220,7 @@ def test_unknown_schema_id_goes_to_the_dead_letter_topic(registry_url: str, subj
 
 
 def test_format_works_after_pickling(registry_url: str, subject: str) -> None:
-    fmt = AvroFormat.from_registry(registry_url, subject, reader_schema=POINT_V1)
+    fmt = avro_from_registry(registry_url, subject, reader_schema=POINT_V1)
     data = fmt.encode_one({"x": 8, "label": "p"})
     clear_caches()  # as in a fresh worker process
     copy = pickle.loads(pickle.dumps(fmt))

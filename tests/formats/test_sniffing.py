@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fastavro import parse_schema, schemaless_writer
 
-from laminar_kafka.formats import AvroFormat, JsonFormat, RegistryAvroFormat, StringFormat
+from laminar_kafka.formats import AvroFormat, JsonFormat, StringFormat, avro_from_registry
 from laminar_kafka.formats.base import Format
 from laminar_kafka.formats.registry import wire_header
 from laminar_kafka.formats.sniffing import sniff
@@ -32,7 +32,7 @@ def body(schema: dict[str, Any] = POINT, value: dict[str, Any] = VALUE) -> bytes
 
 
 AVRO = AvroFormat(POINT)
-REGISTRY = RegistryAvroFormat.create("http://127.0.0.1:1", "points-value")
+REGISTRY = avro_from_registry("http://127.0.0.1:1", "points-value")
 
 
 @pytest.mark.parametrize("fmt", [AVRO, AvroFormat(POINT, framing="raw"), JsonFormat()])
@@ -42,13 +42,13 @@ def test_the_confluent_wire_format_names_its_schema_id_and_the_registry_format(
     found = sniff(wire_header(42) + body(), fmt)
     assert found is not None
     assert "Confluent wire format" in found.name and found.detail == "magic byte 0, schema id 42"
-    assert "AvroFormat.from_registry" in found.advice
+    assert "avro_from_registry" in found.advice
 
 
 def test_confluent_json_schema_bodies_are_told_apart() -> None:
     found = sniff(wire_header(3) + b'{"x": 1}', AVRO)
     assert found is not None and "JSON bodies" in found.name and "JSON Schema" in found.detail
-    assert "from_registry" not in found.advice
+    assert "avro_from_registry" not in found.advice
 
 
 def test_single_object_records_suggest_avro_format() -> None:
