@@ -47,8 +47,18 @@ class ScheduleError(LaminarError):
 class Scheduler:
     """The `waits` world of one seeded run; see the module docstring."""
 
-    def __init__(self, seed: int, quantum_s: float = 5e-5, max_virtual_s: float = 600.0) -> None:
+    def __init__(
+        self,
+        seed: int,
+        priorities: float | None = None,
+        stalls: float = 0.0,
+        stall_s: float = 1.0,
+        quantum_s: float = 5e-5,
+        max_virtual_s: float = 600.0,
+    ) -> None:
         self.seed = seed
+        self._priorities = priorities
+        self._stalls, self._stall_s = stalls, stall_s
         self.now = 0.0
         self.steps = 0
         self.choices = 0
@@ -122,7 +132,7 @@ class Scheduler:
     def spawn(self, target: Callable[..., object], name: str, args: tuple[Any, ...]) -> Strand:
         """A new runnable strand, its real thread waiting for the baton."""
         self._serial += 1
-        strand = Strand(self._serial, name)
+        strand = Strand(self._serial, name, priority=self._rng.random())
         real = threading.Thread(
             target=self._body, args=(strand, target, args), name=name, daemon=True
         )
@@ -137,8 +147,7 @@ class Scheduler:
     def _body(self, strand: Strand, target: Callable[..., object], args: tuple[Any, ...]) -> None:
         strand.baton.acquire()
         try:
-            if self._closed:
-                raise Abandoned
+            self._switch(strand)  # its start is a turn too: it may stall there
             target(*args)
         except BaseException:
             if not self._closed:
@@ -209,6 +218,9 @@ class Scheduler:
             raise Abandoned
         self.steps += 1
         self.now += self._quantum_s
+        if park and not me.waiting and self._stalls and self._rng.random() < self._stalls:
+            me.waiting, me.on, me.woken = True, None, False  # descheduled for a while
+            me.deadline = self.now + self._rng.uniform(0.0, self._stall_s)
         runnable = self._runnable()
         if not runnable:
             deadlines = [s.deadline for s in self._strands if s.deadline is not None]
@@ -223,7 +235,7 @@ class Scheduler:
             raise Abandoned
         pick = runnable[0]
         if len(runnable) > 1:
-            pick = runnable[self._rng.randrange(len(runnable))]
+            pick = self._pick(me, runnable)
             self.choices += 1
             self._hash.update(pick.serial.to_bytes(4, "little"))
         if pick is me:
@@ -233,6 +245,15 @@ class Scheduler:
             me.baton.acquire()
             if self._closed:
                 raise Abandoned
+
+    def _pick(self, me: Strand, runnable: list[Strand]) -> Strand:
+        """Any runnable strand, or under priorities the highest (the caller's drops below
+        all others with probability `priorities` at each step: a change point)."""
+        if self._priorities is None:
+            return runnable[self._rng.randrange(len(runnable))]
+        if not me.waiting and self._rng.random() < self._priorities:
+            me.priority = min(s.priority for s in self._strands) - 1.0
+        return max(runnable, key=lambda s: s.priority)
 
     def _runnable(self) -> list[Strand]:
         """The strands that may go, those whose deadline passed woken (not notified)."""

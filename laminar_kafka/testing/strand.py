@@ -29,3 +29,5 @@ class Strand:
     woken: bool = False
     holding: int = 0
     """How many of the run's locks it holds: it is not interrupted while it holds one."""
+    priority: float = 0.0
+    """Under priorities (`Scheduler(priorities=...)`): the highest runnable goes."""

@@ -32,6 +32,8 @@ from tests.chaos.engine_schedule import schedule
 
 FIRST_SEED = int(os.environ.get("LAMINAR_SCHEDULE_SEED", "0"))
 BUDGET_S = float(os.environ.get("LAMINAR_INTERLEAVING_BUDGET_S", "10"))
+CHANGE_POINTS = float(os.environ.get("LAMINAR_CHANGE_POINTS", "0.002"))
+STALLS = float(os.environ.get("LAMINAR_STALLS", "0.001"))
 
 
 @pytest.fixture
@@ -51,7 +53,8 @@ def run_interleaved(
     s = schedule(seed)
     pipeline = example(s.example)
     load = workload(pipeline, s.records, s.partitions)
-    scheduler = Scheduler(seed if interleaving is None else interleaving)
+    seed_of_run = seed if interleaving is None else interleaving
+    scheduler = Scheduler(seed_of_run, CHANGE_POINTS if seed_of_run % 2 else None, STALLS)
     result = scheduler.run(
         lambda: run_round(
             pipeline, load, where, s.crashes, s.partitions, s.parallelism, s.chunks, s.interval_s
