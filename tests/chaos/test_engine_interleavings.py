@@ -16,6 +16,7 @@ interleaving included.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -34,6 +35,7 @@ FIRST_SEED = int(os.environ.get("LAMINAR_SCHEDULE_SEED", "0"))
 BUDGET_S = float(os.environ.get("LAMINAR_INTERLEAVING_BUDGET_S", "10"))
 CHANGE_POINTS = float(os.environ.get("LAMINAR_CHANGE_POINTS", "0.002"))
 STALLS = float(os.environ.get("LAMINAR_STALLS", "0.001"))
+loaded = functools.cache(example)  # a run does not change its pipeline
 
 
 @pytest.fixture
@@ -51,7 +53,7 @@ def run_interleaved(
 ) -> tuple[RoundResult, Scheduler]:
     """Seed's schedule, its threads interleaved by `interleaving` (default: the seed)."""
     s = schedule(seed)
-    pipeline = example(s.example)
+    pipeline = loaded(s.example)
     load = workload(pipeline, s.records, s.partitions)
     seed_of_run = seed if interleaving is None else interleaving
     scheduler = Scheduler(seed_of_run, CHANGE_POINTS if seed_of_run % 2 else None, STALLS)
@@ -70,7 +72,7 @@ def trace(seed: int, where: Path) -> str:
     found.update(
         repr([(type(e).__name__, e.to_json().count(",")) for e in result.run.events]).encode()
     )
-    for flow in example(schedule(seed).example).flows:
+    for flow in loaded(schedule(seed).example).flows:
         for value in committed_values(result.broker, flow.sink.topic, lambda v: v):
             found.update(value or b"-")
     found.update(repr(result.report).encode())

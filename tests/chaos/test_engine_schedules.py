@@ -14,6 +14,8 @@ first (a crash for any task), which checkpoint a crash armed "at N or later"
 lands in, and how the partitions' records interleave vary from run to run of
 one seed. The oracles accept every interleaving (see `window_input`); a
 replayed seed reruns the same schedule under fresh interleavings.
+`test_engine_interleavings` runs the same schedules under the deterministic
+scheduler, where the seed fixes the interleaving too.
 """
 
 from __future__ import annotations
