@@ -8,6 +8,14 @@ step moves the virtual clock on by `quantum_s`; when every thread waits, the
 clock jumps to the earliest deadline. So one seed replays one interleaving
 exactly, a timeout costs no wall time, and `digest` names the interleaving.
 
+How the next thread is drawn: by default any runnable one, alike. With
+`priorities`, the runnable thread of highest priority goes (drawn at its start)
+and at each step the running one drops below all others with that probability,
+as in PCT (probabilistic concurrency testing): a thread can then run far ahead
+of the others. With `stalls`, at each step the running thread is, with that
+probability, descheduled for up to `stall_s` virtual seconds, as an operating
+system may pause a thread.
+
 A run's locks and conditions are the scheduler's (`testing/sim_sync.py`): a
 thread that waits for one hands the baton on, so a lock held across a turn
 cannot deadlock the process. Real locks the run still takes (the fault
