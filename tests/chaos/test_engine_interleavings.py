@@ -8,10 +8,13 @@ seed replays one run exactly, and the committed output of each must be what the
 workload's oracle expects.
 
 Seeds run from `LAMINAR_SCHEDULE_SEED` (default 0) for
-`LAMINAR_INTERLEAVING_BUDGET_S` seconds (10 by default, for the fast tier; CI
-gives it 60). A failure names its seed, and
-`LAMINAR_SCHEDULE_SEED=<seed> LAMINAR_INTERLEAVING_BUDGET_S=0` replays that run,
-interleaving included.
+`LAMINAR_INTERLEAVING_BUDGET_S` seconds (10 by default, for the fast tier), in
+`LAMINAR_INTERLEAVING_SHARDS` tests (1 by default; shard k runs every k-th seed)
+that `pytest -n` spreads over its workers. CI gives it 60 seconds in 2 shards
+on 2 workers. Odd seeds draw threads by priorities with change points, even
+ones alike; both with rare stalls (`testing/scheduler.py`). A failure names its
+seed, and `LAMINAR_SCHEDULE_SEED=<seed> LAMINAR_INTERLEAVING_BUDGET_S=0`
+replays that run, interleaving included.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ FIRST_SEED = int(os.environ.get("LAMINAR_SCHEDULE_SEED", "0"))
 BUDGET_S = float(os.environ.get("LAMINAR_INTERLEAVING_BUDGET_S", "10"))
 CHANGE_POINTS = float(os.environ.get("LAMINAR_CHANGE_POINTS", "0.002"))
 STALLS = float(os.environ.get("LAMINAR_STALLS", "0.001"))
+SHARDS = int(os.environ.get("LAMINAR_INTERLEAVING_SHARDS", "1"))
 loaded = functools.cache(example)  # a run does not change its pipeline
 
 
@@ -100,23 +104,26 @@ def test_the_seed_decides_the_interleaving(where: Path) -> None:
     assert len({scheduler.digest for _, scheduler in runs}) == 3
 
 
-def test_interleaved_schedules_end_with_what_the_oracle_expects(where: Path) -> None:
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_interleaved_schedules_end_with_what_the_oracle_expects(where: Path, shard: int) -> None:
     started = time.monotonic()
-    seed, crashes, fired = FIRST_SEED, 0, 0
-    while seed == FIRST_SEED or time.monotonic() - started < BUDGET_S:
+    first = seed = FIRST_SEED + shard
+    runs, crashes, fired = 0, 0, 0
+    while seed == first or time.monotonic() - started < BUDGET_S:
         try:
             fired += check(seed, where / f"seed-{seed}")
         except AssertionError as exc:
             took = time.monotonic() - started
             raise AssertionError(
-                f"{exc}\n(schedule {seed - FIRST_SEED + 1}, {took:.1f}s in; replay: "
+                f"{exc}\n(schedule {runs + 1} of shard {shard}, {took:.1f}s in; replay: "
                 f"LAMINAR_SCHEDULE_SEED={seed} LAMINAR_INTERLEAVING_BUDGET_S=0)"
             ) from None
         crashes += len(schedule(seed).crashes)
-        seed += 1
+        runs += 1
+        seed += SHARDS
     took = time.monotonic() - started
     print(
-        f"{seed - FIRST_SEED} interleaved schedules (seeds {FIRST_SEED}..{seed - 1}) in "
-        f"{took:.1f}s: {(seed - FIRST_SEED) / took:.1f}/s; {fired} of {crashes} crashes fired"
+        f"{runs} interleaved schedules (seeds {first}..{seed - SHARDS} step {SHARDS}) in "
+        f"{took:.1f}s: {runs / took:.1f}/s; {fired} of {crashes} crashes fired"
     )
     assert fired >= crashes / 2, f"only {fired} of {crashes} crashes fired"
