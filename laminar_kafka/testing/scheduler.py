@@ -265,11 +265,12 @@ class Scheduler:
 
     def _runnable(self) -> list[Strand]:
         """The strands that may go, those whose deadline passed woken (not notified)."""
-        out = []
+        now, out = self.now, []
         for strand in self._strands:
-            if strand.waiting and strand.deadline is not None and strand.deadline <= self.now:
+            if strand.waiting:
+                if strand.deadline is None or strand.deadline > now:
+                    continue
                 strand.waiting, strand.on, strand.woken = False, None, False
-            if not strand.waiting:
-                out.append(strand)
-            strand.deadline = strand.deadline if strand.waiting else None
+            strand.deadline = None
+            out.append(strand)
         return out
