@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "laminar_kafka"
 # Lowest first. A folder (or top-level module) may import its own layer's
 # modules only from itself, and any folder of a lower layer.
 LAYERS: list[set[str]] = [
-    {"errors"},
+    {"errors", "waits"},
     {"processes", "storage", "serving"},
     {"kafka", "faults", "broker", "cluster"},
     {"control", "registry"},

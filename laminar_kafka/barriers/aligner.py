@@ -40,9 +40,9 @@ deliver with their first barrier, whatever its writer.
 from __future__ import annotations
 
 import enum
-import time
 from collections.abc import Callable, Iterable, Mapping
 
+from laminar_kafka import waits
 from laminar_kafka.control.records import Barrier, BarrierFlags
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.kafka.names import PartitionKey
@@ -74,7 +74,7 @@ class BarrierAligner:
         self,
         partitions: Iterable[PartitionKey],
         timeout_s: float,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = waits.monotonic,
         writers: Mapping[PartitionKey, frozenset[int]] | None = None,
     ) -> None:
         self.partitions = frozenset(partitions)

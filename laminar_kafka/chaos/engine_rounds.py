@@ -56,11 +56,12 @@ def in_process_points(pipeline: Pipeline) -> list[FaultPoint]:
 
 @dataclass(frozen=True)
 class RoundResult:
-    """The oracle's verdict, how many of the armed crashes fired, and the run."""
+    """The oracle's verdict, how many of the armed crashes fired, the run, and its broker."""
 
     report: ExactlyOnceReport
     fired: int
     run: InProcessRun
+    broker: MemoryBroker
 
 
 class _Feed:
@@ -169,4 +170,4 @@ def run_round(
             run_as, broker, config, checkpoints=2, listener=feed.heard, until=feed.done
         )
         count = fired()
-    return RoundResult(_verdict(workload, sinks, broker), count, run)
+    return RoundResult(_verdict(workload, sinks, broker), count, run, broker)

@@ -7,12 +7,12 @@ shows them. Reading committed offsets does not join the group.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from typing import Protocol
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from laminar_kafka import waits
 from laminar_kafka.checkpoint.markers import OffsetMarker, parse_marker
 from laminar_kafka.checkpoint.run_start import follow_markers
 from laminar_kafka.checkpoint.store import CheckpointStore
@@ -69,7 +69,7 @@ class CommittedMarkers:
         return {k: (tp.offset if tp.offset >= 0 else None) for k, tp in found.items()}
 
     def _committed(self, timeout_s: float) -> dict[PartitionKey, TopicPartition]:
-        deadline = time.monotonic() + timeout_s
+        deadline = waits.monotonic() + timeout_s
         while True:
             try:
                 found = self._consumer.committed(self._partitions, timeout=timeout_s)
@@ -79,9 +79,9 @@ class CommittedMarkers:
                 # coordinator yet (NOT_COORDINATOR): that passes, so ask again.
                 err = exc.args[0] if exc.args else None
                 transient = isinstance(err, KafkaError) and err.code() in _COORDINATOR_MOVING
-                if not transient or time.monotonic() > deadline:
+                if not transient or waits.monotonic() > deadline:
                     raise LaminarError(f"cannot read the committed offset markers: {exc}") from None
-            time.sleep(0.2)
+            waits.sleep(0.2)
 
     def lowest(self) -> int | None:
         """The lowest checkpoint id any partition's marker names, or the run's recorded

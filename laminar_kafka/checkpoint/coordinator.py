@@ -25,10 +25,9 @@ opens stage 0; then for each stage s in order:
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 
-from laminar_kafka import faults
+from laminar_kafka import faults, waits
 from laminar_kafka.barriers.injection import Injector
 from laminar_kafka.checkpoint.decision import decision_manifest
 from laminar_kafka.checkpoint.pending import (
@@ -121,14 +120,14 @@ class CheckpointCoordinator:
         task reads at once, without waiting for the others.
         """
         acks: dict[int, Ack] = {}
-        deadline = time.monotonic() + timeout_s
+        deadline = waits.monotonic() + timeout_s
         first: float | None = None
         while len(acks) < self.tasks:
             reason = lost()
             if reason:
                 self.check_incurable()
                 raise WorkerStartError(reason)
-            if time.monotonic() > deadline:
+            if waits.monotonic() > deadline:
                 raise LaminarError(
                     f"only {len(acks)} of {self.tasks} tasks started within {timeout_s:.0f}s"
                 )
@@ -136,8 +135,8 @@ class CheckpointCoordinator:
                 self._check_incurable(ack)
                 if ack.generation == self.generation and ack.checkpoint_id == 0:
                     acks[ack.task] = ack
-                    first = time.monotonic() if first is None else first
-        self.ready_spread_s = 0.0 if first is None else time.monotonic() - first
+                    first = waits.monotonic() if first is None else first
+        self.ready_spread_s = 0.0 if first is None else waits.monotonic() - first
         return [acks[t] for t in sorted(acks)]
 
     def run_checkpoint(
@@ -146,17 +145,17 @@ class CheckpointCoordinator:
         """Trigger the next checkpoint and carry it, stage by stage, to Commit or Abort; a
         reason from `lost()` (the job lost, the driver cut off) aborts it with that reason."""
         pending = PendingCheckpoint(
-            self._next_id, self.generation, flags, time.monotonic(), stages=len(self.stages)
+            self._next_id, self.generation, flags, waits.monotonic(), stages=len(self.stages)
         )
         self._next_id += 1
         reserve_checkpoint(self._store, pending.checkpoint_id, self.generation)
         barrier = Barrier(
-            self.pipeline, pending.checkpoint_id, self.generation, flags, int(time.time() * 1000)
+            self.pipeline, pending.checkpoint_id, self.generation, flags, waits.wall_ms()
         )
         try:
             injection = self._injector.inject(barrier, self._timeout_s)
             pending.barrier_offsets = dict(injection.offsets)
-            pending.injection_s = time.monotonic() - pending.started
+            pending.injection_s = waits.monotonic() - pending.started
         except ConfigError:
             raise  # refused for good (authorization): no checkpoint can succeed
         except LaminarError as exc:
@@ -166,14 +165,14 @@ class CheckpointCoordinator:
         pending.no_barriers = injection.no_barriers
         skips = {"skipped": pending.skipped, "no_barriers": pending.no_barriers}
         self._announce(pending.checkpoint_id, Phase.PREPARE, flags=flags, stage=0, **skips)
-        opened = time.monotonic()
+        opened = waits.monotonic()
         for stage in range(len(self.stages)):
             pending.stage = stage
             failure = self._collect(pending, opened, lost)  # 1.
             if failure:
                 return self._abort(pending, failure)
             opened = self._decide(pending, opened)  # 2., 3.
-        pending.duration_s = time.monotonic() - pending.started
+        pending.duration_s = waits.monotonic() - pending.started
         self._store.retain(self._retained, keep_from=self._lowest_marker())  # 4.
         return pending
 
@@ -198,7 +197,7 @@ class CheckpointCoordinator:
             reason = lost()
             if reason:
                 return reason
-            if time.monotonic() > deadline:
+            if waits.monotonic() > deadline:
                 pending.missing_tasks = tuple(missing)
                 why = self._explain(missing)
                 why = f": {why}" if why else ""
@@ -265,7 +264,7 @@ class CheckpointCoordinator:
             skipped=pending.skipped,  # partitions (its tables are source partitions too)
             no_barriers=pending.no_barriers,
         )  # 3.
-        committed = time.monotonic()
+        committed = waits.monotonic()
         pending.decided_stages.append(stage)
         pending.stage_durations_s[stage] = committed - opened
         if last:
@@ -281,7 +280,7 @@ class CheckpointCoordinator:
         )
         pending.move(CheckpointPhase.ABORTED)
         pending.reason = reason
-        pending.duration_s = time.monotonic() - pending.started
+        pending.duration_s = waits.monotonic() - pending.started
         try:
             self._announce(
                 pending.checkpoint_id, Phase.ABORT, reason=reason[:500], stage=pending.stage

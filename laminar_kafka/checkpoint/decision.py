@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 
+from laminar_kafka import waits
 from laminar_kafka.checkpoint.manifest import Manifest
 from laminar_kafka.checkpoint.pending import PendingCheckpoint
 from laminar_kafka.control.records import Ack, partition_key
@@ -28,7 +28,7 @@ def decision_manifest(
         pipeline=pipeline,
         checkpoint_id=pending.checkpoint_id,
         generation=generation,
-        created_ms=int(time.time() * 1000),
+        created_ms=waits.wall_ms(),
         positions={k: v for a in acks for k, v in a.positions.items()},
         barrier_offsets={partition_key(*k): v for k, v in pending.barrier_offsets.items()},
         snapshots={k: v for a in acks for k, v in a.snapshot_handles.items()},

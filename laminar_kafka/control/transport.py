@@ -10,12 +10,12 @@ are logged and skipped: a forged or corrupt record must not stop the pipeline.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from laminar_kafka import waits
 from laminar_kafka.control.codec import decode, encode
 from laminar_kafka.control.headers import CONTROL_HEADER, CONTROL_KEY, control_headers
 from laminar_kafka.control.records import ControlRecord
@@ -120,14 +120,14 @@ class ControlChannel:
         """Every wanted record up to the topic's current end (not only what has arrived)."""
         end = self._consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout_s)[1]
         out: list[Any] = []
-        deadline = time.monotonic() + timeout_s
+        deadline = waits.monotonic() + timeout_s
         while True:
             out.extend(self.receive(0.05))
             position = self._consumer.position([TopicPartition(self.topic, 0)])[0].offset
             # Before the first record is consumed the position is unknown (negative).
             if max(position, self._start_offset) >= end:
                 return out
-            if time.monotonic() > deadline:
+            if waits.monotonic() > deadline:
                 raise LaminarError(f"cannot read {self.topic} up to offset {end}")
 
     def _arrived(self, timeout_s: float) -> list[Any]:

@@ -19,11 +19,11 @@ brokers refuse such records by default too, `log.message.timestamp.after.max.ms`
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from laminar_kafka import waits
 from laminar_kafka.state.keyed_state import KeyedState
 
 KAFKA_TIME = "kafka"
@@ -120,7 +120,7 @@ def stamp(
     A record without a usable timestamp (missing, not an int, negative, or too
     far in the future) is refused with the reason; it moves no watermark.
     """
-    now = int(time.time() * 1000) if now_ms is None else now_ms
+    now = waits.wall_ms() if now_ms is None else now_ms
     horizon = now + spec.max_future_ms
     found = _batch_timestamps(spec, values, offsets, kafka_times, horizon)
     stamped: Sequence[int] = offsets

@@ -41,8 +41,8 @@ task stuck after an outage (step 2).
 from __future__ import annotations
 
 import math
-import threading
 
+from laminar_kafka import waits
 from laminar_kafka.runtime.generation_watch import GenerationWatch
 
 __all__ = ["ride_out"]
@@ -52,14 +52,14 @@ POLL_S = 0.2
 
 
 def ride_out(
-    watch: GenerationWatch, wait_s: float, stop: threading.Event, aborted: bool = False
+    watch: GenerationWatch, wait_s: float, stop: waits.Event, aborted: bool = False
 ) -> str | None:
     """Steps 1-3 for a driver cut off, and step 2 after a checkpoint `aborted` while a
     task's main loop stood still outside user code. None when the generation rides on
     (or the run is stopping, or neither is the case), else why it must be replaced.
     Gives up after `wait_s` without the cluster."""
     tracker = watch.tracker
-    idle = threading.Event()  # `wait` returns early on it; nothing sets it
+    idle = waits.event()  # `wait` returns early on it; nothing sets it
     if aborted:
         watch.suspect()
     if tracker.look():

@@ -12,11 +12,11 @@ A record that arrives afterwards with an older timestamp is late.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from laminar_kafka import waits
 from laminar_kafka.api.specs import Flow
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators.base import BatchContext, ResultOffset
@@ -35,7 +35,7 @@ Clock = Callable[[], int]
 
 
 def wall_ms() -> int:
-    return int(time.time() * 1000)
+    return waits.wall_ms()
 
 
 def held_back(flows: Iterable[Flow]) -> int:
@@ -75,7 +75,7 @@ class EventClock:
 
     def tick_due(self) -> bool:
         """True at most every `tick_every_s` (monotonic): time to look for idle partitions."""
-        now = time.monotonic()
+        now = waits.monotonic()
         if now < self._next_tick:
             return False
         self._next_tick = now + self._tick_every_s

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+from laminar_kafka import waits
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,7 @@ class RuntimeEvent:
     """Base of every event; `at` is wall-clock seconds since the Unix epoch."""
 
     name: ClassVar[str] = "event"
-    at: float = field(default_factory=time.time, kw_only=True)
+    at: float = field(default_factory=waits.wall, kw_only=True)
 
     def to_json(self) -> str:
         body = {"event": self.name, **dataclasses.asdict(self)}

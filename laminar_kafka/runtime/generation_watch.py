@@ -11,11 +11,10 @@ the coordinator sees every Ack it would have seen without the watch.
 from __future__ import annotations
 
 import math
-import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from laminar_kafka import waits
 from laminar_kafka.control.records import Ack, Announcement, BarrierFlags, ControlRecord, Heartbeat
 from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.liveness import LivenessTracker
@@ -128,11 +127,11 @@ class GenerationWatch:
         """What `tasks` were doing when they last beat (for a checkpoint that timed out)."""
         return self.tracker.explain(tasks)
 
-    def wait(self, seconds: float, wake: threading.Event) -> None:
+    def wait(self, seconds: float, wake: waits.Event) -> None:
         """Read the control topic for up to `seconds`; return early on `wake` or once lost."""
-        deadline = time.monotonic() + seconds
+        deadline = waits.monotonic() + seconds
         while not wake.is_set() and not self.lost():
-            left = deadline - time.monotonic()
+            left = deadline - waits.monotonic()
             if left <= 0:
                 return
             self._held.extend(self._sort(self._channel.receive(min(left, POLL_S))))
@@ -153,10 +152,10 @@ class GenerationWatch:
         if self._held:
             held, self._held = self._held, []
             return held
-        deadline = time.monotonic() + timeout_s
+        deadline = waits.monotonic() + timeout_s
         while True:
-            acks = self._sort(self._channel.receive(max(0.0, deadline - time.monotonic())))
-            if acks or time.monotonic() >= deadline:
+            acks = self._sort(self._channel.receive(max(0.0, deadline - waits.monotonic())))
+            if acks or waits.monotonic() >= deadline:
                 return acks
 
     def _sort(self, records: list[Any]) -> list[Ack]:

@@ -28,12 +28,12 @@ import logging
 import os
 import sys
 import threading
-import time
 import traceback
 from collections.abc import Callable
 from types import TracebackType
 from typing import Protocol
 
+from laminar_kafka import waits
 from laminar_kafka.control.codec import encode
 from laminar_kafka.control.headers import CONTROL_KEY, control_headers
 from laminar_kafka.control.records import Heartbeat
@@ -106,7 +106,7 @@ class TaskLiveness:
         task: int,
         interval_s: float,
         sender: BeatSender,
-        clock: Clock = time.monotonic,
+        clock: Clock = waits.monotonic,
     ) -> None:
         self._pipeline, self._generation, self._task = pipeline, generation, task
         self._interval_s = interval_s
@@ -115,8 +115,8 @@ class TaskLiveness:
         self.user_code = UserCode(clock)
         self._went_round = clock()
         self._parent = os.getppid()
-        self._stopped = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._stopped = waits.event()
+        self._thread: waits.Thread | None = None
         self._main = threading.get_ident()
         self._logged_stall: float | None = None
         """The `_went_round` of the stall whose stack was logged."""
@@ -151,9 +151,7 @@ class TaskLiveness:
     def start(self) -> None:
         """Beat now, then every interval, until `close()`."""
         self._main = threading.get_ident()  # the main loop's thread: where stalls are
-        self._thread = threading.Thread(
-            target=self._run, name=f"laminar-heartbeat-t{self._task}", daemon=True
-        )
+        self._thread = waits.thread(self._run, f"laminar-heartbeat-t{self._task}")
         self._thread.start()
 
     def _run(self) -> None:

@@ -8,9 +8,9 @@ of a newer generation means this task is stale: it raises FencedError.
 
 from __future__ import annotations
 
-import time
 from collections import deque
 
+from laminar_kafka import waits
 from laminar_kafka.control.records import Announcement, Barrier, Phase
 from laminar_kafka.errors import FencedError
 from laminar_kafka.runtime.ports import ControlLink
@@ -75,7 +75,7 @@ class AnnouncementInbox:
             announcement.checkpoint_id,
             announcement.generation,
             announcement.flags,
-            int(time.time() * 1000),
+            waits.wall_ms(),
         )
 
     def is_abort_here(self, announcement: Announcement) -> bool:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 
 from confluent_kafka import KafkaException, TopicPartition
 
+from laminar_kafka import waits
 from laminar_kafka.checkpoint.committed_markers import read_markers
 from laminar_kafka.checkpoint.markers import OffsetMarker
 from laminar_kafka.control.records import Announcement
@@ -71,4 +71,4 @@ def kafka_ports(spec: TaskSpec) -> TaskPorts:
     # A beat older than the timeout tells the driver nothing: it is dropped.
     beats = ControlTopicBeats(cfg.kafka, cfg.control_topic(name), cfg.heartbeat_timeout_s)
     logs = KafkaSourceLogs(cfg.kafka, name)
-    return TaskPorts(reader, control, sinks, store, logs, beats, time.monotonic)
+    return TaskPorts(reader, control, sinks, store, logs, beats, waits.monotonic)

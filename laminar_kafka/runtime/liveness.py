@@ -24,9 +24,9 @@ timeout replaces such a task, and `explain` names the cause from its last beat
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Iterable, Sequence
 
+from laminar_kafka import waits
 from laminar_kafka.control.records import Heartbeat
 
 __all__ = ["LivenessTracker"]
@@ -47,7 +47,7 @@ class LivenessTracker:
         timeout_s: float,
         interval_s: float,
         probe: Callable[[], bool] = lambda: True,
-        clock: Clock = time.monotonic,
+        clock: Clock = waits.monotonic,
     ) -> None:
         self.generation, self.tasks = generation, tasks
         self.timeout_s, self.interval_s = timeout_s, interval_s

@@ -9,13 +9,13 @@ Kafka implementations are checked against it by mypy, not by inheritance.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from confluent_kafka import TopicPartition
 
+from laminar_kafka import waits
 from laminar_kafka.checkpoint.markers import OffsetMarker
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import ControlRecord
@@ -127,5 +127,5 @@ class TaskPorts:
     store: CheckpointStore
     logs: SourceLogs
     beats: BeatSender
-    clock: Clock = time.monotonic
+    clock: Clock = waits.monotonic
     """Monotonic seconds: heartbeats, alignment and decision timeouts."""

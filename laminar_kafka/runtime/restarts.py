@@ -9,9 +9,9 @@ year of failures is tested in an instant.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
+from laminar_kafka import waits
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.runtime.config import RestartPolicy
 
@@ -19,7 +19,7 @@ from laminar_kafka.runtime.config import RestartPolicy
 class RestartBudget:
     """Counts the restarts of a run against `policy.max_restarts` and spaces them out."""
 
-    def __init__(self, policy: RestartPolicy, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, policy: RestartPolicy, clock: Callable[[], float] = waits.monotonic) -> None:
         self._policy = policy
         self._clock = clock
         self.count = 0

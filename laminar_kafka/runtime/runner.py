@@ -19,10 +19,9 @@ The runner only wires parts that live elsewhere. A run, in order:
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from typing import Any
 
+from laminar_kafka import waits
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.api.shipping import ship_pipeline_code
 from laminar_kafka.checkpoint.coordinator import CheckpointCoordinator, PendingCheckpoint
@@ -86,8 +85,8 @@ class PipelineRunner:
         self._ports = ports or KafkaDriverPorts(config)
         self._executor = executor or SparkExecutor(config, pipeline.name, spark_context)
         self._listener = listener
-        self._stop = threading.Event()
-        self._wake = threading.Event()
+        self._stop = waits.event()
+        self._wake = waits.event()
         """Set by a stop and by the job's end: the checkpoint loop (or next start) acts at once."""
         self._store = config.checkpoint_store(pipeline.name)
         self._plan = plan_stages(pipeline)
@@ -205,17 +204,17 @@ class PipelineRunner:
         ]
         job = self._job = self._executor.launch(specs, f"{name}-g{generation}", self._wake.set)
         watch.follow(job.lost)
-        began = time.monotonic()
+        began = waits.monotonic()
         job.start()
         try:
             coordinator.await_ready(watch.lost, cfg.ready_timeout_s)
             watch.ready()
             recovery_s = None
             if self._failed_at is not None:
-                recovery_s = time.monotonic() - self._failed_at
+                recovery_s = waits.monotonic() - self._failed_at
                 self.stats.recovery_s.append(recovery_s)
                 self._failed_at = None
-            started = time.monotonic() - began
+            started = waits.monotonic() - began
             self._restarts.generation_started()
             spread = coordinator.ready_spread_s
             self._emit(GenerationStarted(generation, parallelism, started, recovery_s, spread))
@@ -230,7 +229,7 @@ class PipelineRunner:
             if not job.finished:
                 job.cancel()
             if self._failed_at is None and job.error:
-                self._failed_at = time.monotonic()
+                self._failed_at = waits.monotonic()
             watch.close()
             injector.close()
             markers.close()
@@ -269,7 +268,9 @@ class PipelineRunner:
             if not result.committed:
                 purge.check()  # an internal topic deleted under the run explains the abort
             if result.missing_tasks:
-                self._failed_at = time.monotonic()  # stalled or cut off: fenced by a new generation
+                self._failed_at = (
+                    waits.monotonic()
+                )  # stalled or cut off: fenced by a new generation
                 return Lost(f"checkpoint {result.checkpoint_id}: {result.reason}")
 
     def _lost(
@@ -279,7 +280,7 @@ class PipelineRunner:
         reason = watch.lost() or ride_out(watch, self.config.ready_timeout_s, self._stop, aborted)
         if not reason:
             return None
-        self._failed_at = time.monotonic()
+        self._failed_at = waits.monotonic()
         coordinator.check_incurable()
         return Lost(reason)
 

@@ -11,11 +11,10 @@ Python workers of a failed Spark job do. A thread killed at a crash point
 from __future__ import annotations
 
 import logging
-import threading
 import traceback
 from collections.abc import Callable, Sequence
 
-from laminar_kafka import faults
+from laminar_kafka import faults, waits
 from laminar_kafka.checkpoint.participant import TaskIdentity, report_incurable
 from laminar_kafka.errors import IncurableError, LaminarError
 from laminar_kafka.runtime.ports import TaskPorts
@@ -64,16 +63,13 @@ class ThreadJob:
     ) -> None:
         self._ports = ports
         self._on_end = on_end
-        self._lock = threading.Lock()
+        self._lock = waits.lock()
         self._running = len(specs)
-        self._ended = threading.Event()
+        self._ended = waits.event()
         self.error: str | None = None
         self.detail: str | None = None
         self.summaries: list[TaskSummary] = []
-        self.threads = [
-            threading.Thread(target=self._run, args=(s,), name=f"{group}-t{s.task}", daemon=True)
-            for s in specs
-        ]
+        self.threads = [waits.thread(self._run, f"{group}-t{s.task}", (s,)) for s in specs]
 
     def start(self) -> None:
         for thread in self.threads:

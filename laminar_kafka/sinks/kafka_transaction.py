@@ -15,13 +15,12 @@ transaction at `begin`; an abort drops it.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
-from laminar_kafka import faults
+from laminar_kafka import faults, waits
 from laminar_kafka.errors import FencedError, IncurableError, TransactionError
 from laminar_kafka.faults import FailurePoint
 from laminar_kafka.kafka.clients import KafkaConnection, transactional_producer_settings
@@ -263,7 +262,7 @@ class KafkaTransaction:
                 err: KafkaError = exc.args[0]
                 if err.retriable() and attempt < attempts:
                     log.warning("commit of %s: %s; retrying", self.txn_id, err.str())
-                    time.sleep(min(0.1 * attempt, 1.0))
+                    waits.sleep(min(0.1 * attempt, 1.0))
                     continue
                 self._raise("commit_transaction", exc)
 

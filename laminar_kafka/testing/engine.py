@@ -19,12 +19,11 @@ bounded run (`until="end"`) is not resumed: it ends only once its stages are don
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from laminar_kafka import faults
+from laminar_kafka import faults, waits
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.control.headers import is_control
 from laminar_kafka.errors import LaminarError
@@ -147,7 +146,7 @@ def run_in_process(
                 outcome.append(exc)
                 return
 
-    driver = threading.Thread(target=drive, name=f"{pipeline.name}-driver", daemon=True)
+    driver = waits.thread(drive, f"{pipeline.name}-driver")
     driver.start()
     driver.join(timeout_s)
     if not outcome:

@@ -18,12 +18,12 @@ Thread-safe: one lock guards everything, and readers wait on it for new records.
 from __future__ import annotations
 
 import enum
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_INVALID, TopicPartition
 
+from laminar_kafka import waits
 from laminar_kafka.errors import FencedError, LaminarError
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.runtime.event_clock import Clock, wall_ms
@@ -64,7 +64,7 @@ class MemoryBroker:
         self._epochs: dict[str, int] = {}
         self._open: dict[str, MemoryTxn] = {}
         self._committed: dict[tuple[str, PartitionKey], tuple[int, str | None]] = {}
-        self.changed = threading.Condition()
+        self.changed = waits.condition()
         """Notified whenever a log grows: readers wait on it."""
 
     def create(self, topic: str, partitions: int) -> None:

@@ -7,12 +7,12 @@ way the Kafka one behaves, as far as the task relies on it; the contract tests
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import TopicPartition
 
+from laminar_kafka import waits
 from laminar_kafka.checkpoint.markers import OffsetMarker, parse_marker
 from laminar_kafka.control.codec import encode
 from laminar_kafka.control.headers import CONTROL_KEY, control_headers
@@ -61,11 +61,11 @@ class MemoryReader:
 
     def poll(self, timeout_s: float) -> list[MemoryMessage]:
         """Up to a batch of committed records, waiting up to `timeout_s` for the first."""
-        deadline = time.monotonic() + timeout_s
+        deadline = waits.monotonic() + timeout_s
         with self._broker.changed:
             while True:
                 out = self._read()
-                remaining = deadline - time.monotonic()
+                remaining = deadline - waits.monotonic()
                 if out or remaining <= 0:
                     return out
                 self._broker.changed.wait(remaining)
@@ -129,11 +129,11 @@ class MemoryControl:
         self._broker.append(self._key, encode(record), CONTROL_KEY, control_headers(record))
 
     def receive(self, timeout_s: float) -> list[Any]:
-        deadline = time.monotonic() + timeout_s
+        deadline = waits.monotonic() + timeout_s
         with self._broker.changed:
             while True:
                 found = self.catch_up()
-                remaining = deadline - time.monotonic()
+                remaining = deadline - waits.monotonic()
                 if found or remaining <= 0:
                     return found
                 self._broker.changed.wait(remaining)

@@ -14,60 +14,22 @@ first (a crash for any task), which checkpoint a crash armed "at N or later"
 lands in, and how the partitions' records interleave vary from run to run of
 one seed. The oracles accept every interleaving (see `window_input`); a
 replayed seed reruns the same schedule under fresh interleavings.
+`test_engine_interleavings` runs the same schedules under the deterministic
+scheduler, where the seed fixes the interleaving too.
 """
 
 from __future__ import annotations
 
-import functools
 import os
-import random
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from laminar_kafka.chaos.engine_rounds import in_process_points, run_round
-from laminar_kafka.faults import FaultPoint, ThreadCrash
+from laminar_kafka.chaos.engine_rounds import run_round
 from tests.chaos.engine_examples import EXAMPLES, example, workload
+from tests.chaos.engine_schedule import schedule
 
 FIRST_SEED = int(os.environ.get("LAMINAR_SCHEDULE_SEED", "0"))
 BUDGET_S = float(os.environ.get("LAMINAR_SCHEDULE_BUDGET_S", "20"))
-
-
-@dataclass(frozen=True)
-class Schedule:
-    example: str
-    records: int
-    partitions: int
-    parallelism: int
-    chunks: int
-    interval_s: float
-    crashes: tuple[ThreadCrash, ...]
-
-
-@functools.cache
-def points_of(name: str) -> list[FaultPoint]:
-    return in_process_points(example(name))  # loading the example file takes a while
-
-
-def schedule(seed: int) -> Schedule:
-    rng = random.Random(seed)
-    name = rng.choice(EXAMPLES)
-    partitions = rng.randint(1, 4)
-    parallelism = rng.randint(1, partitions)
-    points = points_of(name)
-    crashes = tuple(
-        ThreadCrash(rng.choice(points), rng.randint(1, 4), rng.choice([None, *range(parallelism)]))
-        for _ in range(rng.choice([1, 1, 2]))
-    )
-    return Schedule(
-        name,
-        rng.randint(20, 120),  # a windowed round needs 3 windows a partition
-        partitions,
-        parallelism,
-        rng.randint(1, 5),
-        rng.choice([0.0005, 0.002, 0.01]),
-        crashes,
-    )
 
 
 def run_schedule(seed: int, where: Path) -> int:

@@ -1,0 +1,129 @@
+"""Seeded interleavings of the engine in one process, under the deterministic scheduler.
+
+A seed draws a schedule as `test_engine_schedules` does (example pipeline, input
+size, partitions, parallelism, checkpoint interval, crashes) and, from the same
+seed, the interleaving of the run's threads (`laminar_kafka/testing/scheduler.py`):
+which thread goes at each call through `laminar_kafka.waits`, on virtual time. A
+seed replays one run exactly, and the committed output of each must be what the
+workload's oracle expects.
+
+Seeds run from `LAMINAR_SCHEDULE_SEED` (default 0) for
+`LAMINAR_INTERLEAVING_BUDGET_S` seconds (10 by default, for the fast tier), in
+`LAMINAR_INTERLEAVING_SHARDS` tests (1 by default; shard k runs every k-th seed)
+that `pytest -n` spreads over its workers. CI gives it 60 seconds in 2 shards
+on 2 workers. Odd seeds draw threads by priorities with change points, even
+ones alike; both with rare stalls (`testing/scheduler.py`). A failure names its
+seed, and `LAMINAR_SCHEDULE_SEED=<seed> LAMINAR_INTERLEAVING_BUDGET_S=0`
+replays that run, interleaving included.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from laminar_kafka.chaos.engine_rounds import RoundResult, committed_values, run_round
+from laminar_kafka.testing.scheduler import Scheduler
+from tests.chaos.engine_examples import example, workload
+from tests.chaos.engine_schedule import schedule
+
+FIRST_SEED = int(os.environ.get("LAMINAR_SCHEDULE_SEED", "0"))
+BUDGET_S = float(os.environ.get("LAMINAR_INTERLEAVING_BUDGET_S", "10"))
+CHANGE_POINTS = float(os.environ.get("LAMINAR_CHANGE_POINTS", "0.002"))
+STALLS = float(os.environ.get("LAMINAR_STALLS", "0.001"))
+SHARDS = int(os.environ.get("LAMINAR_INTERLEAVING_SHARDS", "1"))
+loaded = functools.cache(example)  # a run does not change its pipeline
+
+
+@pytest.fixture
+def where(tmp_path: Path) -> Iterator[Path]:
+    """Checkpoints and files on a tmpfs where there is one: an fsync there costs nothing."""
+    if not os.access("/dev/shm", os.W_OK):
+        yield tmp_path
+        return
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as path:
+        yield Path(path)
+
+
+def run_interleaved(
+    seed: int, where: Path, interleaving: int | None = None
+) -> tuple[RoundResult, Scheduler]:
+    """Seed's schedule, its threads interleaved by `interleaving` (default: the seed)."""
+    s = schedule(seed)
+    pipeline = loaded(s.example)
+    load = workload(pipeline, s.records, s.partitions)
+    seed_of_run = seed if interleaving is None else interleaving
+    scheduler = Scheduler(seed_of_run, CHANGE_POINTS if seed_of_run % 2 else None, STALLS)
+    result = scheduler.run(
+        lambda: run_round(
+            pipeline, load, where, s.crashes, s.partitions, s.parallelism, s.chunks, s.interval_s
+        )
+    )
+    return result, scheduler
+
+
+def trace(seed: int, where: Path) -> str:
+    """A digest of the scheduler's decisions, the run's events and its committed output."""
+    result, scheduler = run_interleaved(seed, where)
+    found = hashlib.blake2b(scheduler.digest.encode(), digest_size=16)
+    for event in result.run.events:  # their times and durations are virtual too
+        found.update(event.to_json().encode())
+    for flow in loaded(schedule(seed).example).flows:
+        for value in committed_values(result.broker, flow.sink.topic, lambda v: v):
+            found.update(value or b"-")
+    found.update(repr(result.report).encode())
+    return found.hexdigest()
+
+
+def check(seed: int, where: Path) -> int:
+    """Run seed's schedule and interleaving; how many of its crashes fired."""
+    try:
+        result, _ = run_interleaved(seed, where)
+    except Exception as exc:
+        raise AssertionError(f"seed {seed} ({schedule(seed)}): the run failed: {exc!r}") from exc
+    assert result.report.exact, f"seed {seed} ({schedule(seed)}): {result.report}"
+    return result.fired
+
+
+def test_a_seed_replays_its_run_exactly(where: Path) -> None:
+    for seed in (3, 17):
+        assert trace(seed, where / f"{seed}-a") == trace(seed, where / f"{seed}-b")
+
+
+def test_the_seed_decides_the_interleaving(where: Path) -> None:
+    runs = [run_interleaved(5, where / str(i), interleaving=i) for i in range(3)]
+    assert all(result.report.exact for result, _ in runs)
+    assert all(scheduler.choices > 100 for _, scheduler in runs)
+    assert len({scheduler.digest for _, scheduler in runs}) == 3
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_interleaved_schedules_end_with_what_the_oracle_expects(where: Path, shard: int) -> None:
+    started = time.monotonic()
+    first = seed = FIRST_SEED + shard
+    runs, crashes, fired = 0, 0, 0
+    while seed == first or time.monotonic() - started < BUDGET_S:
+        try:
+            fired += check(seed, where / f"seed-{seed}")
+        except AssertionError as exc:
+            took = time.monotonic() - started
+            raise AssertionError(
+                f"{exc}\n(schedule {runs + 1} of shard {shard}, {took:.1f}s in; replay: "
+                f"LAMINAR_SCHEDULE_SEED={seed} LAMINAR_INTERLEAVING_BUDGET_S=0)"
+            ) from None
+        crashes += len(schedule(seed).crashes)
+        runs += 1
+        seed += SHARDS
+    took = time.monotonic() - started
+    print(
+        f"{runs} interleaved schedules (seeds {first}..{seed - SHARDS} step {SHARDS}) in "
+        f"{took:.1f}s: {runs / took:.1f}/s; {fired} of {crashes} crashes fired"
+    )
+    assert fired >= crashes / 2, f"only {fired} of {crashes} crashes fired"
