@@ -59,8 +59,10 @@ class FlowRunner:
         dead_letter_topic: str,
         max_record_bytes: Mapping[str, int] | None = None,
         clock: Clock = wall_ms,
+        idle_check_s: float = 0.2,
     ) -> None:
-        """`max_record_bytes`: sink topic → the largest record it accepts (key + value)."""
+        """`max_record_bytes`: sink topic → the largest record it accepts (key + value);
+        `clock`: processing time; `idle_check_s`: how often idle partitions are looked for."""
         self._limits = dict(max_record_bytes or {})
         self._flows_by_topic: dict[str, list[Flow]] = {}
         flows = list(flows)
@@ -81,7 +83,7 @@ class FlowRunner:
         self._event_times.update(
             {t.topic: t.event_time for t in self._tables.values() if t.event_time is not None}
         )
-        self.clock = EventClock(clock)
+        self.clock = EventClock(clock, idle_check_s)
         self._now = clock
         self._ttls = ttls_of(op for f in flows for op in f.operators)
         self.counts = ProcessCounts()

@@ -1,0 +1,284 @@
+"""The engine behind the test kit: a long-lived run of the real runtime, stepped on demand.
+
+One `PipelineRunner` with its `CheckpointCoordinator` runs on a driver thread,
+its `WorkerTask`s on threads, over a `TracedBroker` (testing/engine.py runs
+whole runs so; here the run lasts as long as the tester). It checkpoints only
+when asked (`settle`), and its tasks see a wall clock that moves only when told
+(`VirtualClock`), so processing time, state TTL and idleness are the test's.
+
+`stop` kills the run as a crash does: the driver thread and then every task
+die at their next look at the control log or their input (`faults.Killed`),
+without committing anything; `start` runs a driver again, whose new generation
+recovers from the last committed checkpoint. A driver killed at an armed crash
+point is started again at once, as a supervisor would.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from laminar_kafka import faults
+from laminar_kafka.api.pipeline import Pipeline
+from laminar_kafka.checkpoint.markers import parse_marker
+from laminar_kafka.control.records import Ack, Heartbeat
+from laminar_kafka.errors import LaminarError
+from laminar_kafka.kafka.names import PartitionKey, consumer_group, transactional_id
+from laminar_kafka.plan.stages import plan_stages
+from laminar_kafka.runtime.config import RuntimeConfig
+from laminar_kafka.runtime.events import (
+    CheckpointAborted,
+    CheckpointCommitted,
+    GenerationStarted,
+    RuntimeEvent,
+)
+from laminar_kafka.runtime.ports import TaskPorts
+from laminar_kafka.runtime.runner import PipelineRunner
+from laminar_kafka.runtime.task_spec import TaskSpec
+from laminar_kafka.runtime.thread_executor import ThreadExecutor
+from laminar_kafka.testing.memory_committed import TracedBroker
+from laminar_kafka.testing.memory_driver import MemoryDriverPorts
+from laminar_kafka.testing.memory_log import MemoryMessage
+from laminar_kafka.testing.memory_ports import MemoryControl, MemoryReader, memory_ports
+
+
+class VirtualClock:
+    """Wall-clock milliseconds that move only when `ms` is set."""
+
+    def __init__(self, ms: int) -> None:
+        self.ms = ms
+
+    def __call__(self) -> int:
+        return self.ms
+
+
+@dataclass(eq=False)
+class _Driver:
+    """One driver thread and what became of it."""
+
+    pipeline: Pipeline
+    config: RuntimeConfig
+    doomed: bool = False
+    runner: PipelineRunner | None = None
+    error: BaseException | None = None
+    thread: threading.Thread | None = None
+
+    def check(self) -> None:
+        if self.doomed:
+            raise faults.Killed("the test kit stopped the run")
+
+
+class _DriverControl(MemoryControl):
+    """The driver's control log; it dies in a read once its driver is doomed."""
+
+    def __init__(self, driver: _Driver, broker: TracedBroker, pipeline: str, start: int) -> None:
+        topic = driver.config.control_topic(pipeline)
+        super().__init__(broker, topic, pipeline, start, Ack, Heartbeat)
+        self._driver = driver
+
+    def catch_up(self, timeout_s: float = 30.0) -> list[Any]:
+        self._driver.check()
+        return super().catch_up(timeout_s)
+
+
+class _DriverPorts(MemoryDriverPorts):
+    def __init__(self, broker: TracedBroker, driver: _Driver) -> None:
+        super().__init__(broker, driver.config)
+        self._traced, self._driver = broker, driver
+
+    def watch_control(self, pipeline: str) -> MemoryControl:
+        return _DriverControl(self._driver, self._traced, pipeline, self.control_end(pipeline))
+
+
+class _TaskReader(MemoryReader):
+    """A task's reader that counts its polls, and dies in one once its generation is doomed."""
+
+    def __init__(self, session: EngineSession, spec: TaskSpec) -> None:
+        super().__init__(session.broker, spec.pipeline.name, spec.config.batch_size)
+        self._session, self.generation, self.task = session, spec.generation, spec.task
+        self.polls = 0
+
+    def poll(self, timeout_s: float) -> list[MemoryMessage]:
+        session = self._session
+        if self.generation <= session.doomed_generation:
+            raise faults.Killed(f"task {self.task}: the test kit stopped the run")
+        self.polls += 1
+        found = super().poll(0.0 if session.hurry else timeout_s)
+        with session.changed:
+            session.changed.notify_all()
+        return found
+
+
+class EngineSession:
+    """A pipeline's run on `broker`, its checkpoints taken when `settle` asks."""
+
+    def __init__(self, broker: TracedBroker, clock: VirtualClock, timeout_s: float) -> None:
+        self.broker, self.clock, self.timeout_s = broker, clock, timeout_s
+        self.changed = threading.Condition()
+        """Notified at every event and every poll: whatever a step waits for."""
+        self.doomed_generation = 0
+        self.hurry = False
+        """Polls return at once (while a step waits for every task to go round)."""
+        self.committed: list[int] = []
+        self.generation = 0
+        self._readers: dict[PartitionKey, _TaskReader] = {}
+        self._wanted = False
+        self._driver: _Driver | None = None
+        self._executor = ThreadExecutor(self._ports)
+
+    # -- running and killing ----------------------------------------------
+    def start(self, pipeline: Pipeline, config: RuntimeConfig) -> None:
+        """Run `pipeline` until `stop`; returns once its first generation reads (or raises
+        what refused the start: a pipeline its checkpoint's state cannot follow)."""
+        before = self.generation
+        driver = self._driver = _Driver(pipeline, config)
+        driver.thread = threading.Thread(
+            target=self._drive, args=(driver,), name=f"{pipeline.name}-driver", daemon=True
+        )
+        driver.thread.start()
+        self.wait(lambda: self.generation > before or driver.error is not None, "to start")
+        if driver.error is not None:
+            self._driver = None
+            raise driver.error
+
+    def stop(self) -> None:
+        """Kill the driver, then every task (nothing more is committed)."""
+        driver, self._driver = self._driver, None
+        if driver is None:
+            return
+        driver.doomed = True
+        self._wake_reads()
+        if driver.thread is not None:
+            driver.thread.join(self.timeout_s)
+        self.doomed_generation = self.generation
+        self._wake_reads()
+
+    def _drive(self, driver: _Driver) -> None:
+        while True:
+            ports = _DriverPorts(self.broker, driver)
+            runner = PipelineRunner(
+                driver.pipeline, driver.config, None, self._heard, ports, self._executor
+            )
+            driver.runner = runner
+            if self._wanted:
+                runner.checkpoint_soon()
+            try:
+                runner.run()
+                return
+            except faults.Killed:
+                if driver.doomed:
+                    return
+            except BaseException as exc:
+                driver.error = exc
+                return
+            finally:
+                with self.changed:
+                    self.changed.notify_all()
+
+    def _heard(self, event: RuntimeEvent) -> None:
+        with self.changed:
+            if isinstance(event, CheckpointCommitted):
+                self.committed.append(event.checkpoint_id)
+            if isinstance(event, GenerationStarted):
+                self.generation = event.generation
+            retry = isinstance(event, GenerationStarted | CheckpointAborted)
+            if retry and self._wanted and self._driver is not None and self._driver.runner:
+                self._driver.runner.checkpoint_soon()
+            self.changed.notify_all()
+
+    def _ports(self, spec: TaskSpec) -> TaskPorts:
+        ports = memory_ports(spec, self.broker)
+        reader = _TaskReader(self, spec)
+        self.broker.sources[transactional_id(spec.pipeline.name, spec.task)] = spec.partitions[0]
+        with self.changed:
+            for key in spec.partitions:
+                known = self._readers.get(key)
+                if known is None or known.generation <= spec.generation:
+                    self._readers[key] = reader
+        return replace(ports, reader=reader, wall_clock=self.clock, idle_check_s=0.0)
+
+    def _wake_reads(self) -> None:
+        with self.broker.changed:
+            self.broker.changed.notify_all()
+
+    # -- steps ------------------------------------------------------------
+    def wait(self, done: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + self.timeout_s
+        with self.changed:
+            while not done():
+                driver = self._driver
+                if driver is not None and driver.error is not None:
+                    raise driver.error
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise LaminarError(f"the engine did not get {what} in {self.timeout_s:g}s")
+                self.changed.wait(min(left, 0.05))
+
+    def read_to(self, ends: Mapping[PartitionKey, int]) -> None:
+        """Wait until the tasks have read each partition up to its end in `ends`."""
+
+        def read() -> bool:
+            for key, end in ends.items():
+                reader = self._readers.get(key)
+                if reader is None or (reader.position(key) or 0) < end:
+                    return False
+            return True
+
+        self.wait(read, "through the records sent")
+
+    def go_round(self) -> None:
+        """Wait until every task began a step after now and finished it (a step looks for
+        idle partitions on the wall clock)."""
+        with self.changed:
+            readers = {r.task: r for r in self._readers.values() if r.generation == self.generation}
+        start = {task: reader.polls for task, reader in readers.items()}
+        self.hurry = True
+        try:
+            self._wake_reads()
+            self.wait(lambda: all(r.polls >= start[t] + 2 for t, r in readers.items()), "round")
+        finally:
+            self.hurry = False
+
+    def settle(self, pipeline: Pipeline) -> int:
+        """Checkpoint until a committed checkpoint holds everything written so far, every
+        stage's included; its id."""
+        while True:
+            n = self._checkpoint(pipeline)
+            if not self._unread(pipeline):
+                return n
+
+    def _checkpoint(self, pipeline: Pipeline) -> int:
+        """Ask for a checkpoint (again after an abort or a restart); its id once every task
+        committed it."""
+        seen = len(self.committed)
+        with self.changed:
+            self._wanted = True
+            if self._driver is not None and self._driver.runner is not None:
+                self._driver.runner.checkpoint_soon()
+        try:
+            self.wait(lambda: len(self.committed) > seen, "a checkpoint committed")
+        finally:
+            self._wanted = False
+        n = self.committed[-1]
+        self.wait(lambda: self._all_marked(pipeline, n), f"checkpoint {n} committed by all")
+        return n
+
+    def _all_marked(self, pipeline: Pipeline, n: int) -> bool:
+        keys = [k for k, r in self._readers.items() if r.generation == self.generation]
+        found = self.broker.committed(consumer_group(pipeline.name), keys)
+        markers = [parse_marker(tp.metadata) for tp in found if tp.offset >= 0]
+        return len(markers) == len(keys) and all(m and m.checkpoint_id >= n for m in markers)
+
+    def _unread(self, pipeline: Pipeline) -> bool:
+        """Whether a partition the pipeline reads has a committed record (data or a
+        Watermark) past the offset its group committed."""
+        topics = dict.fromkeys(t for stage in plan_stages(pipeline).stages for t in stage.inputs)
+        keys = [(t, p) for t in topics for p in range(self.broker.partitions(t))]
+        for tp in self.broker.committed(consumer_group(pipeline.name), keys):
+            records, _ = self.broker.read_committed((tp.topic, tp.partition), max(tp.offset, 0), 1)
+            if records:
+                return True
+        return False
