@@ -77,11 +77,21 @@ class _DriverControl(MemoryControl):
     def __init__(self, driver: _Driver, broker: TracedBroker, pipeline: str, start: int) -> None:
         topic = driver.config.control_topic(pipeline)
         super().__init__(broker, topic, pipeline, start, Ack, Heartbeat)
-        self._driver = driver
+        self._driver, self._traced = driver, broker
 
     def catch_up(self, timeout_s: float = 30.0) -> list[Any]:
         self._driver.check()
         return super().catch_up(timeout_s)
+
+    def receive(self, timeout_s: float) -> list[Any]:
+        """As `MemoryControl.receive`, but back at any append: the driver's wait between
+        checkpoints then sees a request for one at once."""
+        found = self.catch_up()
+        if found or timeout_s <= 0:
+            return found
+        with self._traced.changed:
+            self._traced.changed.wait(timeout_s)
+        return self.catch_up()
 
 
 class _DriverPorts(MemoryDriverPorts):
@@ -106,7 +116,11 @@ class _TaskReader(MemoryReader):
         if self.generation <= session.doomed_generation:
             raise faults.Killed(f"task {self.task}: the test kit stopped the run")
         self.polls += 1
-        found = super().poll(0.0 if session.hurry else timeout_s)
+        found = super().poll(0.0)
+        if not found and timeout_s > 0 and not session.hurry:
+            with self._session.broker.changed:  # any append: a control record too
+                self._session.broker.changed.wait(timeout_s)
+            found = super().poll(0.0)
         with session.changed:
             session.changed.notify_all()
         return found
@@ -258,6 +272,7 @@ class EngineSession:
             self._wanted = True
             if self._driver is not None and self._driver.runner is not None:
                 self._driver.runner.checkpoint_soon()
+        self._wake_reads()
         try:
             self.wait(lambda: len(self.committed) > seen, "a checkpoint committed")
         finally:
