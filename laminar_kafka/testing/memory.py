@@ -39,7 +39,8 @@ from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.plan.tasks import stage_parallelism
 from laminar_kafka.runtime.config import RestartPolicy, RuntimeConfig
 from laminar_kafka.runtime.event_clock import wall_ms
-from laminar_kafka.sinks.file_reader import read_published
+from laminar_kafka.runtime.events import RuntimeEvent
+from laminar_kafka.sinks.file_reader import read_published, staged_epochs
 from laminar_kafka.testing.memory_committed import TracedBroker, engine_parallelism, listed
 from laminar_kafka.testing.memory_crashes import check_crash
 from laminar_kafka.testing.memory_engine import EngineSession, VirtualClock
@@ -52,7 +53,7 @@ __all__ = ["DeadLetterRecord", "OutputRecord", "PipelineTester", "Raw"]
 
 
 def _close(session: EngineSession, home: Path) -> None:
-    session.stop()
+    session.close()
     shutil.rmtree(home, ignore_errors=True)
 
 
@@ -207,6 +208,9 @@ class PipelineTester:
         with faults.kill_threads(*crashes) as fired:
             n = self._session.settle(self._run_as)
             count = fired()
+        folders = [self._files[s.url] for s in self.pipeline.file_sinks]
+        # A task publishes its files once its Kafka transaction committed: wait for them.
+        self._session.wait(lambda: not any(map(staged_epochs, folders)), "files published")
         self.fired += count
         if count < len(crashes):
             points = ", ".join(c.point.value for c in crashes)
@@ -262,6 +266,12 @@ class PipelineTester:
             raise
 
     # -- output -----------------------------------------------------------
+    @property
+    def events(self) -> tuple[RuntimeEvent, ...]:
+        """What the runtime reported so far (`runtime/events.py`): generations started,
+        checkpoints committed with each stage's counts, workers lost."""
+        return tuple(self._session.events)
+
     def output(self, topic: str) -> list[Any]:
         """The committed output of a sink topic, decoded (dead letters: `DeadLetterRecord`s;
         a file sink's directory: its published rows, epoch by epoch)."""

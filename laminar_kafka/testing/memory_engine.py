@@ -137,6 +137,7 @@ class EngineSession:
         self.hurry = False
         """Polls return at once (while a step waits for every task to go round)."""
         self.committed: list[int] = []
+        self.events: list[RuntimeEvent] = []
         self.generation = 0
         self._readers: dict[PartitionKey, _TaskReader] = {}
         self._wanted = False
@@ -170,6 +171,13 @@ class EngineSession:
         self.doomed_generation = self.generation
         self._wake_reads()
 
+    def close(self) -> None:
+        """Stop, and wait for every task thread to end."""
+        self.stop()
+        self.doomed_generation = max(self.doomed_generation, self.generation)
+        self._wake_reads()
+        self._executor.join_all(timeout_s=self.timeout_s)
+
     def _drive(self, driver: _Driver) -> None:
         while True:
             ports = _DriverPorts(self.broker, driver)
@@ -194,6 +202,7 @@ class EngineSession:
 
     def _heard(self, event: RuntimeEvent) -> None:
         with self.changed:
+            self.events.append(event)
             if isinstance(event, CheckpointCommitted):
                 self.committed.append(event.checkpoint_id)
             if isinstance(event, GenerationStarted):
