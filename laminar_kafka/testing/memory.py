@@ -22,6 +22,7 @@ within each (`memory_committed`): the same list however the threads ran.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import weakref
@@ -50,6 +51,13 @@ from laminar_kafka.testing.memory_topics import late_formats, partition_counts, 
 from laminar_kafka.testing.retarget import retarget
 
 __all__ = ["DeadLetterRecord", "OutputRecord", "PipelineTester", "Raw"]
+
+
+def _scratch() -> str | None:
+    """Where the tester keeps its checkpoints and files: in memory where the machine has a
+    tmpfs (its fsyncs cost nothing), else the temporary directory."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
 def _close(session: EngineSession, home: Path) -> None:
@@ -81,7 +89,7 @@ class PipelineTester:
             raise ConfigError(f"batch size must be positive, not {batch_size}")
         base = RuntimeConfig("in-memory:0", "memory", dead_letter_topic=dead_letter_topic)
         self.dead_letter_topic = base.dead_letters_to(pipeline.name)
-        self._home = Path(tempfile.mkdtemp(prefix="laminar-tester-"))
+        self._home = Path(tempfile.mkdtemp(prefix="laminar-tester-", dir=_scratch()))
         self._base = RuntimeConfig(
             bootstrap="in-memory:0",
             checkpoint_dir=str(self._home / "checkpoints"),
