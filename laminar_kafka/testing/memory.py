@@ -22,7 +22,6 @@ within each (`memory_committed`): the same list however the threads ran.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import weakref
@@ -38,26 +37,19 @@ from laminar_kafka.faults import FaultPoint, ThreadCrash
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.plan.tasks import stage_parallelism
-from laminar_kafka.runtime.config import RestartPolicy, RuntimeConfig
 from laminar_kafka.runtime.event_clock import wall_ms
 from laminar_kafka.runtime.events import RuntimeEvent
 from laminar_kafka.sinks.file_reader import read_published, staged_epochs
 from laminar_kafka.testing.memory_committed import TracedBroker, engine_parallelism, listed
 from laminar_kafka.testing.memory_crashes import check_crash
-from laminar_kafka.testing.memory_engine import EngineSession, VirtualClock
+from laminar_kafka.testing.memory_engine import EngineSession, kit_config, scratch
 from laminar_kafka.testing.memory_inputs import encode_inputs
 from laminar_kafka.testing.memory_log import DeadLetterRecord, OutputRecord, Raw
+from laminar_kafka.testing.memory_threads import VirtualClock
 from laminar_kafka.testing.memory_topics import late_formats, partition_counts, read_order
 from laminar_kafka.testing.retarget import retarget
 
 __all__ = ["DeadLetterRecord", "OutputRecord", "PipelineTester", "Raw"]
-
-
-def _scratch() -> str | None:
-    """Where the tester keeps its checkpoints and files: in memory where the machine has a
-    tmpfs (its fsyncs cost nothing), else the temporary directory."""
-    shm = Path("/dev/shm")
-    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
 def _close(session: EngineSession, home: Path) -> None:
@@ -87,22 +79,9 @@ class PipelineTester:
         pipeline.validate()
         if batch_size < 1:
             raise ConfigError(f"batch size must be positive, not {batch_size}")
-        base = RuntimeConfig("in-memory:0", "memory", dead_letter_topic=dead_letter_topic)
-        self.dead_letter_topic = base.dead_letters_to(pipeline.name)
-        self._home = Path(tempfile.mkdtemp(prefix="laminar-tester-", dir=_scratch()))
-        self._base = RuntimeConfig(
-            bootstrap="in-memory:0",
-            checkpoint_dir=str(self._home / "checkpoints"),
-            checkpoint_interval_s=3600.0,  # checkpoints when asked (`checkpoint`)
-            checkpoint_timeout_s=30.0,
-            alignment_timeout_s=1.0,
-            ready_timeout_s=30.0,
-            heartbeat_interval_s=1.0,
-            heartbeat_timeout_s=60.0,  # tasks die by the test's will, never by a slow machine
-            restart=RestartPolicy(initial_backoff_s=0.0),
-            batch_size=batch_size,
-            dead_letter_topic=dead_letter_topic,
-        )
+        self._home = Path(tempfile.mkdtemp(prefix="laminar-tester-", dir=scratch()))
+        self._base = kit_config(self._home, batch_size, dead_letter_topic)
+        self.dead_letter_topic = self._base.dead_letters_to(pipeline.name)
         self._clock = VirtualClock(wall_ms())  # moved on by advance_clock only
         self._broker = TracedBroker(self._clock)
         self._session = EngineSession(self._broker, self._clock, timeout_s=30.0)

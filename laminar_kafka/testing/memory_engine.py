@@ -15,20 +15,20 @@ point is started again at once, as a supervisor would.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
+from pathlib import Path
 
 from laminar_kafka import faults
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.checkpoint.markers import parse_marker
-from laminar_kafka.control.records import Ack, Heartbeat
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.kafka.names import PartitionKey, consumer_group, transactional_id
 from laminar_kafka.plan.stages import plan_stages
-from laminar_kafka.runtime.config import RuntimeConfig
+from laminar_kafka.runtime.config import RestartPolicy, RuntimeConfig
 from laminar_kafka.runtime.events import (
     CheckpointAborted,
     CheckpointCommitted,
@@ -40,90 +40,32 @@ from laminar_kafka.runtime.runner import PipelineRunner
 from laminar_kafka.runtime.task_spec import TaskSpec
 from laminar_kafka.runtime.thread_executor import ThreadExecutor
 from laminar_kafka.testing.memory_committed import TracedBroker
-from laminar_kafka.testing.memory_driver import MemoryDriverPorts
-from laminar_kafka.testing.memory_log import MemoryMessage
-from laminar_kafka.testing.memory_ports import MemoryControl, MemoryReader, memory_ports
+from laminar_kafka.testing.memory_ports import memory_ports
+from laminar_kafka.testing.memory_threads import Driver, DriverPorts, TaskReader, VirtualClock
 
 
-class VirtualClock:
-    """Wall-clock milliseconds that move only when `ms` is set."""
-
-    def __init__(self, ms: int) -> None:
-        self.ms = ms
-
-    def __call__(self) -> int:
-        return self.ms
+def scratch() -> str | None:
+    """Where a tester keeps its checkpoints and files: in memory where the machine has a
+    tmpfs (its fsyncs cost nothing), else the temporary directory."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
-@dataclass(eq=False)
-class _Driver:
-    """One driver thread and what became of it."""
-
-    pipeline: Pipeline
-    config: RuntimeConfig
-    doomed: bool = False
-    runner: PipelineRunner | None = None
-    error: BaseException | None = None
-    thread: threading.Thread | None = None
-
-    def check(self) -> None:
-        if self.doomed:
-            raise faults.Killed("the test kit stopped the run")
-
-
-class _DriverControl(MemoryControl):
-    """The driver's control log; it dies in a read once its driver is doomed."""
-
-    def __init__(self, driver: _Driver, broker: TracedBroker, pipeline: str, start: int) -> None:
-        topic = driver.config.control_topic(pipeline)
-        super().__init__(broker, topic, pipeline, start, Ack, Heartbeat)
-        self._driver, self._traced = driver, broker
-
-    def catch_up(self, timeout_s: float = 30.0) -> list[Any]:
-        self._driver.check()
-        return super().catch_up(timeout_s)
-
-    def receive(self, timeout_s: float) -> list[Any]:
-        """As `MemoryControl.receive`, but back at any append: the driver's wait between
-        checkpoints then sees a request for one at once."""
-        found = self.catch_up()
-        if found or timeout_s <= 0:
-            return found
-        with self._traced.changed:
-            self._traced.changed.wait(timeout_s)
-        return self.catch_up()
-
-
-class _DriverPorts(MemoryDriverPorts):
-    def __init__(self, broker: TracedBroker, driver: _Driver) -> None:
-        super().__init__(broker, driver.config)
-        self._traced, self._driver = broker, driver
-
-    def watch_control(self, pipeline: str) -> MemoryControl:
-        return _DriverControl(self._driver, self._traced, pipeline, self.control_end(pipeline))
-
-
-class _TaskReader(MemoryReader):
-    """A task's reader that counts its polls, and dies in one once its generation is doomed."""
-
-    def __init__(self, session: EngineSession, spec: TaskSpec) -> None:
-        super().__init__(session.broker, spec.pipeline.name, spec.config.batch_size)
-        self._session, self.generation, self.task = session, spec.generation, spec.task
-        self.polls = 0
-
-    def poll(self, timeout_s: float) -> list[MemoryMessage]:
-        session = self._session
-        if self.generation <= session.doomed_generation:
-            raise faults.Killed(f"task {self.task}: the test kit stopped the run")
-        self.polls += 1
-        found = super().poll(0.0)
-        if not found and timeout_s > 0 and not session.hurry:
-            with self._session.broker.changed:  # any append: a control record too
-                self._session.broker.changed.wait(timeout_s)
-            found = super().poll(0.0)
-        with session.changed:
-            session.changed.notify_all()
-        return found
+def kit_config(home: Path, batch_size: int, dead_letter_topic: str | None) -> RuntimeConfig:
+    """The settings of a tester's runs (each start sets its parallelism)."""
+    return RuntimeConfig(
+        bootstrap="in-memory:0",
+        checkpoint_dir=str(home / "checkpoints"),
+        checkpoint_interval_s=3600.0,  # a checkpoint when asked (`settle`)
+        checkpoint_timeout_s=30.0,
+        alignment_timeout_s=1.0,
+        ready_timeout_s=30.0,
+        heartbeat_interval_s=1.0,
+        heartbeat_timeout_s=60.0,  # tasks die by the test's will, never by a slow machine
+        restart=RestartPolicy(initial_backoff_s=0.0),
+        batch_size=batch_size,
+        dead_letter_topic=dead_letter_topic,
+    )
 
 
 class EngineSession:
@@ -139,9 +81,9 @@ class EngineSession:
         self.committed: list[int] = []
         self.events: list[RuntimeEvent] = []
         self.generation = 0
-        self._readers: dict[PartitionKey, _TaskReader] = {}
+        self._readers: dict[PartitionKey, TaskReader] = {}
         self._wanted = False
-        self._driver: _Driver | None = None
+        self._driver: Driver | None = None
         self._executor = ThreadExecutor(self._ports)
 
     # -- running and killing ----------------------------------------------
@@ -149,7 +91,7 @@ class EngineSession:
         """Run `pipeline` until `stop`; returns once its first generation reads (or raises
         what refused the start: a pipeline its checkpoint's state cannot follow)."""
         before = self.generation
-        driver = self._driver = _Driver(pipeline, config)
+        driver = self._driver = Driver(pipeline, config)
         driver.thread = threading.Thread(
             target=self._drive, args=(driver,), name=f"{pipeline.name}-driver", daemon=True
         )
@@ -178,9 +120,9 @@ class EngineSession:
         self._wake_reads()
         self._executor.join_all(timeout_s=self.timeout_s)
 
-    def _drive(self, driver: _Driver) -> None:
+    def _drive(self, driver: Driver) -> None:
         while True:
-            ports = _DriverPorts(self.broker, driver)
+            ports = DriverPorts(self.broker, driver)
             runner = PipelineRunner(
                 driver.pipeline, driver.config, None, self._heard, ports, self._executor
             )
@@ -214,7 +156,7 @@ class EngineSession:
 
     def _ports(self, spec: TaskSpec) -> TaskPorts:
         ports = memory_ports(spec, self.broker)
-        reader = _TaskReader(self, spec)
+        reader = TaskReader(self, spec)
         self.broker.sources[transactional_id(spec.pipeline.name, spec.task)] = spec.partitions[0]
         with self.changed:
             for key in spec.partitions:

@@ -14,7 +14,7 @@ from laminar_kafka.formats import JsonFormat
 from laminar_kafka.operators.partitioning import Partitioner, crc32_partition, murmur2_partition
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.testing import PipelineTester, compare_outputs, run_pipeline
-from laminar_kafka.testing.memory_log import partition_for
+from laminar_kafka.testing.memory_inputs import partition_for
 from laminar_kafka.testing.orders import order
 from laminar_kafka.testing.retarget import retarget
 
