@@ -193,6 +193,8 @@ class PipelineTester:
         """
         crashes, self._crashes = self._crashes, []
         with faults.kill_threads(*crashes) as fired:
+            if crashes:
+                self._session.go_round()  # between two steps: where MID_EPOCH is met
             n = self._session.settle(self._run_as)
             count = fired()
         folders = [self._files[s.url] for s in self.pipeline.file_sinks]

@@ -28,6 +28,11 @@ def check_crash(
     never = point is FaultPoint.DURING_PURGE or point.latest_start_only
     if never or (point.multi_stage and len(plan.stages) < 2):
         raise ConfigError(f"pipeline {pipeline.name!r} run in memory never meets {point.value}")
+    if point is FaultPoint.DURING_ALIGNMENT and not any(s.co_partitioned for s in plan.stages):
+        raise ConfigError(
+            f"pipeline {pipeline.name!r} run in memory never meets {point.value}: each task "
+            "reads one partition of one stream (a co-partitioned join's task reads two)"
+        )
     if point.file_sinks_only and not pipeline.file_sinks:
         raise ConfigError(f"{point.value} needs a file sink; {pipeline.name!r} has none")
     if task is not None:

@@ -38,10 +38,15 @@ from laminar_kafka.runtime.events import (
 from laminar_kafka.runtime.ports import TaskPorts
 from laminar_kafka.runtime.runner import PipelineRunner
 from laminar_kafka.runtime.task_spec import TaskSpec
-from laminar_kafka.runtime.thread_executor import ThreadExecutor
 from laminar_kafka.testing.memory_committed import TracedBroker
 from laminar_kafka.testing.memory_ports import memory_ports
-from laminar_kafka.testing.memory_threads import Driver, DriverPorts, TaskReader, VirtualClock
+from laminar_kafka.testing.memory_threads import (
+    Driver,
+    DriverPorts,
+    TaskReader,
+    VirtualClock,
+    WakingExecutor,
+)
 
 
 def scratch() -> str | None:
@@ -84,7 +89,7 @@ class EngineSession:
         self._readers: dict[PartitionKey, TaskReader] = {}
         self._wanted = False
         self._driver: Driver | None = None
-        self._executor = ThreadExecutor(self._ports)
+        self._executor = WakingExecutor(self._ports, broker)
 
     # -- running and killing ----------------------------------------------
     def start(self, pipeline: Pipeline, config: RuntimeConfig) -> None:
@@ -200,10 +205,16 @@ class EngineSession:
         with self.changed:
             readers = {r.task: r for r in self._readers.values() if r.generation == self.generation}
         start = {task: reader.polls for task, reader in readers.items()}
+
+        def went(task: int, reader: TaskReader) -> bool:
+            # A task killed meanwhile (an armed crash point) goes round no more: its
+            # generation is replaced.
+            return reader.polls >= start[task] + 2 or reader.generation < self.generation
+
         self.hurry = True
         try:
             self._wake_reads()
-            self.wait(lambda: all(r.polls >= start[t] + 2 for t, r in readers.items()), "round")
+            self.wait(lambda: all(went(t, r) for t, r in readers.items()), "round")
         finally:
             self.hurry = False
 
@@ -212,12 +223,12 @@ class EngineSession:
         stage's included; its id."""
         while True:
             n = self._checkpoint(pipeline)
-            if not self._unread(pipeline):
+            if n is not None and not self._unread(pipeline):
                 return n
 
-    def _checkpoint(self, pipeline: Pipeline) -> int:
+    def _checkpoint(self, pipeline: Pipeline) -> int | None:
         """Ask for a checkpoint (again after an abort or a restart); its id once every task
-        committed it."""
+        committed it (None: a new generation recovered meanwhile)."""
         seen = len(self.committed)
         with self.changed:
             self._wanted = True
@@ -228,9 +239,13 @@ class EngineSession:
             self.wait(lambda: len(self.committed) > seen, "a checkpoint committed")
         finally:
             self._wanted = False
-        n = self.committed[-1]
-        self.wait(lambda: self._all_marked(pipeline, n), f"checkpoint {n} committed by all")
-        return n
+        n, generation = self.committed[-1], self.generation
+
+        def marked() -> bool:  # or a crash: a task that did not commit N recovers before it
+            return self.generation > generation or self._all_marked(pipeline, n)
+
+        self.wait(marked, f"checkpoint {n} committed by every task")
+        return n if self.generation == generation else None
 
     def _all_marked(self, pipeline: Pipeline, n: int) -> bool:
         keys = [k for k, r in self._readers.items() if r.generation == self.generation]

@@ -9,6 +9,7 @@ at any append, so that a request for a checkpoint, or a kill, is seen at once.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -18,6 +19,7 @@ from laminar_kafka.control.records import Ack, Heartbeat
 from laminar_kafka.runtime.config import RuntimeConfig
 from laminar_kafka.runtime.runner import PipelineRunner
 from laminar_kafka.runtime.task_spec import TaskSpec
+from laminar_kafka.runtime.thread_executor import PortsFactory, ThreadExecutor, ThreadJob
 from laminar_kafka.testing.memory_committed import TracedBroker
 from laminar_kafka.testing.memory_driver import MemoryDriverPorts
 from laminar_kafka.testing.memory_log import MemoryMessage
@@ -112,3 +114,22 @@ class TaskReader(MemoryReader):
         with session.changed:
             session.changed.notify_all()
         return found
+
+
+class WakingExecutor(ThreadExecutor):
+    """Task threads whose job's end also wakes whoever waits on the broker: the driver
+    then learns at once that a task died."""
+
+    def __init__(self, ports: PortsFactory, broker: TracedBroker) -> None:
+        super().__init__(ports)
+        self._broker = broker
+
+    def launch(
+        self, specs: Sequence[TaskSpec], group: str, on_end: Callable[[], None]
+    ) -> ThreadJob:
+        def ended() -> None:
+            on_end()
+            with self._broker.changed:
+                self._broker.changed.notify_all()
+
+        return super().launch(specs, group, ended)
