@@ -62,9 +62,9 @@ def kit_config(home: Path, batch_size: int, dead_letter_topic: str | None) -> Ru
         bootstrap="in-memory:0",
         checkpoint_dir=str(home / "checkpoints"),
         checkpoint_interval_s=3600.0,  # a checkpoint when asked (`settle`)
-        checkpoint_timeout_s=30.0,
+        checkpoint_timeout_s=5.0,  # a stalled checkpoint (a task killed mid-way) is retried soon
         alignment_timeout_s=1.0,
-        ready_timeout_s=30.0,
+        ready_timeout_s=10.0,
         heartbeat_interval_s=1.0,
         heartbeat_timeout_s=60.0,  # tasks die by the test's will, never by a slow machine
         restart=RestartPolicy(initial_backoff_s=0.0),
