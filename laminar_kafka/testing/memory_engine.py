@@ -82,6 +82,7 @@ class EngineSession:
         """Notified at every event and every poll: whatever a step waits for."""
         self.doomed_generation = 0
         self.hurry = False
+        self.pokes = 0
         """Polls return at once (while a step waits for every task to go round)."""
         self.committed: list[int] = []
         self.events: list[RuntimeEvent] = []
@@ -89,7 +90,7 @@ class EngineSession:
         self._readers: dict[PartitionKey, TaskReader] = {}
         self._wanted = False
         self._driver: Driver | None = None
-        self._executor = WakingExecutor(self._ports, broker)
+        self._executor = WakingExecutor(self._ports, self._wake_reads)
 
     # -- running and killing ----------------------------------------------
     def start(self, pipeline: Pipeline, config: RuntimeConfig) -> None:
@@ -127,7 +128,7 @@ class EngineSession:
 
     def _drive(self, driver: Driver) -> None:
         while True:
-            ports = DriverPorts(self.broker, driver)
+            ports = DriverPorts(self, driver)
             runner = PipelineRunner(
                 driver.pipeline, driver.config, None, self._heard, ports, self._executor
             )
@@ -172,6 +173,7 @@ class EngineSession:
 
     def _wake_reads(self) -> None:
         with self.broker.changed:
+            self.pokes += 1
             self.broker.changed.notify_all()
 
     # -- steps ------------------------------------------------------------

@@ -9,6 +9,7 @@ at any append, so that a request for a checkpoint, or a kill, is seen at once.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -33,6 +34,8 @@ class Steered(Protocol):
     changed: threading.Condition
     doomed_generation: int
     hurry: bool
+    pokes: int
+    """Counts the session's wake-ups (a checkpoint asked for, a kill, a job's end)."""
 
 
 class VirtualClock:
@@ -64,33 +67,36 @@ class Driver:
 class DriverControl(MemoryControl):
     """The driver's control log; it dies in a read once its driver is doomed."""
 
-    def __init__(self, driver: Driver, broker: TracedBroker, pipeline: str, start: int) -> None:
+    def __init__(self, driver: Driver, session: Steered, pipeline: str, start: int) -> None:
         topic = driver.config.control_topic(pipeline)
-        super().__init__(broker, topic, pipeline, start, Ack, Heartbeat)
-        self._driver, self._traced = driver, broker
+        super().__init__(session.broker, topic, pipeline, start, Ack, Heartbeat)
+        self._driver, self._session = driver, session
 
     def catch_up(self, timeout_s: float = 30.0) -> list[Any]:
         self._driver.check()
         return super().catch_up(timeout_s)
 
     def receive(self, timeout_s: float) -> list[Any]:
-        """As `MemoryControl.receive`, but back at any append: the driver's wait between
-        checkpoints then sees a request for one at once."""
-        found = self.catch_up()
-        if found or timeout_s <= 0:
-            return found
-        with self._traced.changed:
-            self._traced.changed.wait(timeout_s)
-        return self.catch_up()
+        """As `MemoryControl.receive`, but back at the session's wake-up too: the driver's
+        wait between checkpoints then sees a request for one at once."""
+        deadline, pokes = time.monotonic() + timeout_s, self._session.pokes
+        changed = self._session.broker.changed
+        with changed:
+            while True:
+                found = self.catch_up()
+                left = deadline - time.monotonic()
+                if found or left <= 0 or self._session.pokes != pokes:
+                    return found
+                changed.wait(left)
 
 
 class DriverPorts(MemoryDriverPorts):
-    def __init__(self, broker: TracedBroker, driver: Driver) -> None:
-        super().__init__(broker, driver.config)
-        self._traced, self._driver = broker, driver
+    def __init__(self, session: Steered, driver: Driver) -> None:
+        super().__init__(session.broker, driver.config)
+        self._session, self._driver = session, driver
 
     def watch_control(self, pipeline: str) -> MemoryControl:
-        return DriverControl(self._driver, self._traced, pipeline, self.control_end(pipeline))
+        return DriverControl(self._driver, self._session, pipeline, self.control_end(pipeline))
 
 
 class TaskReader(MemoryReader):
@@ -99,37 +105,46 @@ class TaskReader(MemoryReader):
     def __init__(self, session: Steered, spec: TaskSpec) -> None:
         super().__init__(session.broker, spec.pipeline.name, spec.config.batch_size)
         self._session, self.generation, self.task = session, spec.generation, spec.task
+        self._control = (spec.config.control_topic(spec.pipeline.name), 0)
         self.polls = 0
 
     def poll(self, timeout_s: float) -> list[MemoryMessage]:
+        """Up to a batch, waiting up to `timeout_s` for one, or for a control record (an
+        announcement for the task), or for the session's wake-up."""
         session = self._session
         if self.generation <= session.doomed_generation:
             raise faults.Killed(f"task {self.task}: the test kit stopped the run")
         self.polls += 1
-        found = super().poll(0.0)
-        if not found and timeout_s > 0 and not session.hurry:
-            with self._session.broker.changed:  # any append: a control record too
-                self._session.broker.changed.wait(timeout_s)
-            found = super().poll(0.0)
+        deadline, pokes = time.monotonic() + timeout_s, session.pokes
+        changed = session.broker.changed
+        with changed:
+            control = session.broker.bounds(self._control)[1]
+            while True:
+                found = super().poll(0.0)
+                left = deadline - time.monotonic()
+                if found or left <= 0 or session.hurry or session.pokes != pokes:
+                    break
+                if session.broker.bounds(self._control)[1] != control:
+                    break
+                changed.wait(left)
         with session.changed:
             session.changed.notify_all()
         return found
 
 
 class WakingExecutor(ThreadExecutor):
-    """Task threads whose job's end also wakes whoever waits on the broker: the driver
-    then learns at once that a task died."""
+    """Task threads whose job's end also wakes the session's threads: the driver then
+    learns at once that a task died."""
 
-    def __init__(self, ports: PortsFactory, broker: TracedBroker) -> None:
+    def __init__(self, ports: PortsFactory, wake: Callable[[], None]) -> None:
         super().__init__(ports)
-        self._broker = broker
+        self._wake = wake
 
     def launch(
         self, specs: Sequence[TaskSpec], group: str, on_end: Callable[[], None]
     ) -> ThreadJob:
         def ended() -> None:
             on_end()
-            with self._broker.changed:
-                self._broker.changed.notify_all()
+            self._wake()
 
         return super().launch(specs, group, ended)
