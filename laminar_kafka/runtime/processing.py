@@ -139,16 +139,12 @@ class FlowRunner:
         states: Mapping[PartitionKey, dict[str, KeyedState]],
         positions: Mapping[PartitionKey, int],
         txn: OutputWriter,
-        on_partition: Callable[[PartitionKey], None] | None = None,
     ) -> None:
         """Release idle partitions (runtime/event_clock.py): raise their watermarks and
-        emit what this closes or fires. `positions`: each partition's next offset;
-        `on_partition(key)` is called before a partition's output is written."""
+        emit what this closes or fires. `positions`: each partition's next offset."""
         specs = {k: self._event_times[k[0]] for k in states if k[0] in self._event_times}
         for key, watermark in self.clock.idle_watermarks(specs, states).items():
             Progress.of(states[key]).watermark = watermark
-            if on_partition is not None:
-                on_partition(key)
             self._watermark_rose(key, watermark, states[key], txn, positions.get(key, 0) - 1)
 
     def on_watermark(

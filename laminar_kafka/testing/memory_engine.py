@@ -62,7 +62,7 @@ def kit_config(home: Path, batch_size: int, dead_letter_topic: str | None) -> Ru
         bootstrap="in-memory:0",
         checkpoint_dir=str(home / "checkpoints"),
         checkpoint_interval_s=3600.0,  # a checkpoint when asked (`settle`)
-        checkpoint_timeout_s=5.0,  # a stalled checkpoint (a task killed mid-way) is retried soon
+        checkpoint_timeout_s=10.0,  # a stalled checkpoint (a task killed mid-way) is retried soon
         alignment_timeout_s=1.0,
         ready_timeout_s=10.0,
         heartbeat_interval_s=1.0,
