@@ -81,9 +81,11 @@ class EngineSession:
         self.changed = threading.Condition()
         """Notified at every event and every poll: whatever a step waits for."""
         self.doomed_generation = 0
+        """Tasks of this generation and older die at their next poll."""
         self.hurry = False
-        self.pokes = 0
         """Polls return at once (while a step waits for every task to go round)."""
+        self.pokes = 0
+        """Counts the wake-ups of the driver and the tasks (`memory_threads`)."""
         self.committed: list[int] = []
         self.events: list[RuntimeEvent] = []
         self.generation = 0
@@ -122,7 +124,7 @@ class EngineSession:
     def close(self) -> None:
         """Stop, and wait for every task thread to end."""
         self.stop()
-        self.doomed_generation = max(self.doomed_generation, self.generation)
+        self.doomed_generation = 1 << 62  # every generation, a starting one too
         self._wake_reads()
         self._executor.join_all(timeout_s=self.timeout_s)
 
