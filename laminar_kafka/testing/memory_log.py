@@ -39,7 +39,7 @@ class MemoryMessage:
     record_value: bytes | None
     timestamp_ms: int
     sequence: int = 0
-    """Send order of the input record it comes from: orders an internal log's unread records."""
+    """An ordinal its writer may set (the in-memory broker leaves it 0)."""
     record_headers: tuple[OutputHeader, ...] = ()
 
     def topic(self) -> str:
