@@ -45,7 +45,7 @@ from laminar_kafka.operators.asof_join import AsOfJoinOp
 from laminar_kafka.operators.base import BatchContext
 from laminar_kafka.operators.keyed import KeyByOp, key_bytes
 from laminar_kafka.operators.partitioning import murmur2_partition
-from laminar_kafka.testing.memory_log import partition_for
+from laminar_kafka.testing.memory_inputs import partition_for
 from laminar_kafka.testing.memory_run import run_pipeline
 from laminar_kafka.testing.oracle import compare_outputs
 from laminar_kafka.testing.order_checks import ExactlyOnceReport, compare_ids, compare_totals

@@ -20,6 +20,8 @@ from laminar_kafka.checkpoint.markers import OffsetMarker
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import ControlRecord
 from laminar_kafka.kafka.names import PartitionKey
+from laminar_kafka.runtime.event_clock import Clock as WallClock
+from laminar_kafka.runtime.event_clock import wall_ms
 from laminar_kafka.runtime.heartbeat import BeatSender, Clock
 from laminar_kafka.sinks.task_sinks import TaskSinks
 from laminar_kafka.sources.kafka_reader import KafkaMessage
@@ -129,3 +131,7 @@ class TaskPorts:
     beats: BeatSender
     clock: Clock = waits.monotonic
     """Monotonic seconds: heartbeats, alignment and decision timeouts."""
+    wall_clock: WallClock = wall_ms
+    """Wall-clock milliseconds: processing time (state TTL, idle partitions, `now_ms`)."""
+    idle_check_s: float = 0.2
+    """How often the task looks for idle partitions (`EventClock.tick_due`)."""

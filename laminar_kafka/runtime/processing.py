@@ -59,8 +59,10 @@ class FlowRunner:
         dead_letter_topic: str,
         max_record_bytes: Mapping[str, int] | None = None,
         clock: Clock = wall_ms,
+        idle_check_s: float = 0.2,
     ) -> None:
-        """`max_record_bytes`: sink topic → the largest record it accepts (key + value)."""
+        """`max_record_bytes`: sink topic → the largest record it accepts (key + value);
+        `clock`: processing time; `idle_check_s`: how often idle partitions are looked for."""
         self._limits = dict(max_record_bytes or {})
         self._flows_by_topic: dict[str, list[Flow]] = {}
         flows = list(flows)
@@ -81,7 +83,7 @@ class FlowRunner:
         self._event_times.update(
             {t.topic: t.event_time for t in self._tables.values() if t.event_time is not None}
         )
-        self.clock = EventClock(clock)
+        self.clock = EventClock(clock, idle_check_s)
         self._now = clock
         self._ttls = ttls_of(op for f in flows for op in f.operators)
         self.counts = ProcessCounts()
@@ -137,16 +139,12 @@ class FlowRunner:
         states: Mapping[PartitionKey, dict[str, KeyedState]],
         positions: Mapping[PartitionKey, int],
         txn: OutputWriter,
-        on_partition: Callable[[PartitionKey], None] | None = None,
     ) -> None:
         """Release idle partitions (runtime/event_clock.py): raise their watermarks and
-        emit what this closes or fires. `positions`: each partition's next offset;
-        `on_partition(key)` is called before a partition's output is written."""
+        emit what this closes or fires. `positions`: each partition's next offset."""
         specs = {k: self._event_times[k[0]] for k in states if k[0] in self._event_times}
         for key, watermark in self.clock.idle_watermarks(specs, states).items():
             Progress.of(states[key]).watermark = watermark
-            if on_partition is not None:
-                on_partition(key)
             self._watermark_rose(key, watermark, states[key], txn, positions.get(key, 0) - 1)
 
     def on_watermark(

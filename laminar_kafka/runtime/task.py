@@ -59,8 +59,9 @@ class WorkerTask:
         self._aligner = BarrierAligner(
             aligned, cfg.alignment_timeout_s, writers=spec.writers, clock=ports.clock
         )
-        dlq = cfg.dead_letters_to(spec.pipeline.name)
-        self._flows = FlowRunner(stage.flows, spec.partition_counts, dlq, spec.max_record_bytes)
+        dlq, limits = cfg.dead_letters_to(spec.pipeline.name), spec.max_record_bytes
+        wall = (ports.wall_clock, ports.idle_check_s)  # processing time: the ports'
+        self._flows = FlowRunner(stage.flows, spec.partition_counts, dlq, limits, *wall)
         store = ports.store
         self._state = TaskState(
             stage.keeps_state,

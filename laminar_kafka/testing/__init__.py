@@ -1,7 +1,8 @@
 """Helpers for testing pipelines, in memory or against a real Kafka broker.
 
-`run_pipeline()` and `PipelineTester` run a pipeline's flows in memory, with
-checkpoints and crashes, through the same code the workers run;
+`run_pipeline()` and `PipelineTester` run a pipeline on the real engine in memory
+(runner, checkpoint coordinator, worker tasks, recovery), with checkpoints and
+crashes at the runtime's own crash points;
 `compare_outputs()` checks an output against the expected one as a multiset.
 `session_bootstrap()` gives a test session a broker (an existing one, a
 container, or a local one it starts); `TopicFactory` gives each test its own

@@ -1,70 +1,71 @@
-"""Run a pipeline in memory, without broker or Spark: unit tests of the user's pipeline.
+"""Test a pipeline on the real engine, in memory: no broker, no Spark, milliseconds a step.
 
-Records go through the same `FlowRunner` the worker tasks use; keyed state is
-snapshot and restored with the runtime's own snapshot functions. So a test here
-checks the user's functions, formats and state exactly as they will run, in
-milliseconds:
+`PipelineTester` runs the runtime itself (the `PipelineRunner`, its checkpoint
+coordinator, the worker tasks and their recovery) on threads over an in-memory
+Kafka (`memory_engine`), so a test checks the user's functions, formats and
+state exactly as they run in a deployment, checkpoints and crashes included:
 
     out = run_pipeline(pipeline, {"orders": [order(1), order(2)]})
     out["customer-totals"]            # decoded values of the sink topic
 
-`PipelineTester` adds checkpoints and crashes, step by step. Its committed
-output after any sequence of sends, checkpoints and crashes must equal the
-output of one crash-free run: the exactly-once contract, testable per pipeline.
-`redeploy` restarts it with a new version of the pipeline, as a code change
-between two runs does: state follows its step names, or the change is refused.
+Its committed output after any sequence of sends, checkpoints and crashes must
+equal the output of one crash-free run: the exactly-once contract, testable per
+pipeline. `crash(at=...)` kills a task or the driver at one of the runtime's own
+crash points (`faults.FaultPoint`) in the next checkpoint, and the engine
+recovers as it does in a deployment. `redeploy` restarts it with a new version
+of the pipeline: state follows its step names, or the runtime refuses the change.
 
-A multi-stage pipeline (a `key_by` that repartitions) runs stage by stage: the
-internal topics between stages are in-memory logs too (`memory_topics`), and a
-checkpoint covers every stage at once.
-
-Records run one at a time by default (`batch_size=1`), so the output does not
-depend on how the input was chunked; committed output is listed partition by
-partition (source partitions first, then internal ones, upstream first), in
-the order it was written within each.
+Committed output is listed by the source partition whose task wrote it (source
+partitions first, then internal ones, upstream first), in the order written
+within each (`memory_committed`): the same list however the threads ran.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+import weakref
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+from laminar_kafka import faults
 from laminar_kafka.api.pipeline import Pipeline, SinkSpec
-from laminar_kafka.checkpoint.topology import check_topology
-from laminar_kafka.errors import ConfigError
+from laminar_kafka.errors import ConfigError, LaminarError
+from laminar_kafka.faults import FaultPoint, ThreadCrash
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.runtime.config import RuntimeConfig
+from laminar_kafka.plan.stages import plan_stages
+from laminar_kafka.plan.tasks import stage_parallelism
 from laminar_kafka.runtime.event_clock import wall_ms
-from laminar_kafka.runtime.processing import FlowRunner
-from laminar_kafka.state.snapshot import (
-    PartitionTables,
-    decode_partition_snapshot,
-    encode_task_snapshot,
-)
+from laminar_kafka.runtime.events import RuntimeEvent
+from laminar_kafka.sinks.file_reader import read_published, staged_epochs
+from laminar_kafka.testing.memory_committed import TracedBroker, engine_parallelism, listed
+from laminar_kafka.testing.memory_crashes import check_crash
+from laminar_kafka.testing.memory_engine import EngineSession, kit_config, scratch
 from laminar_kafka.testing.memory_inputs import encode_inputs
-from laminar_kafka.testing.memory_log import (
-    DeadLetterRecord,
-    MemoryMessage,
-    MemoryOutput,
-    OutputRecord,
-    ProducedRecord,
-    Raw,
-)
-from laminar_kafka.testing.memory_topics import MemoryTopics, late_formats, partition_counts
-from laminar_kafka.testing.memory_watermarks import MemoryWatermarks
+from laminar_kafka.testing.memory_log import DeadLetterRecord, OutputRecord, Raw
+from laminar_kafka.testing.memory_threads import VirtualClock
+from laminar_kafka.testing.memory_topics import late_formats, partition_counts, read_order
+from laminar_kafka.testing.retarget import retarget
 
 __all__ = ["DeadLetterRecord", "OutputRecord", "PipelineTester", "Raw"]
 
 
-class PipelineTester:
-    """Feeds a pipeline step by step, with checkpoints and crashes, all in memory.
+def _close(session: EngineSession, home: Path) -> None:
+    session.close()
+    shutil.rmtree(home, ignore_errors=True)
 
-    `send` appends records to the source partitions and processes them, stage
-    by stage; `checkpoint` snapshots state and offsets (internal topics' too) and
-    commits the output so far; `crash` drops uncommitted output and the internal
-    records written since the checkpoint, restores the last snapshot and rewinds
-    the input to its offsets, to be replayed by the next `send` or `checkpoint`;
-    `redeploy` does the same with a new version of the pipeline.
+
+class PipelineTester:
+    """Feeds a pipeline step by step on the engine, with checkpoints and crashes.
+
+    `send` appends records to the source partitions, and the tasks read them at
+    once; `checkpoint` checkpoints until a committed checkpoint holds everything
+    sent, every stage's share; `crash` kills the run (what is not committed is
+    lost) and starts it again from the last checkpoint; `redeploy` does the same
+    with a new version of the pipeline. `close` (or the end of a `with` block, or
+    of the tester) stops the engine's threads.
     """
 
     def __init__(
@@ -78,56 +79,58 @@ class PipelineTester:
         pipeline.validate()
         if batch_size < 1:
             raise ConfigError(f"batch size must be positive, not {batch_size}")
-        config = RuntimeConfig("memory", "memory", dead_letter_topic=dead_letter_topic)
-        self.dead_letter_topic = config.dead_letters_to(pipeline.name)
-        self._batch_size = batch_size
+        self._home = Path(tempfile.mkdtemp(prefix="laminar-tester-", dir=scratch()))
+        self._base = kit_config(self._home, batch_size, dead_letter_topic)
+        self.dead_letter_topic = self._base.dead_letters_to(pipeline.name)
+        self._clock = VirtualClock(wall_ms())  # moved on by advance_clock only
+        self._broker = TracedBroker(self._clock)
+        self._session = EngineSession(self._broker, self._clock, timeout_s=30.0)
+        self._closer = weakref.finalize(self, _close, self._session, self._home)
         self._sinks: dict[str, SinkSpec] = {}
-        self._topics = MemoryTopics()
-        self._output = MemoryOutput(self._topics.logs, self._topics.internal)
-        self._clock_ms = 0
-        self._wall_ms = wall_ms()  # moved on by advance_clock only: idleness is testable
-        self._sent = 0
-        self._snapshot: bytes | None = None
-        self._snapshot_keys: frozenset[PartitionKey] = frozenset()
-        self._snapshot_topology: dict[str, str] = {}
-        self._checkpoint_offsets: dict[PartitionKey, int] = {}
-        self.checkpoints = 0
-        self._deploy(pipeline, partition_counts(pipeline, partitions))
+        self._files: dict[str, str] = {}  # a file sink's directory → the tester's own
+        self._rank: dict[PartitionKey, tuple[int, int]] = {}
+        self._sent_ms = 0  # the Kafka timestamp of the next record sent without one
+        self._crashes: list[ThreadCrash] = []
+        self.fired = 0
+        """How many of the crashes armed with `crash(at=...)` fired."""
+        try:
+            self._deploy(pipeline, partition_counts(pipeline, partitions))
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Stop the engine's threads and delete the tester's files."""
+        self._closer()
+
+    def __enter__(self) -> PipelineTester:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _deploy(self, pipeline: Pipeline, counts: Mapping[str, int]) -> None:
         """Run `pipeline` from the last checkpoint; topics seen before keep their input."""
-        self.pipeline = pipeline
-        self._keys = self._topics.deploy(pipeline, counts)  # stage by stage
-        for key in self._keys:
-            self._checkpoint_offsets.setdefault(key, 0)
+        for topic, n in counts.items():
+            self._broker.create(topic, n)  # a topic that exists keeps its partitions
+        for topic in (*pipeline.sink_topics, self.dead_letter_topic):
+            self._broker.create(topic, 1)  # one partition: output listed as written
+        files = dict(self._files)  # a file sink writes into a directory of the tester's
+        for sink in pipeline.file_sinks:
+            files.setdefault(sink.url, str(self._home / f"files-{len(files)}"))
+        run_as = retarget(pipeline, pipeline.name, files) if files else pipeline
+        read = {t: self._broker.partitions(t) for t in read_order(run_as)}
+        config = replace(self._base, parallelism=engine_parallelism(run_as, read))
+        self._session.start(run_as, config)
+        self.pipeline, self._run_as, self._config = pipeline, run_as, config
+        self._files.update(files)
+        for key in [(t, p) for t, n in read.items() for p in range(n)]:
+            self._rank.setdefault(key, (int(key[0] in pipeline.internal_topics), len(self._rank)))
         # Sinks of earlier versions stay readable: their committed output is still there.
         sinks = [f.sink for f in reversed(pipeline.flows) if not f.sink.internal]
         self._sinks.update({sink.topic: sink for sink in sinks})
         # Late records are source records as they were read: decoded with the source's format.
         self._sinks.update({t: SinkSpec(t, fmt) for t, fmt in late_formats(pipeline).items()})
-        self._restart()
-
-    def _restart(self) -> None:
-        """A new worker generation resuming from the last checkpoint (or from scratch)."""
-        self._topics.rewind()
-        logs = self._topics.logs
-        self._runner = FlowRunner(
-            self.pipeline.flows,
-            self._topics.counts,
-            self.dead_letter_topic,
-            clock=lambda: self._wall_ms,
-        )
-        self._positions = {k: self._checkpoint_offsets[k] for k in self._keys}
-        snapshot = self._snapshot
-        self._states: dict[PartitionKey, PartitionTables] = {
-            k: decode_partition_snapshot(snapshot, k, "memory")
-            if snapshot is not None and k in self._snapshot_keys
-            else {}
-            for k in self._keys
-        }
-        self._runner.states_of = self._states.__getitem__  # the tables a join reads
-        counts = self._topics.counts
-        self._marks = MemoryWatermarks(self.pipeline, self._keys, counts, logs, self._states)
 
     # -- input ------------------------------------------------------------
     def send(
@@ -138,13 +141,14 @@ class PipelineTester:
         timestamps: Iterable[int] | None = None,
         headers: Iterable[Iterable[tuple[str, bytes | None]]] | None = None,
     ) -> None:
-        """Append records to `topic` (encoded with its source format; `Raw` as is), process them.
+        """Append records to `topic` (encoded with its source format; `Raw` as is); returns
+        once the tasks have read them.
 
         Without `keys`, a record of a source declared `partitioned_by` goes to the
         partition its key maps to (what a producer keyed by that field does), else
         to partition 0; with `keys`, to the partition Kafka's producer picks for
-        that key. A table's records need `keys` (value None: a tombstone); they are
-        read in the order they are sent among the stream's, with no bootstrap.
+        that key. A table's records need `keys` (value None: a tombstone). Records
+        sent without `timestamps` are stamped 0, 1, 2... in the order sent.
         Internal topics are written by the pipeline only.
         """
         if topic in self.pipeline.internal_topics:
@@ -159,82 +163,79 @@ class PipelineTester:
         lengths = {len(key_list or items), len(items if stamps is None else stamps), len(heads)}
         if lengths != {len(items)}:
             raise ConfigError(f"send to {topic}: keys, timestamps, headers must match the values")
-        count = self._topics.counts.get(topic, 0)
+        count = self._broker.partitions(topic)
         encoded = encode_inputs(self.pipeline, topic, count, items, key_list)
-        for i, (data, raw_key, partition) in enumerate(encoded):
-            log = self._topics.logs[(topic, partition)]
-            ts = stamps[i] if stamps is not None else self._clock_ms
-            log.append(
-                MemoryMessage(topic, partition, len(log), raw_key, data, ts, self._sent, heads[i])
-            )
-            self._clock_ms += 1
-            self._sent += 1
-        self._process()
-
-    def _process(self) -> None:
-        """Run every partition from its position to the end of its input, stage by stage.
-
-        Upstream stages append to the internal logs the next stages read: repeat
-        until a pass over every partition finds nothing left to read.
-        """
-        pending = True
-        while pending:
-            pending = False
-            for key in self._keys:
-                log, position = self._topics.logs[key], self._positions[key]
-                self._topics.in_send_order(key, position)
-                while position < len(log):
-                    pending = True
-                    batch = log[position : position + self._batch_size]
-                    self._output.source = key
-                    self._output.timestamp_ms = batch[-1].timestamp_ms
-                    self._output.sequence = batch[-1].sequence
-                    self._marks.run(self._runner, key, batch, self._output)
-                    position += len(batch)
-                    self._positions[key] = position
+        ends: dict[PartitionKey, int] = {}
+        with self._broker.changed:  # read whole or not at all: batches never span two sends
+            for i, (data, raw_key, partition) in enumerate(encoded):
+                at = stamps[i] if stamps is not None else self._sent_ms
+                key = (topic, partition)
+                ends[key] = 1 + self._broker.append(key, data, raw_key, heads[i], at)
+                self._sent_ms += 1
+        self._session.read_to(ends)
 
     def advance_clock(self, seconds: float) -> None:
-        """Let `seconds` of wall-clock time pass: partitions without records for their
-        source's idle_timeout release their windows (runtime/event_clock.py)."""
-        self._wall_ms += round(seconds * 1000)
-        self._process()  # a replay still to run is input, not idleness
-        self._runner.tick(self._states, self._positions, self._output, self._output.at)
-        for key in self._keys:  # released partitions tell the next stage
-            self._marks.write(key, self._output)
-        self._process()
+        """Checkpoint what was sent (a replay still to run is input, not idleness), then let
+        `seconds` of wall-clock time pass: state TTLs run out, and partitions without
+        records for their source's idle_timeout release their windows (committed by
+        the next checkpoint)."""
+        self._session.settle(self._run_as)
+        self._clock.ms += round(seconds * 1000)
+        self._session.go_round()
 
     # -- checkpoints and crashes ------------------------------------------
     def checkpoint(self) -> int:
-        """Process what is pending, snapshot state and offsets, commit; returns its number.
+        """Checkpoint until every record sent is in a committed checkpoint, every stage's
+        share; returns the id of that checkpoint.
 
-        Every stage has read everything by then: the internal logs are committed as
-        they are, and a crash cuts them back to here.
+        A crash armed with `crash(at=...)` fires in it, and the engine recovers before
+        it commits; `LaminarError` if the crash point was not reached.
         """
-        self._process()
-        self._runner.expire(self._states)  # as a task does: expired keys are in no snapshot
-        self._snapshot = encode_task_snapshot(self._states)
-        self._snapshot_keys = frozenset(self._states)
-        self._snapshot_topology = self.pipeline.topology()  # as the runner's manifest holds it
-        self._checkpoint_offsets.update(self._positions)
-        self._topics.checkpoint()
-        self._output.commit()
-        self.checkpoints += 1
-        return self.checkpoints
+        crashes, self._crashes = self._crashes, []
+        with faults.kill_threads(*crashes) as fired:
+            if crashes:
+                self._session.go_round()  # between two steps: where MID_EPOCH is met
+            n = self._session.settle(self._run_as)
+            count = fired()
+        folders = [self._files[s.url] for s in self.pipeline.file_sinks]
+        # A task publishes its files once its Kafka transaction committed: wait for them.
+        self._session.wait(lambda: not any(map(staged_epochs, folders)), "files published")
+        self.fired += count
+        if count < len(crashes):
+            points = ", ".join(c.point.value for c in crashes)
+            raise LaminarError(f"armed crash points not all reached in checkpoint {n}: {points}")
+        return n
 
-    def crash(self) -> None:
-        """Lose everything since the last checkpoint: output, internal records, state and
-        read positions."""
-        self._output.abort()
-        self._restart()
+    def crash(self, at: FaultPoint | str | None = None, task: int | None = None) -> None:
+        """Without `at`: kill the run now, and start it again from the last checkpoint
+        (output, state and read positions since then are lost; the input is not).
+
+        With `at` (a `FaultPoint` or its name): arm that crash point of the runtime for the
+        next checkpoint. The thread that reaches it first dies there (in task `task`
+        only, if given; a driver's point kills the driver); the engine recovers from it
+        as in a deployment, and the checkpoint completes after the recovery.
+        """
+        if at is None:
+            if task is not None:
+                raise ConfigError("crash(task=...) needs a crash point: crash(at=..., task=...)")
+            self._session.stop()
+            self._session.start(self._run_as, self._config)
+            return
+        plan = plan_stages(self._run_as)
+        counts = {t: self._broker.partitions(t) for t in read_order(self._run_as)}
+        tasks = sum(stage_parallelism(plan, counts, self._config.parallelism))
+        next_id = max(self._session.committed, default=0) + 1
+        self._crashes.append(check_crash(self._run_as, at, task, tasks, next_id))
 
     def redeploy(self, pipeline: Pipeline, partitions: int | Mapping[str, int] = 1) -> None:
         """Crash, then restart from the last checkpoint with `pipeline`, a new version.
 
-        As a restart of the runner with changed code: the change is checked against
-        the checkpoint's topology (`CheckpointError` when a step with state is gone
-        or changed), each stateful step gets its state back by name, and input
-        resumes at the checkpoint's offsets (a new source topic from its start).
-        Topics keep their partition count; `partitions` sizes new ones.
+        As a restart of the runner with changed code: the runtime checks the change
+        against the checkpoint's topology (`CheckpointError` when a step with state is
+        gone or changed, and the tester runs on with the old version), each stateful
+        step gets its state back by name, and input resumes at the checkpoint's
+        offsets (a new source topic from its start). Topics keep their partition
+        count; `partitions` sizes new ones.
         """
         pipeline.validate()
         if pipeline.name != self.pipeline.name:
@@ -243,23 +244,30 @@ class PipelineTester:
                 f"{pipeline.name!r}): the name keys the checkpoints"
             )
         if not isinstance(partitions, int):
-            partitions = {t: n for t, n in partitions.items() if t not in self._topics.counts}
+            partitions = {t: n for t, n in partitions.items() if not self._broker.partitions(t)}
         counts = partition_counts(pipeline, partitions)
-        check_topology(self._snapshot_topology, pipeline.topology(), self.checkpoints)
-        self._output.abort()
-        self._deploy(pipeline, counts)
+        counts.update({t: n for t in counts if (n := self._broker.partitions(t))})
+        self._session.stop()
+        try:
+            self._deploy(pipeline, counts)
+        except LaminarError:
+            self._session.start(self._run_as, self._config)  # the old version runs on
+            raise
 
     # -- output -----------------------------------------------------------
-    def _committed(self, topic: str) -> list[ProducedRecord]:
-        records = [r for r in self._output.committed if r.topic == topic]
-        return sorted(records, key=lambda r: self._topics.rank(r.source))  # stable
+    @property
+    def events(self) -> tuple[RuntimeEvent, ...]:
+        """What the runtime reported so far (`runtime/events.py`): generations started,
+        checkpoints committed with each stage's counts, workers lost."""
+        return tuple(self._session.events)
 
     def output(self, topic: str) -> list[Any]:
-        """The committed output of a sink topic, decoded (dead letters: `DeadLetterRecord`s)."""
+        """The committed output of a sink topic, decoded (dead letters: `DeadLetterRecord`s;
+        a file sink's directory: its published rows, epoch by epoch)."""
         if topic == self.dead_letter_topic:
             return list(self.dead_letters())
-        if any(sink.url == topic for sink in self.pipeline.file_sinks):
-            return [r.row for r in self._committed(topic)]
+        if topic in self._files:
+            return read_published(self._files[topic])
         return [r.value for r in self.output_records(topic)]
 
     def output_records(self, topic: str) -> list[OutputRecord]:
@@ -268,11 +276,17 @@ class PipelineTester:
         if sink is None or sink.files is not None:
             raise ConfigError(f"pipeline {self.pipeline.name!r} does not write topic {topic!r}")
         keys = sink.key_format if sink.key is not None else None
-        return [OutputRecord.decoded(r, sink.value_format, keys) for r in self._committed(topic)]
+        return [
+            OutputRecord.decoded(r, sink.value_format, keys)
+            for r in listed(self._broker, topic, self._rank)
+        ]
 
     def dead_letters(self) -> list[DeadLetterRecord]:
         """The committed records of the dead-letter topic."""
-        return [DeadLetterRecord.from_record(r) for r in self._committed(self.dead_letter_topic)]
+        return [
+            DeadLetterRecord.from_record(r)
+            for r in listed(self._broker, self.dead_letter_topic, self._rank)
+        ]
 
     def outputs(self) -> dict[str, list[Any]]:
         """Every sink topic's committed output, and the dead letters if there are any."""

@@ -1,4 +1,5 @@
-"""One crash-free run of a pipeline in memory: the expected output of any other run."""
+"""One crash-free run of a pipeline on the engine in memory: the expected output of any
+other run."""
 
 from __future__ import annotations
 
@@ -17,13 +18,14 @@ def run_pipeline(
     keys: Mapping[str, Iterable[Any]] | None = None,
     batch_size: int = 1,
 ) -> dict[str, list[Any]]:
-    """Run `inputs` (values per source topic) through the pipeline in one crash-free run.
+    """Run `inputs` (values per source topic) through the pipeline in one crash-free run of
+    the engine (`PipelineTester`), sent topic by topic, then checkpointed.
 
     Returns the decoded output per sink topic, plus `<pipeline>.dlq` with
     `DeadLetterRecord`s if any record went there.
     """
-    tester = PipelineTester(pipeline, partitions, batch_size=batch_size)
-    for topic, values in inputs.items():
-        tester.send(topic, values, None if keys is None else keys.get(topic))
-    tester.checkpoint()
-    return tester.outputs()
+    with PipelineTester(pipeline, partitions, batch_size=batch_size) as tester:
+        for topic, values in inputs.items():
+            tester.send(topic, values, None if keys is None else keys.get(topic))
+        tester.checkpoint()
+        return tester.outputs()

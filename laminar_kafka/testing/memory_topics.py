@@ -1,29 +1,15 @@
-"""The topics of an in-memory run: partition counts and logs, sources and internal ones.
-
-A multi-stage pipeline writes internal topics between its stages; in memory they
-are logs like the source topics, appended to as the upstream stage runs and read
-by the next one. Checkpoints are global and atomic: a checkpoint records how long
-each internal log is, and a crash cuts them back to that length (what the runtime's
-per-stage protocol amounts to for the committed output).
-
-Which upstream partition runs first is chance in a real run; here the records of
-an internal partition are read in the order their input records were sent
-(`in_send_order`), so that the output of every stage depends neither on how the
-input was split into sends nor on where crashes fell.
-"""
+"""The topics of a pipeline in the test kit: partition counts, the order they are read in,
+and the formats of the topics late records go to."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.formats import Format
-from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators import window_of
 from laminar_kafka.plan.stages import plan_stages
-from laminar_kafka.testing.memory_log import MemoryMessage
 
 
 def partition_counts(pipeline: Pipeline, partitions: int | Mapping[str, int]) -> dict[str, int]:
@@ -52,60 +38,10 @@ def partition_counts(pipeline: Pipeline, partitions: int | Mapping[str, int]) ->
     return counts
 
 
-class MemoryTopics:
-    """Every topic a tester has read: its partition count and its partitions' logs.
-
-    Topics of earlier versions of the pipeline stay: a topic keeps its partition
-    count and its records across a redeploy, as in Kafka.
-    """
-
-    def __init__(self) -> None:
-        self.counts: dict[str, int] = {}
-        self.logs: dict[PartitionKey, list[MemoryMessage]] = {}
-        self.internal: set[str] = set()
-        self._rank: dict[PartitionKey, tuple[int, int]] = {}
-        self._checkpoint_lengths: dict[PartitionKey, int] = {}
-
-    def deploy(self, pipeline: Pipeline, counts: Mapping[str, int]) -> list[PartitionKey]:
-        """Add the topics of `pipeline`; returns the partitions it reads, stage by stage."""
-        self.counts = {**counts, **self.counts}  # a topic keeps its partition count
-        self.internal.update(pipeline.internal_topics)
-        keys: list[PartitionKey] = []
-        for stage in plan_stages(pipeline).stages:
-            keys.extend((t, p) for t in stage.inputs for p in range(self.counts[t]))
-        for key in keys:
-            # Committed output is listed by the rank of the partition whose
-            # processing wrote it: source partitions first, then internal ones.
-            self._rank.setdefault(key, (int(key[0] in self.internal), len(self._rank)))
-            self.logs.setdefault(key, [])
-        return keys
-
-    def rank(self, key: PartitionKey) -> tuple[int, int]:
-        return self._rank[key]
-
-    def in_send_order(self, key: PartitionKey, position: int) -> None:
-        """Sort the records of internal partition `key` not read yet by their `sequence`.
-
-        Nothing has read them: this is only another interleaving of the upstream
-        writers, the one a crash-free run sending the input record by record has.
-        """
-        log = self.logs[key]
-        if key[0] not in self.internal or len(log) - position < 2:
-            return
-        unread = sorted(log[position:], key=lambda m: m.sequence)  # stable
-        log[position:] = [replace(m, position=position + i) for i, m in enumerate(unread)]
-
-    def checkpoint(self) -> None:
-        """Remember how far each internal log goes: its records are now committed."""
-        self._checkpoint_lengths = {
-            key: len(log) for key, log in self.logs.items() if key[0] in self.internal
-        }
-
-    def rewind(self) -> None:
-        """Drop the internal records written since the last checkpoint (a crash)."""
-        for key, log in self.logs.items():
-            if key[0] in self.internal:
-                del log[self._checkpoint_lengths.get(key, 0) :]
+def read_order(pipeline: Pipeline) -> list[str]:
+    """The topics the pipeline reads, stage by stage (upstream first)."""
+    stages = plan_stages(pipeline).stages
+    return list(dict.fromkeys(t for stage in stages for t in stage.inputs))
 
 
 def late_formats(pipeline: Pipeline) -> dict[str, Format]:

@@ -81,8 +81,10 @@ def test_windows_table_compares_each_result_with_the_batch_computation(
     assert isinstance(workload, WindowWorkload)
     orders = list(workload.input.orders)
     tester = PipelineTester(pipeline, partitions=demo_cmd.PARTITIONS)
-    tester.send("orders", orders, keys=[o["customer"] for o in orders])
-    tester.checkpoint()
+    at = workload.watermarked_from or len(orders)  # the late orders after the watermarks
+    for part in (orders[:at], orders[at:]):
+        tester.send("orders", part, keys=[o["customer"] for o in part])
+        tester.checkpoint()
     results, late = tester.output("revenue-per-minute"), tester.output("orders-late")
     demo_show.show_windows(workload, results, late)
     lines = capsys.readouterr().out.splitlines()

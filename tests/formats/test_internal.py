@@ -20,7 +20,8 @@ from laminar_kafka.formats.internal import MARKER
 from laminar_kafka.operators.base import BatchContext
 from laminar_kafka.runtime.processing import FlowRunner
 from laminar_kafka.runtime.routing import route
-from laminar_kafka.testing.memory_log import MemoryMessage, MemoryOutput
+from laminar_kafka.testing.memory_log import MemoryMessage
+from tests.runtime.recorded_output import RecordedOutput
 
 FMT = InternalFormat()
 
@@ -170,7 +171,7 @@ def test_a_stage_after_an_upgrade_reads_the_json_records_left_in_its_internal_to
     datas = [old.encode_one(o) for o in orders[:3]] + [FMT.encode_one(o) for o in orders[3:]]
     batch = [MemoryMessage(internal, 0, i, None, d, 0) for i, d in enumerate(datas)]
     runner = FlowRunner([flow], {internal: 1, "counts": 1}, "upgraded.dlq")
-    out = MemoryOutput()
+    out = RecordedOutput()
     runner.run((internal, 0), batch, {}, out)
     assert runner.counts.dead_letters == 0
     counts = [JsonFormat().decode_one(r.value) for r in out.pending]

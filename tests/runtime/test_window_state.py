@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from laminar_kafka import BytesFormat, Pipeline
 from laminar_kafka.runtime.processing import FlowRunner
-from laminar_kafka.testing.memory_log import MemoryMessage, MemoryOutput
+from laminar_kafka.testing.memory_log import MemoryMessage
+from tests.runtime.recorded_output import RecordedOutput
 
 MINUTE = 60_000
 BASE = 1_700_000_000_000 - 1_700_000_000_000 % MINUTE
@@ -25,7 +26,7 @@ def test_a_million_events_keep_one_open_window_per_key() -> None:
     )
     [flow] = p.flows
     runner = FlowRunner(p.flows, {"in": 1}, "flat.dlq")
-    out = MemoryOutput()
+    out = RecordedOutput()
     states: dict = {}
     step = flow.operators[-1].step  # type: ignore[attr-defined]
     sizes = set()

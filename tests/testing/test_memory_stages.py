@@ -14,7 +14,7 @@ from laminar_kafka.formats import JsonFormat
 from laminar_kafka.operators.partitioning import Partitioner, crc32_partition, murmur2_partition
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.testing import PipelineTester, compare_outputs, run_pipeline
-from laminar_kafka.testing.memory_log import partition_for
+from laminar_kafka.testing.memory_inputs import partition_for
 from laminar_kafka.testing.orders import order
 from laminar_kafka.testing.retarget import retarget
 
@@ -49,6 +49,16 @@ def last_per_product(totals: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {t["product"]: t for t in totals}
 
 
+def each_order_once(totals: list[dict[str, Any]], orders: list[dict[str, Any]]) -> None:
+    """Each product's updates count its orders one by one and end at its sums. Which
+    order comes first at the next stage depends on how its upstream tasks ran, so the
+    running amounts do; these do not."""
+    assert last_per_product(totals) == sums(orders)
+    for product, total in sums(orders).items():
+        counts = [t["orders"] for t in totals if t["product"] == product]
+        assert counts == list(range(1, total["orders"] + 1))
+
+
 def test_product_totals_through_an_internal_topic_end_at_the_sums() -> None:
     pipeline = product_totals()
     assert len(plan_stages(pipeline).stages) == 2
@@ -56,24 +66,19 @@ def test_product_totals_through_an_internal_topic_end_at_the_sums() -> None:
     # A record in the wrong partition (source or internal) would be a dead letter: none are.
     assert set(out) == {"product-totals"}
     assert len(out["product-totals"]) == len(ORDERS)
-    assert last_per_product(out["product-totals"]) == sums(ORDERS)
-    # Each product's updates count its orders one by one.
-    for product, total in sums(ORDERS).items():
-        counts = [t["orders"] for t in out["product-totals"] if t["product"] == product]
-        assert counts == list(range(1, total["orders"] + 1))
+    each_order_once(out["product-totals"], ORDERS)
 
 
-def test_output_does_not_depend_on_how_the_input_was_split_into_sends() -> None:
+def test_the_sums_do_not_depend_on_how_the_input_was_split_into_sends() -> None:
     pipeline = product_totals()
-    once = run_pipeline(pipeline, {"orders": ORDERS}, partitions=3)
     # Batches reach the next stage batch by batch: other running totals, the same sums.
     batched = run_pipeline(pipeline, {"orders": ORDERS}, partitions=3, batch_size=16)
-    assert last_per_product(batched["product-totals"]) == sums(ORDERS)
+    each_order_once(batched["product-totals"], ORDERS)
     tester = PipelineTester(pipeline, partitions=3)
     for start in range(0, len(ORDERS), 11):
         tester.send("orders", ORDERS[start : start + 11])
     tester.checkpoint()
-    assert tester.outputs() == once
+    each_order_once(tester.output("product-totals"), ORDERS)
 
 
 Step = Callable[[PipelineTester], None]
@@ -106,14 +111,12 @@ SCENARIOS: dict[str, list[Step]] = {
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_crashes_between_checkpoints_give_the_crash_free_output(name: str) -> None:
-    expected = run_pipeline(product_totals(), {"orders": ORDERS}, partitions=3)
     tester = PipelineTester(product_totals(), partitions=3)
     for step in SCENARIOS[name]:
         step(tester)
     tester.checkpoint()
-    report = compare_outputs(expected["product-totals"], tester.output("product-totals"))
-    assert report.exact, report.line()
-    assert tester.outputs() == expected  # the same order too
+    assert set(tester.outputs()) == {"product-totals"}
+    each_order_once(tester.output("product-totals"), ORDERS)
 
 
 def test_crash_drops_internal_records_written_since_the_checkpoint() -> None:
@@ -269,7 +272,8 @@ def test_retarget_renames_internal_topics_with_the_pipeline() -> None:
     assert internal[len("round-7.") :] == old[len("product-totals.") :]
     assert copy.topology().keys() == product_totals().topology().keys()
     out = run_pipeline(copy, {"o-7": ORDERS}, partitions=3)
-    assert out == {"t-7": run_pipeline(product_totals(), {"orders": ORDERS}, 3)["product-totals"]}
+    assert set(out) == {"t-7"}
+    each_order_once(out["t-7"], ORDERS)
 
 
 def test_retarget_moves_the_late_topic_of_a_window() -> None:
