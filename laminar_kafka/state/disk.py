@@ -31,7 +31,7 @@ import re
 import shutil
 import tempfile
 from collections import OrderedDict
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterable, Iterator, MutableMapping
 from typing import Any
 
 from laminar_kafka.errors import ConfigError
@@ -178,6 +178,31 @@ class DiskTable(MutableMapping[Any, Any]):
         """Write every changed entry to the store."""
         for key, entry in self._cache.items():
             self._write(key, entry)
+
+    def load(self, entries: Iterable[tuple[Any, Any]]) -> None:
+        """Add entries of keys not in the table (a restore's chunk), in their order, straight
+        to the store: no lookup, no cache, no recorded change."""
+        store, prefix = self._store, self._prefix
+        for key, value in entries:
+            seq, packed = store.next_seq(), pickle.dumps(key, _P)
+            store.txn.put(prefix + seq, packed, db=store.order)
+            store.txn.put(prefix + packed, seq + pickle.dumps(value, _P), db=store.main)
+            self._len += 1
+            store.wrote()
+
+    def scan(self) -> Iterator[tuple[Any, Any]]:
+        """The entries in order, read from the store past the cache (a snapshot's pass over
+        every key would evict the cache's working set)."""
+        self.flush()
+        store, prefix = self._store, self._prefix
+        cursor = store.txn.cursor(db=store.order)
+        if not cursor.set_range(prefix):
+            return
+        get, main = store.txn.get, store.main
+        for seq_key, key in cursor:
+            if not seq_key.startswith(prefix):
+                return
+            yield pickle.loads(key), pickle.loads(get(prefix + key, db=main)[_SEQ:])
 
     def put(self, key: Any, value: Any) -> None:
         """Set without recording the change (a restore's load)."""
