@@ -9,7 +9,9 @@ each a 4-byte big-endian length and a pickle:
 - `("partition", partition key)`: the start of a partition's tables;
 - `("table", step, tracked, keys, chunks)`: a table's start,
   where `tracked` says it recorded its changes (a running aggregate's), then
-  its entries in `chunks` dicts of up to `CHUNK_KEYS` keys, in the table's order;
+  its entries in `chunks` chunks of up to `CHUNK_KEYS` keys, in the table's
+  order: a dict, or (a table on disk) a list of (key, value) pairs pickled as
+  the disk store keeps them, which a restore on disk puts back unread;
 - `("end", tables)`: the last; a file that stops before it is torn.
 
 A reader fills one partition's tables chunk by chunk, into dicts or into
@@ -52,10 +54,15 @@ def _frame(obj: object) -> bytes:
     return len(body).to_bytes(_LENGTH, "big") + body
 
 
-def _entries(table: Any) -> Iterator[tuple[Any, Any]]:
-    """A table's entries in order; a `DiskTable` reads its store without its cache."""
-    scan = getattr(table, "scan", None)
-    return iter(scan() if scan is not None else table.items())
+def _chunks(table: Any, chunk_keys: int) -> Iterator[dict[Any, Any] | list[Any]]:
+    """A table's entries in order, in chunks; a `DiskTable`'s as its store keeps them."""
+    scan = getattr(table, "scan_packed", None)
+    if scan is not None:
+        yield from scan(chunk_keys)
+        return
+    entries = iter(table.items())
+    while chunk := dict(islice(entries, chunk_keys)):
+        yield chunk
 
 
 def frame_pieces(
@@ -72,8 +79,8 @@ def frame_pieces(
             keys = len(table)
             chunks = -(-keys // chunk_keys)
             yield _frame(("table", step, tracked, keys, chunks))
-            entries, written = _entries(table), 0
-            while chunk := dict(islice(entries, chunk_keys)):
+            written = 0
+            for chunk in _chunks(table, chunk_keys):
                 written += len(chunk)
                 yield _frame(chunk)
             if written != keys:
@@ -153,10 +160,13 @@ def read_framed(
         loaded = 0
         for _ in range(chunks):
             chunk = frames.next()
-            if not isinstance(chunk, dict) or not chunk:
+            if not isinstance(chunk, (dict, list)) or not chunk:
                 raise CheckpointError(f"{where}: a chunk of {step} is not entries")
             loaded += len(chunk)
-            _load(table, chunk)
+            try:
+                _load(table, chunk)
+            except (TypeError, ValueError, pickle.UnpicklingError) as exc:
+                raise CheckpointError(f"{where}: a chunk of {step} is unreadable: {exc}") from None
         if loaded != keys:
             raise CheckpointError(f"{where}: {loaded} keys of {step} where it says {keys}")
         out[step] = KeyedState(table=table)
@@ -165,11 +175,17 @@ def read_framed(
     return out
 
 
-def _load(table: Any, chunk: dict[Any, Any]) -> None:
-    if type(table) is dict:
-        table.update(chunk)
+def _load(table: Any, chunk: dict[Any, Any] | list[tuple[bytes, bytes]]) -> None:
+    """A chunk into a table: a dict of entries, or a list of pickled (key, value) pairs."""
+    if isinstance(chunk, dict):
+        if type(table) is dict:
+            table.update(chunk)
+        else:
+            table.load(chunk.items())
+    elif type(table) is dict:
+        table.update((pickle.loads(k), pickle.loads(v)) for k, v in chunk)
     else:
-        table.load(chunk.items())
+        table.load_packed(chunk)
 
 
 def decode_framed(
