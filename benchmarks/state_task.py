@@ -23,7 +23,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 
-from benchmarks.memory import process_rss_bytes
+from benchmarks.memory import PeakRss, process_rss_bytes
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.state.chain import read_partition
@@ -72,6 +72,9 @@ class StateRow:
     restore_s: float
     restore_peak_mib: float
     """The task's peak RSS over the restore alone (from its RSS when the restore began)."""
+    restore_anon_mib: float
+    """Of that, the peak of its anonymous memory (sampled every 50 ms): without the pages
+    of the files it maps (LMDB's), which the kernel drops under pressure."""
     peak_mib: float
     """The task's peak RSS (`ru_maxrss`), over building, checkpoints and restore."""
 
@@ -99,6 +102,7 @@ class _Task:
         self.next_id = 1
         self.newest = ""
         self.peak_before = 0.0
+        self.restore_anon_mib = 0.0
         self.state = self.task_state()
         entries = ((_key(i), i % 100 + 1) for i in range(plan.keys))
         if plan.store == "disk":  # into LMDB a chunk at a time, never a dict of it all
@@ -172,15 +176,17 @@ class _Task:
         fresh = self.task_state()
         self.peak_before = _max_rss_mib()  # resetting the peak below resets ru_maxrss too
         reset_peak()
-        began = time.perf_counter()
-        make, opener = fresh.restored_table(KEY), self.store.open_snapshot
-        tables = read_partition(None, self.newest, KEY, make, opener)
-        fresh.load({KEY: tables})
-        table = tables[STEP].table
-        if type(table) is dict:  # in memory: made a running table at its first use
-            table = tables[STEP].table = fresh.running_table(KEY, STEP, table)
-        elapsed = time.perf_counter() - began
+        with PeakRss(os.getpid(), 0.05, anon_bytes) as anon:
+            began = time.perf_counter()
+            make, opener = fresh.restored_table(KEY), self.store.open_snapshot
+            tables = read_partition(None, self.newest, KEY, make, opener)
+            fresh.load({KEY: tables})
+            table = tables[STEP].table
+            if type(table) is dict:  # in memory: made a running table at its first use
+                table = tables[STEP].table = fresh.running_table(KEY, STEP, table)
+            elapsed = time.perf_counter() - began
         peak = peak_mib()
+        self.restore_anon_mib = anon.peak_mib()
         got = {key: table.get(key) for key in expected}
         if len(table) != size or got != expected:
             raise RuntimeError(f"the restored state differs: {len(table)} keys of {size}")
@@ -192,6 +198,16 @@ def reset_peak() -> None:
     """Start the process's peak RSS (VmHWM) afresh from its RSS now (Linux)."""
     with open("/proc/self/clear_refs", "w") as refs:
         refs.write("5")
+
+
+def anon_bytes(pid: int) -> int:
+    """The anonymous part of process `pid`'s RSS (RssAnon: not the pages of files it maps,
+    such as LMDB's, which the kernel can drop and read again)."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def peak_mib() -> float:
@@ -231,6 +247,7 @@ def run_task(plan: TaskPlan) -> StateRow:
         share_bytes,
         restore_s,
         restore_peak,
+        task.restore_anon_mib,
         peak,
     )
 
