@@ -177,13 +177,14 @@ def read_framed(
 
 def _load(table: Any, chunk: dict[Any, Any] | list[tuple[bytes, bytes]]) -> None:
     """A chunk into a table: a dict of entries, or a list of pickled (key, value) pairs."""
+    # A dict or a `TrackedTable`: dict.update, which records no change.
     if isinstance(chunk, dict):
-        if type(table) is dict:
-            table.update(chunk)
+        if isinstance(table, dict):
+            dict.update(table, chunk)
         else:
             table.load(chunk.items())
-    elif type(table) is dict:
-        table.update((pickle.loads(k), pickle.loads(v)) for k, v in chunk)
+    elif isinstance(table, dict):
+        dict.update(table, ((pickle.loads(k), pickle.loads(v)) for k, v in chunk))
     else:
         table.load_packed(chunk)
 

@@ -77,10 +77,11 @@ class TaskState:
 
     def restored_table(self, key: PartitionKey) -> TableMaker | None:
         """What a restore of partition `key` loads a running aggregate's table into a chunk
-        at a time: an empty table on disk with a `DiskStore`; None (a dict) without."""
+        at a time: an empty table on disk with a `DiskStore`, a `TrackedTable` with
+        incremental checkpoints (not a dict copied into one at first use), else None."""
         disk = self.disk
         if disk is None:
-            return None
+            return (lambda step: TrackedTable()) if self.incremental else None
         return lambda step: disk.table(f"{key[0]}:{key[1]}/{step}", {})
 
     def close(self) -> None:

@@ -167,3 +167,19 @@ def test_a_task_on_disk_restores_its_chain_from_a_framed_base(
     restored = state.of(A)[COUNT].table
     assert isinstance(restored, DiskTable)
     assert dict(restored.items()) == expected
+
+
+def test_with_incremental_checkpoints_a_memory_restore_fills_a_tracked_table(
+    tmp_path: Path,
+) -> None:
+    store = _store(tmp_path)
+    state = TaskState(
+        True, 5, lambda n, b: str(store.snapshot_path(n, 0, 1, b)), store.read_snapshot
+    )
+    state.load({A: {COUNT: KeyedState(TrackedTable({"a": 1, "b": 2}))}})
+    made = state.checkpoint(1)
+    assert made is not None
+    state.restore(made.data, [A])  # no committed chain: the bytes taken
+    table = state.of(A)[COUNT].table
+    assert type(table) is TrackedTable  # filled in place, not a dict copied at first use
+    assert dict(table) == {"a": 1, "b": 2} and not table.changed and not table.deleted
