@@ -41,7 +41,7 @@ _HEADS = ("partition", "table", "end")
 _P = pickle.HIGHEST_PROTOCOL
 
 TableMaker = Callable[[str], Any]
-"""An empty table for a tracked step (a `DiskTable`), with `load(entries)`; or None."""
+"""An empty table for a tracked step: a `DiskTable` (`load`, `load_packed`) or a dict."""
 
 
 def is_framed(head: bytes) -> bool:
@@ -79,12 +79,15 @@ def frame_pieces(
             keys = len(table)
             chunks = -(-keys // chunk_keys)
             yield _frame(("table", step, tracked, keys, chunks))
-            written = 0
+            written = made = 0
             for chunk in _chunks(table, chunk_keys):
-                written += len(chunk)
+                written, made = written + len(chunk), made + 1
                 yield _frame(chunk)
-            if written != keys:
-                raise CheckpointError(f"the table of {step} gave {written} of {keys} keys")
+            if (written, made) != (keys, chunks):
+                raise CheckpointError(
+                    f"the table of {step} gave {written} keys in {made} chunks, not {keys} "
+                    f"in {chunks}"
+                )
             count += 1
     yield _frame(("end", count))
 
