@@ -76,12 +76,16 @@ def remove_older(root: str, pipeline: str, generation: int) -> list[str]:
 class DiskStore:
     """A task's LMDB environment in a directory of its own, removed by `close`."""
 
-    def __init__(self, label: str, cache_keys: int, root: str | None = None) -> None:
+    def __init__(
+        self, label: str, cache_keys: int, root: str | None = None, map_bytes: int = MAP_BYTES
+    ) -> None:
+        """`map_bytes`: the most the store may hold (LMDB maps it; an address-space cap,
+        RLIMIT_AS, counts all of it)."""
         lmdb = load_lmdb()
         self.path = tempfile.mkdtemp(prefix=f"laminar-state-{label}-", dir=root or local_dir())
         self.cache_keys = cache_keys
         self._env = lmdb.open(
-            self.path, map_size=MAP_BYTES, max_dbs=2, sync=False, metasync=False, lock=False
+            self.path, map_size=map_bytes, max_dbs=2, sync=False, metasync=False, lock=False
         )
         self.main = self._env.open_db(b"main")
         self.order = self._env.open_db(b"order")
