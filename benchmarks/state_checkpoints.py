@@ -102,14 +102,14 @@ def print_table(rows: list[StateRow], share: float, intervals: int, machine: str
     )
     print(
         "store         keys  state MiB   full ms  full MiB  fixed ms  fixed KiB  share ms"
-        "  share KiB  restore s  peak task MiB"
+        "  share KiB  restore s  restore peak MiB  of it anon MiB  peak task MiB"
     )
     for r in rows:
         print(
             f"{r.store:<6} {r.keys:>11,}  {r.state_mib:>9,.0f}  {r.full_ms:>8,.0f}"
             f"  {r.full_bytes / 2**20:>8.1f}  {r.fixed_ms:>8.1f}  {r.fixed_bytes / 1024:>9,.0f}"
             f"  {r.share_ms:>8.1f}  {r.share_bytes / 1024:>9,.0f}  {r.restore_s:>9.2f}"
-            f"  {r.peak_mib:>13,.0f}"
+            f"  {r.restore_peak_mib:>16,.0f}  {r.restore_anon_mib:>14,.0f}  {r.peak_mib:>13,.0f}"
         )
     if machine:
         print(machine)

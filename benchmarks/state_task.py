@@ -11,8 +11,8 @@ RSS (`ru_maxrss`) is this task's.
 
 from __future__ import annotations
 
-import functools
 import gc
+import itertools
 import json
 import os
 import random
@@ -23,7 +23,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 
-from benchmarks.memory import process_rss_bytes
+from benchmarks.memory import PeakRss, process_rss_bytes
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.state.chain import read_partition
@@ -38,6 +38,7 @@ DELETE_EVERY = 50
 CACHE_KEYS = 100_000
 """The disk store's cache, in keys: the runtime's default `--state-cache-keys`."""
 SAMPLE_KEYS = 1_000
+LOAD_KEYS = 10_000
 
 
 @dataclass(frozen=True)
@@ -69,12 +70,21 @@ class StateRow:
     share_ms: float
     share_bytes: int
     restore_s: float
+    restore_peak_mib: float
+    """The task's peak RSS over the restore alone (from its RSS when the restore began)."""
+    restore_anon_mib: float
+    """Of that, the peak of its anonymous memory (sampled every 50 ms): without the pages
+    of the files it maps (LMDB's), which the kernel drops under pressure."""
     peak_mib: float
     """The task's peak RSS (`ru_maxrss`), over building, checkpoints and restore."""
 
 
 def _key(i: int) -> str:
     return f"key-{i:08d}"
+
+
+def _max_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
 def _rss_mib() -> float:
@@ -91,10 +101,16 @@ class _Task:
         self.made = plan.keys
         self.next_id = 1
         self.newest = ""
+        self.peak_before = 0.0
+        self.restore_anon_mib = 0.0
         self.state = self.task_state()
-        contents = {_key(i): i % 100 + 1 for i in range(plan.keys)}
-        self.table = self.state.running_table(KEY, STEP, contents)
-        del contents
+        entries = ((_key(i), i % 100 + 1) for i in range(plan.keys))
+        if plan.store == "disk":  # into LMDB a chunk at a time, never a dict of it all
+            self.table = self.state.running_table(KEY, STEP, {})
+            while chunk := list(itertools.islice(entries, LOAD_KEYS)):
+                self.table.load(chunk)  # type: ignore[attr-defined]
+        else:
+            self.table = self.state.running_table(KEY, STEP, dict(entries))
         self.state.load({KEY: {STEP: KeyedState(table=self.table)}})
 
     def task_state(self) -> TaskState:
@@ -105,6 +121,7 @@ class _Task:
             path_of=lambda n, base: str(self.store.snapshot_path(n, 0, 1, base)),
             read=self.store.read_snapshot,
             disk=disk,
+            open_file=self.store.open_snapshot,
         )
 
     def change(self, count: int) -> None:
@@ -146,10 +163,10 @@ class _Task:
             round(statistics.median(b for _, b in taken)),
         )
 
-    def restore(self) -> float:
+    def restore(self) -> tuple[float, float]:
         """Seconds a fresh `TaskState` takes to restore the chain, as a recovering task does
-        (runtime/recovery.py, then the running table at its first use); checked against
-        a sample of the state before."""
+        (runtime/recovery.py, then the running table at its first use), and the task's peak
+        RSS (MiB) meanwhile; checked against a sample of the state before."""
         sample = self.rng.sample(range(self.made), min(SAMPLE_KEYS, self.made))
         expected = {_key(i): self.table.get(_key(i)) for i in sample}
         size = len(self.table)
@@ -157,17 +174,49 @@ class _Task:
         del self.table, self.state
         gc.collect()
         fresh = self.task_state()
-        began = time.perf_counter()
-        read = functools.cache(self.store.read_snapshot)
-        tables = read_partition(read, self.newest, KEY)
-        fresh.load({KEY: tables})
-        table = tables[STEP].table = fresh.running_table(KEY, STEP, tables[STEP].table)
-        elapsed = time.perf_counter() - began
+        self.peak_before = _max_rss_mib()  # resetting the peak below resets ru_maxrss too
+        reset_peak()
+        with PeakRss(os.getpid(), 0.05, anon_bytes) as anon:
+            began = time.perf_counter()
+            make, opener = fresh.restored_table(KEY), self.store.open_snapshot
+            tables = read_partition(None, self.newest, KEY, make, opener)
+            fresh.load({KEY: tables})
+            table = tables[STEP].table
+            if type(table) is dict:  # in memory: made a running table at its first use
+                table = tables[STEP].table = fresh.running_table(KEY, STEP, table)
+            elapsed = time.perf_counter() - began
+        peak = peak_mib()
+        self.restore_anon_mib = anon.peak_mib()
         got = {key: table.get(key) for key in expected}
         if len(table) != size or got != expected:
             raise RuntimeError(f"the restored state differs: {len(table)} keys of {size}")
         fresh.close()
-        return elapsed
+        return elapsed, peak
+
+
+def reset_peak() -> None:
+    """Start the process's peak RSS (VmHWM) afresh from its RSS now (Linux)."""
+    with open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")
+
+
+def anon_bytes(pid: int) -> int:
+    """The anonymous part of process `pid`'s RSS (RssAnon: not the pages of files it maps,
+    such as LMDB's, which the kernel can drop and read again)."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def peak_mib() -> float:
+    """The process's peak RSS (VmHWM) since `reset_peak`, in MiB."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def run_task(plan: TaskPlan) -> StateRow:
@@ -182,8 +231,8 @@ def run_task(plan: TaskPlan) -> StateRow:
         share_ms, share_bytes = (
             (fixed_ms, fixed_bytes) if share == plan.fixed else task.intervals(share)
         )
-        restore_s = task.restore()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+        restore_s, restore_peak = task.restore()
+    peak = max(task.peak_before, _max_rss_mib())
     return StateRow(
         plan.store,
         plan.keys,
@@ -197,6 +246,8 @@ def run_task(plan: TaskPlan) -> StateRow:
         share_ms,
         share_bytes,
         restore_s,
+        restore_peak,
+        task.restore_anon_mib,
         peak,
     )
 

@@ -13,7 +13,6 @@ stores you would run from, or give it the key of a signed store
 
 from __future__ import annotations
 
-import pickle
 import re
 
 from laminar_kafka.checkpoint.inspection_chains import (
@@ -43,14 +42,12 @@ from laminar_kafka.checkpoint.inspection_report import (
     TopologyStep,
 )
 from laminar_kafka.checkpoint.inspection_signatures import check_signatures
+from laminar_kafka.checkpoint.inspection_tables import table_sizes
 from laminar_kafka.checkpoint.manifest import Manifest
 from laminar_kafka.checkpoint.retention import delta_base
 from laminar_kafka.checkpoint.signing import STATE, CheckpointKey, Signer
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import CheckpointError, CheckpointIntegrityError
-from laminar_kafka.state.chain import DELTA_FILE
-from laminar_kafka.state.delta import is_delta, read_delta
-from laminar_kafka.state.keyed_state import snapshot_keys
 from laminar_kafka.storage.locations import StorePath, store_path
 
 __all__ = ["MarkerReader", "find_pipelines", "inspect_store", "kafka_marker_reader"]
@@ -236,31 +233,14 @@ def _state_file(
     """What one task's state file holds per step; None (and a problem) if it is unreadable."""
     try:
         data = store_path(path).read_bytes()
-        body = pickle.loads(store.signer.open(path, STATE, data, f"state snapshot {path}"))
-        parent = None
-        if isinstance(body, tuple) and len(body) == 3 and body[0] == DELTA_FILE:
-            parent, body = str(body[1]), body[2]  # its parent, its partitions' changes
-        if not isinstance(body, dict):
-            raise TypeError(f"it holds a {type(body).__name__}, not partitions")
+        opened = store.signer.open(path, STATE, data, f"state snapshot {path}")
+        parent, sizes = table_sizes(opened, path, partitions, problems)
     except CheckpointIntegrityError as exc:
         problems.append(str(exc))
         return None
     except Exception as exc:
         problems.append(f"state file {path} is unreadable: {exc}")
         return None
-    sizes: dict[str, list[tuple[int, int | None]]] = {}  # step → (bytes, keys) per partition
-    for partition in partitions:
-        tables = body.get(partition)
-        if not isinstance(tables, dict):
-            problems.append(f"state file {path} holds no state for {partition}")
-            continue
-        for step, blob in tables.items():
-            try:
-                keys = _count_keys(blob)
-            except CheckpointError as exc:
-                problems.append(f"state file {path}: the table of {step} ({partition}) {exc}")
-                continue
-            sizes.setdefault(str(step), []).append((len(blob), keys))
     notes += [
         f"keys of {step} in {path} not counted: its values are objects of the pipeline's "
         "own code, which inspect does not load"
@@ -285,13 +265,3 @@ def _step_size(step: str, entries: list[tuple[int, int | None]]) -> StepSize:
     keys = [k for _, k in entries]
     total = None if None in keys else sum(k for k in keys if k is not None)
     return StepSize(step, len(entries), total, sum(size for size, _ in entries))
-
-
-def _count_keys(blob: object) -> int | None:
-    """The keys in one table's snapshot bytes (see `snapshot_keys`); raises if damaged."""
-    if not isinstance(blob, bytes):
-        raise CheckpointError(f"is a {type(blob).__name__}, not bytes")
-    if is_delta(blob):  # the keys it changes and deletes
-        deleted, changed = read_delta(blob)
-        return len(deleted) + len(changed)
-    return snapshot_keys(blob)

@@ -28,7 +28,7 @@ import hmac
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from laminar_kafka.errors import CheckpointIntegrityError, ConfigError
 
@@ -40,6 +40,7 @@ __all__ = [
     "is_signed",
     "open_manifest",
     "open_state",
+    "open_state_stream",
     "seal_manifest",
     "seal_state",
 ]
@@ -50,6 +51,7 @@ KEY_ENV = "LAMINAR_CHECKPOINT_SECRET"
 MIN_KEY_CHARS = 16
 MAGIC = b"LKSIGN1\n"  # a pickle starts with b"\x80", so an unsigned file never does
 _MAC_BYTES = hashlib.sha256().digest_size
+_BLOCK = 1 << 20
 STATE, MANIFEST = "state", "manifest"
 SIGNATURE_FIELD = "signature"
 
@@ -99,11 +101,10 @@ def _message(seal: FileSeal, body: bytes) -> bytes:
     return len(header).to_bytes(4, "big") + header + body
 
 
-def _problem(
-    key: CheckpointKey, expected: FileSeal, claimed: FileSeal, message: bytes, tag: bytes
-) -> str | None:
-    """Why a signed file may not be read where it was found; None when it verifies."""
-    if not hmac.compare_digest(key.mac(message), tag):
+def _problem(expected: FileSeal, claimed: FileSeal, mac: bytes, tag: bytes) -> str | None:
+    """Why a signed file may not be read where it was found (`mac`: what its bytes sign to
+    with the key); None when it verifies."""
+    if not hmac.compare_digest(mac, tag):
         return (
             f"its signature does not verify with the checkpoint key (${KEY_ENV}): it was "
             "altered after it was written, or signed with another key"
@@ -163,9 +164,44 @@ def open_state(
             raise ValueError("it ends inside its signature")
     except (ValueError, TypeError) as exc:
         raise _refused(where, f"its signature is damaged: {exc}") from None
-    if key is not None and (problem := _problem(key, seal, claimed, _message(claimed, body), tag)):
+    if key is not None and (
+        problem := _problem(seal, claimed, key.mac(_message(claimed, body)), tag)
+    ):
         raise _refused(where, problem)
     return body
+
+
+def open_state_stream(
+    key: CheckpointKey | None, seal: FileSeal, stream: IO[bytes], where: object, accept: bool
+) -> None:
+    """Verify the state file open in `stream` (seekable, at its start) as `open_state` does,
+    reading it a block at a time, and leave it at the start of its pickle or frames.
+
+    The whole file is verified before the caller unpickles any of it; the caller holds
+    it open throughout, so a file replaced meanwhile (a rename) is not the one read.
+    """
+    if stream.read(len(MAGIC)) != MAGIC:
+        if key is not None and not accept:
+            raise _refused(where, _unsigned(STATE))
+        stream.seek(0)
+        return
+    try:
+        header = stream.read(int.from_bytes(stream.read(4), "big"))
+        claimed = FileSeal(**json.loads(header))
+        tag = stream.read(_MAC_BYTES)
+        if len(tag) != _MAC_BYTES:
+            raise ValueError("it ends inside its signature")
+    except (ValueError, TypeError) as exc:
+        raise _refused(where, f"its signature is damaged: {exc}") from None
+    start = stream.tell()
+    if key is None:
+        return
+    mac = hmac.new(key.secret, _message(claimed, b""), hashlib.sha256)
+    while block := stream.read(_BLOCK):
+        mac.update(block)
+    if problem := _problem(seal, claimed, mac.digest(), tag):
+        raise _refused(where, problem)
+    stream.seek(start)
 
 
 def _canonical(body: Mapping[str, Any]) -> bytes:
@@ -209,7 +245,7 @@ def open_manifest(
         raise _refused(where, f"its signature is damaged: {exc}") from None
     canonical = _canonical(body)
     if key is not None and (
-        problem := _problem(key, seal, claimed, _message(claimed, canonical), tag)
+        problem := _problem(seal, claimed, key.mac(_message(claimed, canonical)), tag)
     ):
         raise _refused(where, problem)
     return canonical
@@ -227,6 +263,11 @@ class Signer:
     def seal(self, path: object, kind: str, data: bytes) -> bytes:
         seal = FileSeal.of(self.pipeline, path, kind)
         return (seal_state if kind == STATE else seal_manifest)(self.key, seal, data)
+
+    def open_stream(self, path: object, stream: IO[bytes], where: object) -> None:
+        """Verify the state file open in `stream` (see `open_state_stream`); raises if not."""
+        seal = FileSeal.of(self.pipeline, path, STATE)
+        open_state_stream(self.key, seal, stream, where, self.accept_unsigned)
 
     def open(self, path: object, kind: str, data: bytes, where: object) -> bytes:
         """`data` read from `path` without its signature, once verified; raises if it is not."""

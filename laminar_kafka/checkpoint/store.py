@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import fcntl
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -163,6 +164,22 @@ class CheckpointStore:
         except OSError as exc:
             raise CheckpointError(f"state snapshot {path} is unreadable: {exc}") from None
         return self.signer.open(path, STATE, data, f"state snapshot {path}")
+
+    @contextmanager
+    def open_snapshot(self, path: str) -> Iterator[IO[bytes]]:
+        """A state file open for reading a chunk at a time, its signature verified first
+        (the whole file, a block at a time), at the start of its pickle or frames."""
+        where = f"state snapshot {path}"
+        try:
+            stream = store_path(path).open("rb")
+        except OSError as exc:
+            raise CheckpointError(f"{where} is unreadable: {exc}") from None
+        with stream:
+            try:
+                self.signer.open_stream(path, stream, where)
+                yield stream
+            except OSError as exc:
+                raise CheckpointError(f"{where} is unreadable: {exc}") from None
 
     # -- manifests (written by the coordinator) ---------------------------
     def write_manifest(self, manifest: Manifest) -> StorePath:

@@ -113,8 +113,9 @@ class BatchContext:
         return state.table
 
     def running_table(self, step: str) -> dict[Any, Any]:
-        """The table of a running aggregate `step`: made by `make_table` once (a restored
-        table is a dict, moved into it at its first use). Its values are only ever
+        """The table of a running aggregate `step`: made by `make_table` once (a table a
+        restore left a dict is moved into it at its first use; one it filled in place,
+        `TaskState.restored_table`, is kept). Its values are only ever
         replaced (set, popped), never changed in place behind the table's back."""
         state = self.tables.get(step)
         if state is None:

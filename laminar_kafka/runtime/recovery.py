@@ -33,8 +33,7 @@ after we read):
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from laminar_kafka.checkpoint.manifest import Manifest
@@ -46,7 +45,8 @@ from laminar_kafka.errors import CheckpointError
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
 from laminar_kafka.runtime.ports import SourceLogs, SourceReader
 from laminar_kafka.sources.start_position import StartAtTime, StartPosition, start_offset
-from laminar_kafka.state.chain import Reader, read_partition
+from laminar_kafka.state.chain import Opener, read_partition
+from laminar_kafka.state.frames import TableMaker
 from laminar_kafka.state.snapshot import PartitionTables
 
 
@@ -66,11 +66,16 @@ def plan_starts(
     start_from: Mapping[str, StartPosition],
     logs: SourceLogs,
     timeout_s: float = 30.0,
+    make: Callable[[PartitionKey], TableMaker | None] | None = None,
 ) -> dict[PartitionKey, PartitionStart]:
-    """Steps 2-5 of recovery for the given partitions."""
+    """Steps 2-5 of recovery for the given partitions; `make(key)` gives what a partition's
+    running aggregates are restored into (`TaskState.restored_table`; None: dicts)."""
     starts: dict[PartitionKey, PartitionStart] = {}
     manifests = _ManifestCache(store)
-    read = functools.cache(store.read_snapshot)  # a chain's files serve every partition
+
+    def read(manifest: Manifest, key: PartitionKey, offset: int) -> PartitionStart:
+        return _restore(store.open_snapshot, manifest, key, offset, make and make(key))
+
     fresh: list[PartitionKey] = []
     for tp in reader.committed(partitions, timeout_s):
         key = (tp.topic, tp.partition)
@@ -84,7 +89,7 @@ def plan_starts(
             fresh.append(key)
             continue
         manifest = manifests.named_by(found, key)
-        starts[key] = _restore(read, manifest, key, tp.offset)
+        starts[key] = read(manifest, key, tp.offset)
     run_start = read_run_start(store) if fresh else None
     recorded = manifests.recorded(run_start) if run_start is not None else []
     for key in list(fresh):  # 4.
@@ -92,7 +97,7 @@ def plan_starts(
         offset = None if base is None else base.position_of(key)
         if base is not None and offset is not None:
             fresh.remove(key)
-            starts[key] = _restore(read, base, key, offset)
+            starts[key] = read(base, key, offset)
     for key, offset in _start_offsets(fresh, start_from, logs, timeout_s).items():
         starts[key] = PartitionStart(offset, None)
     return starts
@@ -143,13 +148,15 @@ def start_manifest(key: PartitionKey, recorded: Sequence[Manifest]) -> Manifest 
     return next((m for m in recorded if m.position_of(key) is not None), None)
 
 
-def _restore(read: Reader, manifest: Manifest, key: PartitionKey, offset: int) -> PartitionStart:
+def _restore(
+    open_file: Opener, manifest: Manifest, key: PartitionKey, offset: int, make: TableMaker | None
+) -> PartitionStart:
     """A partition's start from `manifest`: its base state file plus the deltas after it
-    (state/chain.py), each file read once for all the task's partitions."""
+    (state/chain.py), read a chunk at a time (a framed base)."""
     states: PartitionTables = {}
     handle = manifest.snapshot_of(key)
     if handle is not None:
-        states = read_partition(read, handle, key)
+        states = read_partition(None, handle, key, make, open_file)
     return PartitionStart(offset, manifest.checkpoint_id, states)
 
 

@@ -69,6 +69,7 @@ class WorkerTask:
             path_of=lambda n, base: str(store.snapshot_path(n, spec.task, spec.generation, base)),
             read=store.read_snapshot,
             disk=open_disk_store(spec),
+            open_file=store.open_snapshot,
         )
         if self._state.makes_tables:
             self._flows.make_table = self._state.running_table

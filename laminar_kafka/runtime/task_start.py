@@ -26,7 +26,12 @@ def recover_task(
     fence the new task's producer."""
     ports.sinks.kafka.init(timeout_s=60)  # 1. fence older producers, abort their transaction
     starts = plan_starts(  # 2-5.
-        inputs.reader, ports.store, spec.partitions, spec.stage.start_from, ports.logs
+        inputs.reader,
+        ports.store,
+        spec.partitions,
+        spec.stage.start_from,
+        ports.logs,
+        make=state.restored_table,
     )
     publish_staged(spec.pipeline, ports.logs.markers, [spec.task])  # 6.
     state.load({key: start.states for key, start in starts.items()})

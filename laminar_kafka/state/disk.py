@@ -31,7 +31,7 @@ import re
 import shutil
 import tempfile
 from collections import OrderedDict
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterable, Iterator, MutableMapping
 from typing import Any
 
 from laminar_kafka.errors import ConfigError
@@ -76,19 +76,23 @@ def remove_older(root: str, pipeline: str, generation: int) -> list[str]:
 class DiskStore:
     """A task's LMDB environment in a directory of its own, removed by `close`."""
 
-    def __init__(self, label: str, cache_keys: int, root: str | None = None) -> None:
+    def __init__(
+        self, label: str, cache_keys: int, root: str | None = None, map_bytes: int = MAP_BYTES
+    ) -> None:
+        """`map_bytes`: the most the store may hold (LMDB maps it; an address-space cap,
+        RLIMIT_AS, counts all of it)."""
         lmdb = load_lmdb()
         self.path = tempfile.mkdtemp(prefix=f"laminar-state-{label}-", dir=root or local_dir())
         self.cache_keys = cache_keys
         self._env = lmdb.open(
-            self.path, map_size=MAP_BYTES, max_dbs=2, sync=False, metasync=False, lock=False
+            self.path, map_size=map_bytes, max_dbs=2, sync=False, metasync=False, lock=False
         )
         self.main = self._env.open_db(b"main")
         self.order = self._env.open_db(b"order")
         self.txn = self._env.begin(write=True)
         self._writes = 0
         self._prefixes: dict[str, bytes] = {}
-        self._seq = itertools.count(1)
+        self._seq = 0
 
     def table(self, name: str, contents: dict[Any, Any]) -> DiskTable:
         """Table `name`, emptied, then filled with `contents` in their order."""
@@ -105,10 +109,16 @@ class DiskStore:
         return made
 
     def next_seq(self) -> bytes:
-        return next(self._seq).to_bytes(_SEQ, "big")
+        self._seq += 1
+        return self._seq.to_bytes(_SEQ, "big")
 
-    def wrote(self) -> None:
-        self._writes += 1
+    def next_seqs(self, count: int) -> list[bytes]:
+        """`count` sequence numbers, in order."""
+        first, self._seq = self._seq + 1, self._seq + count
+        return [n.to_bytes(_SEQ, "big") for n in range(first, self._seq + 1)]
+
+    def wrote(self, count: int = 1) -> None:
+        self._writes += count
         if self._writes >= COMMIT_EVERY:
             self.txn.commit()
             self.txn = self._env.begin(write=True)
@@ -178,6 +188,46 @@ class DiskTable(MutableMapping[Any, Any]):
         """Write every changed entry to the store."""
         for key, entry in self._cache.items():
             self._write(key, entry)
+
+    def load(self, entries: Iterable[tuple[Any, Any]]) -> None:
+        """Add entries of keys not in the table (a restore's chunk), in their order, straight
+        to the store: no lookup, no cache, no recorded change."""
+        self.load_packed([(pickle.dumps(k, _P), pickle.dumps(v, _P)) for k, v in entries])
+
+    def load_packed(self, pairs: list[tuple[bytes, bytes]]) -> None:
+        """`load` of entries pickled as the store keeps them: (key, value) bytes."""
+        store, prefix = self._store, self._prefix
+        seqs = store.next_seqs(len(pairs))
+        order = [(prefix + seq, packed) for seq, (packed, _) in zip(seqs, pairs, strict=True)]
+        main = [(prefix + p, seq + v) for seq, (p, v) in zip(seqs, pairs, strict=True)]
+        store.txn.cursor(db=store.order).putmulti(order)
+        store.txn.cursor(db=store.main).putmulti(main)
+        self._len += len(pairs)
+        store.wrote(len(pairs))
+
+    def scan(self) -> Iterator[tuple[Any, Any]]:
+        """The entries in order, read from the store past the cache (a snapshot's pass over
+        every key would evict the cache's working set)."""
+        for chunk in self.scan_packed():
+            yield from ((pickle.loads(k), pickle.loads(v)) for k, v in chunk)
+
+    def scan_packed(self, size: int = 1_000) -> Iterator[list[tuple[bytes, bytes]]]:
+        """`scan`'s entries as the store keeps them, pickled ((key, value) bytes), in lists
+        of up to `size`."""
+        self.flush()
+        store, prefix, skip = self._store, self._prefix, len(self._prefix)
+        cursor = store.txn.cursor(db=store.order)
+        if not cursor.set_range(prefix):
+            return
+        # One iterator: a new one would start again at the cursor's entry.
+        lookup, entries = store.txn.cursor(db=store.main), iter(cursor)
+        while rows := list(itertools.islice(entries, size)):
+            ended = not rows[-1][0].startswith(prefix)
+            keys = [prefix + key for seq, key in rows if not ended or seq.startswith(prefix)]
+            if keys:
+                yield [(k[skip:], v[_SEQ:]) for k, v in lookup.getmulti(keys)]
+            if ended:
+                return
 
     def put(self, key: Any, value: Any) -> None:
         """Set without recording the change (a restore's load)."""

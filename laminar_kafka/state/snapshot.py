@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from laminar_kafka.control.records import partition_key
 from laminar_kafka.errors import CheckpointError
 from laminar_kafka.kafka.names import PartitionKey
+from laminar_kafka.state.frames import TableMaker, decode_framed, is_framed
 from laminar_kafka.state.keyed_state import KeyedState
 
 PartitionTables = dict[str, KeyedState]
@@ -21,7 +22,8 @@ PartitionTables = dict[str, KeyedState]
 
 
 def encode_task_snapshot(states: Mapping[PartitionKey, Mapping[str, KeyedState]]) -> bytes:
-    """One task's state file: partition key → step name → table bytes."""
+    """One task's state file as one pickle (partition key → step name → table bytes), as
+    versions before framed files (state/frames.py) wrote it."""
     body = {
         partition_key(*key): {step: s.snapshot() for step, s in tables.items()}
         for key, tables in states.items()
@@ -29,8 +31,13 @@ def encode_task_snapshot(states: Mapping[PartitionKey, Mapping[str, KeyedState]]
     return pickle.dumps(body, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def decode_partition_snapshot(data: bytes, key: PartitionKey, where: str) -> PartitionTables:
-    """The tables of partition `key` in a task's state file read from `where`."""
+def decode_partition_snapshot(
+    data: bytes, key: PartitionKey, where: str, make: TableMaker | None = None
+) -> PartitionTables:
+    """The tables of partition `key` in a task's state file read from `where`: framed
+    (tracked tables into `make(step)`, state/frames.py) or one pickle."""
+    if is_framed(data):
+        return decode_framed(data, key, where, make)
     try:
         body = pickle.loads(data)
         tables = dict(body[partition_key(*key)])

@@ -19,14 +19,11 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.state.chain import Reader, encode_delta_file, read_partition
+from laminar_kafka.state.chain import Opener, Reader, encode_delta_file, read_partition
 from laminar_kafka.state.delta import ChangeTracking, TrackedTable
 from laminar_kafka.state.disk import DiskStore
-from laminar_kafka.state.snapshot import (
-    PartitionTables,
-    decode_partition_snapshot,
-    encode_task_snapshot,
-)
+from laminar_kafka.state.frames import TableMaker, encode_framed
+from laminar_kafka.state.snapshot import PartitionTables, decode_partition_snapshot
 
 PathOf = Callable[[int, "int | None"], str]
 """The address of this task's state file of checkpoint N, a delta on base B (or None)."""
@@ -51,11 +48,13 @@ class TaskState:
         path_of: PathOf | None = None,
         read: Reader | None = None,
         disk: DiskStore | None = None,
+        open_file: Opener | None = None,
     ) -> None:
         self.stateful = stateful
         self.partitions: dict[PartitionKey, PartitionTables] = {}
-        self.base_every = base_every if path_of is not None and read is not None else 1
-        self._path_of, self._read = path_of, read
+        readable = read is not None or open_file is not None
+        self.base_every = base_every if path_of is not None and readable else 1
+        self._path_of, self._read, self._open = path_of, read, open_file
         self._chain: tuple[int, ...] = ()
         """The checkpoints of the last committed chain: its base, then its deltas."""
         self._pending: tuple[int, ...] = ()
@@ -75,6 +74,15 @@ class TaskState:
             table = self.disk.table(f"{key[0]}:{key[1]}/{step}", contents)
             return cast("dict[Any, Any]", table)  # a dict's interface, not a dict
         return TrackedTable(contents)
+
+    def restored_table(self, key: PartitionKey) -> TableMaker | None:
+        """What a restore of partition `key` loads a running aggregate's table into a chunk
+        at a time: an empty table on disk with a `DiskStore`, a `TrackedTable` with
+        incremental checkpoints (not a dict copied into one at first use), else None."""
+        disk = self.disk
+        if disk is None:
+            return (lambda step: TrackedTable()) if self.incremental else None
+        return lambda step: disk.table(f"{key[0]}:{key[1]}/{step}", {})
 
     def close(self) -> None:
         """Remove the local store, if any (the task ends)."""
@@ -96,7 +104,7 @@ class TaskState:
 
     def snapshot(self) -> bytes | None:
         """The task's whole state file, or None for a stage that keeps no state."""
-        return encode_task_snapshot(self.partitions) if self.stateful else None
+        return encode_framed(self.partitions) if self.stateful else None
 
     def checkpoint(self, checkpoint_id: int, full: bool = False) -> StateFile | None:
         """The state file of checkpoint N: a delta on the committed chain, or a new base
@@ -106,7 +114,7 @@ class TaskState:
         chain = self._chain
         if not self.incremental or full or not chain or len(chain) >= self.base_every:
             self._pending = (checkpoint_id,)
-            made = StateFile(encode_task_snapshot(self.partitions))
+            made = StateFile(encode_framed(self.partitions))
         else:
             assert self._path_of is not None
             parent = self._path_of(chain[-1], chain[0] if len(chain) > 1 else None)
@@ -130,10 +138,11 @@ class TaskState:
             return
         chain, self._chain = self._chain, ()
         for key in keys:
-            if chain and self._path_of is not None and self._read is not None:
+            make = self.restored_table(key)
+            if chain and self._path_of is not None:
                 newest = self._path_of(chain[-1], chain[0] if len(chain) > 1 else None)
-                self.partitions[key] = read_partition(self._read, newest, key)
+                self.partitions[key] = read_partition(self._read, newest, key, make, self._open)
             else:
                 self.partitions[key] = decode_partition_snapshot(
-                    snapshot, key, "last committed state"
+                    snapshot, key, "last committed state", make
                 )
