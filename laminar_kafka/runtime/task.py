@@ -27,7 +27,7 @@ from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.runtime.gc_policy import task_collector
 from laminar_kafka.runtime.heartbeat import TaskLiveness
 from laminar_kafka.runtime.inbox import AnnouncementInbox
-from laminar_kafka.runtime.inputs import TaskInputs
+from laminar_kafka.runtime.inputs import TaskInputs, data_runs
 from laminar_kafka.runtime.ports import TaskPorts
 from laminar_kafka.runtime.processing import FlowRunner
 from laminar_kafka.runtime.table_bootstrap import bootstrap_tables
@@ -137,10 +137,13 @@ class WorkerTask:
 
     def _process(self, messages: list[KafkaMessage]) -> bool:
         """Run a batch; True when a barrier completed alignment (rest of batch dropped)."""
+        if (runs := data_runs(messages, self._inputs.held)) is not None:  # no control record
+            for run in runs.items():
+                self._run(*run)
+            return False
         pending: dict[PartitionKey, list[KafkaMessage]] = {}
         held = self._inputs.held
-        # A batch holds runs of one partition: look the bucket up once per run.
-        topic: str | None = None
+        topic: str | None = None  # a batch holds runs of one partition: one lookup per run
         partition = -1
         key: PartitionKey = ("", -1)
         bucket: list[KafkaMessage] = []
