@@ -18,9 +18,8 @@ def test_both_paths_produce_one_record_per_input_record() -> None:
 
 
 def test_a_run_that_produced_fewer_records_than_it_read_fails() -> None:
-    producer = profile_keyed._producer({})
-    producer.produce("out", b"v", b"k")
     two = [[("in", 0, 0, b"k", b"v"), ("in", 0, 1, b"k", b"v")]]
 
+    profile_keyed._produced_all(2, two)
     with pytest.raises(PipelineError, match="1 records produced of 2"):
-        profile_keyed._produced_all(producer, two)
+        profile_keyed._produced_all(1, two)
