@@ -26,7 +26,12 @@ from fastavro.validation import validate as validate_datum
 from laminar_kafka.errors import ConfigError, RecordDecodeError
 from laminar_kafka.formats.avro_decode import DecodeAll, compile_decoder
 from laminar_kafka.formats.avro_strict import StrictAvro, may_overflow
-from laminar_kafka.formats.avro_writer import AvroWriter, avro_writer
+from laminar_kafka.formats.avro_writer import (
+    AvroBatchWriter,
+    AvroWriter,
+    avro_batch_writer,
+    avro_writer,
+)
 
 SINGLE_OBJECT_MARKER = b"\xc3\x01"
 Framing = Literal["single-object", "raw"]
@@ -55,6 +60,7 @@ class AvroFormat:
     _prefix: bytes = field(init=False, repr=False, compare=False)
     _strict: StrictAvro = field(init=False, repr=False, compare=False)
     _writer: AvroWriter = field(init=False, repr=False, compare=False)
+    _write_all: AvroBatchWriter = field(init=False, repr=False, compare=False)
     _decode_all: DecodeAll | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -71,6 +77,7 @@ class AvroFormat:
         object.__setattr__(self, "_strict", StrictAvro(parsed))
         framed = self._prefix if self.framing == "single-object" else b""
         object.__setattr__(self, "_writer", avro_writer(parsed, framed))
+        object.__setattr__(self, "_write_all", avro_batch_writer(parsed, framed))
         object.__setattr__(self, "_decode_all", compile_decoder(parsed, framed))
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -152,11 +159,10 @@ class AvroFormat:
         the caller then encodes them one by one, which names each bad value's error."""
         if None in values:
             return None
-        write = self._writer
         try:
             if self.validate:
                 for value in values:
                     validate_datum(value, self._parsed, raise_errors=True)
-            return [write(v) for v in values]
+            return self._write_all(values)
         except Exception:  # fastavro raises many types; encode_one words them
             return None

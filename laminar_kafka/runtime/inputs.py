@@ -15,11 +15,42 @@ having reached the log's end.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import operator
+from collections.abc import Mapping, Sequence
+from itertools import compress, pairwise
 
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.runtime.ports import SourceReader
-from laminar_kafka.sources.kafka_reader import KafkaMessage
+from laminar_kafka.sources.kafka_reader import KafkaMessage, each
+
+
+def data_runs(
+    messages: Sequence[KafkaMessage], held: set[PartitionKey]
+) -> dict[PartitionKey, list[KafkaMessage]] | None:
+    """A poll's records by partition (each partition's in order, partitions in the order
+    they first appear), or None when some record has headers (a control record, maybe)
+    or some partition is held: the task then goes through the records one by one.
+
+    A poll holds long runs of one partition: they are found with C-level maps (`each`),
+    not a Python step per record."""
+    if held or any(each(messages, "headers")):
+        return None
+    found: dict[PartitionKey, list[KafkaMessage]] = {}
+    if not messages:
+        return found
+    topics, partitions = each(messages, "topic"), each(messages, "partition")
+    n = len(partitions)
+    changes = map(operator.ne, partitions, partitions[1:])
+    if topics.count(topics[0]) != n:  # several topics: where either changes
+        changes = map(operator.or_, changes, map(operator.ne, topics, topics[1:]))
+    starts = [0, *compress(range(1, n), changes), n]
+    for first, end in pairwise(starts):
+        key = (topics[first], partitions[first])
+        if key in found:
+            found[key].extend(messages[first:end])
+        else:
+            found[key] = list(messages[first:end])
+    return found
 
 
 class TaskInputs:

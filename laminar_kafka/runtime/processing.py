@@ -31,7 +31,7 @@ from laminar_kafka.runtime.side_outputs import write_dead_letters, write_late
 from laminar_kafka.runtime.sink_writes import write_sink
 from laminar_kafka.runtime.table_updates import update_versions
 from laminar_kafka.sinks.output import OutputWriter
-from laminar_kafka.sources.kafka_reader import KafkaMessage
+from laminar_kafka.sources.kafka_reader import KafkaMessage, each
 from laminar_kafka.state.keyed_state import KeyedState
 
 
@@ -104,8 +104,8 @@ class FlowRunner:
         if topic in self._tables:
             self._update_table(self._tables[topic], key, messages, states, txn)
             return
-        datas = [m.value() for m in messages]
-        source_offsets = [m.offset() for m in messages]
+        datas = each(messages, "value")
+        source_offsets = each(messages, "offset")
         clock = self._event_times.get(topic)
         progress = Progress.of(states) if clock is not None else None
         start = replace(progress) if progress is not None else None  # every flow starts here

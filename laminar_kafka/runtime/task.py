@@ -27,7 +27,7 @@ from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.runtime.gc_policy import task_collector
 from laminar_kafka.runtime.heartbeat import TaskLiveness
 from laminar_kafka.runtime.inbox import AnnouncementInbox
-from laminar_kafka.runtime.inputs import TaskInputs
+from laminar_kafka.runtime.inputs import TaskInputs, data_runs
 from laminar_kafka.runtime.ports import TaskPorts
 from laminar_kafka.runtime.processing import FlowRunner
 from laminar_kafka.runtime.table_bootstrap import bootstrap_tables
@@ -139,36 +139,37 @@ class WorkerTask:
 
     def _process(self, messages: list[KafkaMessage]) -> bool:
         """Run a batch; True when a barrier completed alignment (rest of batch dropped)."""
-        pending: dict[PartitionKey, list[KafkaMessage]] = {}
-        held = self._inputs.held
-        # A batch holds runs of one partition: look the bucket up once per run.
-        topic: str | None = None
-        partition = -1
-        key: PartitionKey = ("", -1)
-        bucket: list[KafkaMessage] = []
-        for index, m in enumerate(messages):
-            if m.partition() != partition or m.topic() != topic:
-                topic, partition = m.topic(), m.partition()
-                key = (topic, partition)
-                bucket = pending.setdefault(key, [])
-            if key in held:
-                continue  # past this partition's barrier: re-read after the checkpoint
-            headers = m.headers()
-            if headers is None or not is_control(headers):
-                bucket.append(m)
-                continue
-            self._run(key, pending.pop(key, None))
-            bucket = pending[key] = []  # records after the control record, if any
-            self._inputs.advance(key, m.offset() + 1)
-            if self._on_barrier(key, m):
-                for other, batch in pending.items():
-                    self._run(other, batch)
-                # The rest of this batch is read again: rewind those partitions now,
-                # before anything else is read from them.
-                self._inputs.reread({(r.topic(), r.partition()) for r in messages[index + 1 :]})
-                return True
-        for key, batch in pending.items():
-            self._run(key, batch)
+        pending = data_runs(messages, self._inputs.held)  # None: a control record, or held
+        if pending is None:  # record by record
+            pending = {}
+            held = self._inputs.held
+            topic: str | None = None  # a batch holds runs of one partition: one lookup per run
+            partition = -1
+            key: PartitionKey = ("", -1)
+            bucket: list[KafkaMessage] = []
+            for index, m in enumerate(messages):
+                if m.partition() != partition or m.topic() != topic:
+                    topic, partition = m.topic(), m.partition()
+                    key = (topic, partition)
+                    bucket = pending.setdefault(key, [])
+                if key in held:
+                    continue  # past this partition's barrier: re-read after the checkpoint
+                headers = m.headers()
+                if headers is None or not is_control(headers):
+                    bucket.append(m)
+                    continue
+                self._run(key, pending.pop(key, None))
+                bucket = pending[key] = []  # records after the control record, if any
+                self._inputs.advance(key, m.offset() + 1)
+                if self._on_barrier(key, m):
+                    for other, batch in pending.items():
+                        self._run(other, batch)
+                    # The rest of this batch is read again: rewind those partitions now,
+                    # before anything else is read from them.
+                    self._inputs.reread({(r.topic(), r.partition()) for r in messages[index + 1 :]})
+                    return True
+        for run in pending.items():
+            self._run(*run)
         return False
 
     def _run(self, key: PartitionKey, batch: list[KafkaMessage] | None) -> None:

@@ -15,8 +15,9 @@ transaction at `begin`; an abort drops it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
@@ -30,6 +31,11 @@ from laminar_kafka.sinks.transaction_state import TxnState, check_transition
 log = logging.getLogger(__name__)
 
 Header = tuple[str, str | bytes | None]
+T = TypeVar("T")
+
+
+def _copy(items: Sequence[T] | None) -> list[T] | None:
+    return None if items is None else list(items)
 
 
 def _is_fenced(err: KafkaError) -> bool:
@@ -57,9 +63,9 @@ class KafkaTransaction:
         self._delivery_error: KafkaError | None = None
         self._fenced = False
         self.produced = 0
-        self._staged: list[
-            tuple[str, bytes | None, bytes | None, Sequence[Header] | None, int | None, int | None]
-        ] = []
+        self._staged: list[Callable[[], None]] = []
+        """What was produced while PREPARED, as the calls that produce it (batches whole)."""
+        self._staged_records = 0
         config = transactional_producer_settings(kafka, txn_id, transaction_timeout_ms, batch_bytes)
         config["on_delivery"] = self._on_delivery
         self._producer = Producer(config)
@@ -112,9 +118,9 @@ class KafkaTransaction:
             self._producer.begin_transaction()
         except KafkaException as exc:
             self._raise("begin_transaction", exc)
-        staged, self._staged = self._staged, []
-        for topic, value, key, headers, partition, timestamp in staged:
-            self.produce(topic, value, key, headers, partition, timestamp)
+        staged, self._staged, self._staged_records = self._staged, [], 0
+        for produce in staged:
+            produce()
 
     def _on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
         if err is not None and self._delivery_error is None:
@@ -124,7 +130,7 @@ class KafkaTransaction:
     @property
     def staged(self) -> int:
         """Records waiting in memory for the next transaction."""
-        return len(self._staged)
+        return self._staged_records
 
     def produce(
         self,
@@ -137,7 +143,10 @@ class KafkaTransaction:
     ) -> None:
         """One record; `timestamp` in ms (None: the producer's clock)."""
         if self.state is TxnState.PREPARED:
-            self._staged.append((topic, value, key, headers, partition, timestamp))
+            self._staged.append(
+                partial(self.produce, topic, value, key, headers, partition, timestamp)
+            )
+            self._staged_records += 1
             return
         if self.state is not TxnState.OPEN:
             self._to("produce")
@@ -168,14 +177,10 @@ class KafkaTransaction:
         timestamps: Sequence[int | None] | None = None,
     ) -> None:
         """Produce many records with one state check (the hot path of a task)."""
-        if self.state is TxnState.PREPARED:
-            n = len(values)
-            ks = keys if keys is not None else [None] * n
-            ps = partitions if partitions is not None else [None] * n
-            ts = timestamps if timestamps is not None else [None] * n
-            self._staged.extend(
-                (topic, v, k, None, p, t) for v, k, p, t in zip(values, ks, ps, ts, strict=True)
-            )
+        if self.state is TxnState.PREPARED:  # for the next transaction, as one batch
+            copies = _copy(keys), _copy(partitions), _copy(timestamps)
+            self._staged.append(partial(self.produce_batch, topic, list(values), *copies))
+            self._staged_records += len(values)
             return
         if timestamps is not None:  # records that carry their event time (rare: per record)
             n = len(values)
@@ -268,6 +273,7 @@ class KafkaTransaction:
 
     def abort(self, timeout_s: float) -> None:
         self._staged.clear()
+        self._staged_records = 0
         if self.state is TxnState.READY:
             return
         self._to("abort")

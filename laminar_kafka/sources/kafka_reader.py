@@ -7,7 +7,8 @@ checkpoint's offset markers are committed (through the sink transaction).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import operator
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import (
@@ -31,6 +32,20 @@ from laminar_kafka.kafka.names import PartitionKey, consumer_group
 KafkaMessage = Any
 
 _error = Message.error
+
+
+def each(messages: Sequence[KafkaMessage], method: str) -> list[Any]:
+    """`m.<method>()` of every message, in order: for confluent-kafka's `Message`s in one
+    C-level map of the unbound method (which checks each message's type), about a fifth
+    of a Python step per record; for any other class (a test transport's) one call each."""
+    if not messages:
+        return []
+    if type(messages[0]) is Message:
+        try:
+            return list(map(getattr(Message, method), messages))
+        except TypeError:  # another class among them
+            pass
+    return list(map(operator.methodcaller(method), messages))
 
 
 class PartitionReader:

@@ -13,7 +13,7 @@ from fastavro import parse_schema, schemaless_writer
 from fastavro.utils import generate_many
 
 from laminar_kafka.formats import avro_writer as module
-from laminar_kafka.formats.avro_writer import avro_writer
+from laminar_kafka.formats.avro_writer import avro_batch_writer, avro_writer
 
 PREFIX = b"\xc3\x01" + bytes(range(8))
 
@@ -77,6 +77,15 @@ def test_the_compiled_writer_is_chosen_and_writes_what_schemaless_writer_writes(
     assert avro_writer(SCHEMA, b"")(ORDER) == _reference(ORDER, b"")
 
 
+def test_a_batch_is_cut_into_what_schemaless_writer_writes_of_each_value() -> None:
+    values = [ORDER, *generate_many(SCHEMA, 200)]
+    for prefix in (PREFIX, b""):
+        write_all = avro_batch_writer(SCHEMA, prefix)
+        assert write_all.__qualname__.startswith("avro_batch_writer.<locals>.write_all")
+        assert write_all(values) == [_reference(v, prefix) for v in values]
+        assert write_all([]) == []
+
+
 def test_a_value_that_does_not_fit_the_schema_raises() -> None:
     with pytest.raises(Exception, match="id"):  # fastavro's own error types vary
         avro_writer(SCHEMA, PREFIX)({**ORDER, "id": "seven"})
@@ -95,6 +104,22 @@ def test_an_internal_writer_that_writes_otherwise_is_not_used(
     write = avro_writer(SCHEMA, PREFIX)
     assert write.__qualname__.startswith("_portable_writer")
     assert write(ORDER) == _reference(ORDER)
+    assert avro_batch_writer(SCHEMA, PREFIX)([ORDER, ORDER]) == [_reference(ORDER)] * 2
+
+
+def test_an_internal_writer_that_writes_one_value_right_but_not_two_is_not_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = module._write_data
+
+    def restarts(buffer: bytearray, *args: Any) -> None:
+        buffer.clear()  # as if it wrote from the buffer's start instead of appending
+        real(buffer, *args)
+
+    monkeypatch.setattr(module, "_write_data", restarts)
+    write_all = avro_batch_writer(SCHEMA, b"")
+    assert not write_all.__qualname__.startswith("avro_batch_writer.<locals>.write_all")
+    assert write_all([ORDER, ORDER]) == [_reference(ORDER, b"")] * 2
 
 
 def test_an_internal_writer_that_fails_or_is_missing_is_not_used(

@@ -241,3 +241,35 @@ def test_an_abortable_failure_is_aborted_and_the_next_transaction_commits(
     assert failures <= 1
     last = f"after-{failures}".encode()
     assert _read(kafka_bootstrap, topic, until=last) == [last]
+
+
+def test_output_staged_while_prepared_goes_in_order_into_the_next_transaction(
+    kafka_bootstrap: str, topic_factory: TopicFactory, new_txn: Callable[[str], KafkaTransaction]
+) -> None:
+    topic = topic_factory.create(prefix="txn-staged")
+    txn = new_txn(_unique_id())
+    txn.init(TIMEOUT_S)
+    txn.begin()
+    txn.produce(topic, b"a1")
+    txn.prepare([], None, TIMEOUT_S)
+    values = [b"s1", b"s2"]
+    txn.produce_batch(topic, values, [b"k1", b"k2"])
+    values[0] = b"changed"  # the caller's list is its own again once the call returned
+    txn.produce(topic, b"s3", b"k3", [("h", b"1")], 0)
+    txn.produce_batch(topic, [b"s4"], None, [0], [1_700_000_000_000])
+    assert txn.staged == 4 and txn.produced == 1
+    txn.commit(TIMEOUT_S)
+    txn.begin()  # the staged records go into this transaction
+    assert txn.staged == 0 and txn.produced == 5
+    txn.prepare([], None, TIMEOUT_S)
+    txn.produce_batch(topic, [b"dropped"], None)  # staged for a transaction never begun
+    txn.commit(TIMEOUT_S)
+    txn.abort(TIMEOUT_S)
+    assert txn.staged == 0
+    txn.begin()
+    txn.produce(topic, b"end")
+    txn.prepare([], None, TIMEOUT_S)
+    txn.commit(TIMEOUT_S)
+
+    expected = [b"a1", b"s1", b"s2", b"s3", b"s4", b"end"]
+    assert _read(kafka_bootstrap, topic, until=b"end") == expected
