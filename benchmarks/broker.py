@@ -25,7 +25,7 @@ def benchmark_broker(bootstrap: str | None = None) -> Iterator[str]:
         yield chosen
         return
     # Imported here: benchmarks against an existing broker must not need Java or the jars.
-    from laminar_kafka.broker.local import LocalBroker
+    from laminar_kafka.local.broker.local import LocalBroker
 
     broker = LocalBroker()
     already_running = broker.status() is not None

@@ -36,7 +36,7 @@ class _LaminarExecutor:
 
     def _context(self) -> Any:
         if self._sc is None:
-            from laminar_kafka.runtime.spark_session import spark_context
+            from laminar_kafka.runtime.driver.spark_session import spark_context
 
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers: this Python
             slots = self._settings.laminar_slots or self._settings.parallelism

@@ -28,8 +28,8 @@ from benchmarks.verify import OutputWatcher, check_output, count_topic, read_top
 from benchmarks.workloads import expected_output_count
 from laminar_kafka import RuntimeConfig
 from laminar_kafka.errors import PipelineError
-from laminar_kafka.runtime.events import GenerationStarted
-from laminar_kafka.runtime.stats import RunStats
+from laminar_kafka.runtime.driver.events import GenerationStarted
+from laminar_kafka.runtime.driver.stats import RunStats
 from laminar_kafka.testing.run import BackgroundRun
 
 __all__ = [

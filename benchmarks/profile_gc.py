@@ -41,7 +41,7 @@ from benchmarks.records import encode_record, make_record
 from benchmarks.workloads import Workload
 from laminar_kafka.operators.partitioning import murmur2_partition
 from laminar_kafka.plan.stages import plan_stages
-from laminar_kafka.runtime import processing
+from laminar_kafka.runtime.task import processing
 from laminar_kafka.state.keyed_state import KeyedState
 
 PARTITIONS = 8

@@ -36,7 +36,7 @@ from laminar_kafka.api.specs import Flow
 from laminar_kafka.control.records import Watermark
 from laminar_kafka.operators.partitioning import murmur2_partition
 from laminar_kafka.plan.stages import plan_stages
-from laminar_kafka.runtime import processing
+from laminar_kafka.runtime.task import processing
 from laminar_kafka.state.keyed_state import KeyedState
 
 PARTITIONS = 8

@@ -47,11 +47,11 @@ from laminar_kafka.errors import BrokerError, PipelineError
 from laminar_kafka.kafka.clients import KafkaConnection, transactional_producer_settings
 from laminar_kafka.operators.partitioning import murmur2_partition
 from laminar_kafka.plan.stages import plan_stages
-from laminar_kafka.runtime.gc_policy import task_collector
-from laminar_kafka.runtime.heartbeat import UserCode
-from laminar_kafka.runtime.inputs import TaskInputs
-from laminar_kafka.runtime.processing import FlowRunner
-from laminar_kafka.runtime.task import WorkerTask
+from laminar_kafka.runtime.task.gc_policy import task_collector
+from laminar_kafka.runtime.task.heartbeat import UserCode
+from laminar_kafka.runtime.task.inputs import TaskInputs
+from laminar_kafka.runtime.task.processing import FlowRunner
+from laminar_kafka.runtime.task.worker import WorkerTask
 from laminar_kafka.sinks.kafka_transaction import KafkaTransaction
 from laminar_kafka.sinks.task_sinks import TaskSinks
 from laminar_kafka.sinks.transaction_state import TxnState

@@ -34,7 +34,7 @@ from benchmarks.laminar_pipelines import build_pipeline
 from laminar_kafka.api.specs import Flow
 from laminar_kafka.operators.partitioning import murmur2_partition
 from laminar_kafka.plan.stages import plan_stages
-from laminar_kafka.runtime import event_clock, processing
+from laminar_kafka.runtime.task import event_clock, processing
 from laminar_kafka.state.keyed_state import KeyedState
 
 INPUT_RECORDS = 2_000_000

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from laminar_kafka.runtime.stats import quantile
+from laminar_kafka.runtime.driver.stats import quantile
 
 __all__ = ["RunResult", "format_table", "quantile"]
 

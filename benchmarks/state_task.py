@@ -165,7 +165,7 @@ class _Task:
 
     def restore(self) -> tuple[float, float]:
         """Seconds a fresh `TaskState` takes to restore the chain, as a recovering task does
-        (runtime/recovery.py, then the running table at its first use), and the task's peak
+        (runtime/task/recovery.py, then the running table at its first use), and the task's peak
         RSS (MiB) meanwhile; checked against a sample of the state before."""
         sample = self.rng.sample(range(self.made), min(SAMPLE_KEYS, self.made))
         expected = {_key(i): self.table.get(_key(i)) for i in sample}

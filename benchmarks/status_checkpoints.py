@@ -30,8 +30,8 @@ from benchmarks.broker import benchmark_broker
 from benchmarks.topics import create_topic, delete_topics
 from laminar_kafka import AvroFormat, Pipeline, RuntimeConfig
 from laminar_kafka.metrics import LagPoller
-from laminar_kafka.runtime.events import CheckpointCommitted, RuntimeEvent
-from laminar_kafka.runtime.stats import quantile
+from laminar_kafka.runtime.driver.events import CheckpointCommitted, RuntimeEvent
+from laminar_kafka.runtime.driver.stats import quantile
 from laminar_kafka.serving import RouteServer
 from laminar_kafka.status import StatusCollector, plan_view, status_routes
 from laminar_kafka.testing.orders import produce_orders

@@ -28,15 +28,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from benchmarks.laminar_pipelines import build_pipeline
-from laminar_kafka.runtime.events import (
+from laminar_kafka.runtime.driver.events import (
     CheckpointAborted,
     CheckpointCommitted,
     GenerationStarted,
     StageProgress,
     WorkerLost,
 )
-from laminar_kafka.runtime.spark_job import MAX_DETAIL
-from laminar_kafka.runtime.stats import quantile
+from laminar_kafka.runtime.driver.spark_job import MAX_DETAIL
+from laminar_kafka.runtime.driver.stats import quantile
 from laminar_kafka.serving import QueryRoute, Reply, RouteServer
 from laminar_kafka.status import KEEP, StatusCollector, plan_view, status_routes
 from laminar_kafka.status.collector import LAG_POINTS, LAG_WINDOW_S

@@ -11,7 +11,7 @@ from laminar_kafka.formats import (
 )
 from laminar_kafka.operators.record import Record
 from laminar_kafka.runtime.config import RestartPolicy, RuntimeConfig
-from laminar_kafka.runtime.runner import PipelineRunner
+from laminar_kafka.runtime.driver.runner import PipelineRunner
 
 __all__ = [
     "AvroFormat",

@@ -88,7 +88,7 @@ def s3_bucket(local_s3: LocalS3) -> str:
 @pytest.fixture(scope="session")
 def spark_context(pid_dir: Path, local_s3: LocalS3) -> Iterator[Any]:
     """One Spark local[4] context for the session's in-process pipeline runs."""
-    from laminar_kafka.runtime.spark_session import spark_context as make
+    from laminar_kafka.runtime.driver.spark_session import spark_context as make
 
     sc = make("local[4]", "laminar-tests")
     try:

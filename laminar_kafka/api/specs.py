@@ -123,7 +123,7 @@ class Flow:
     def is_stateful(self) -> bool:
         return bool(self.tables) or any(is_stateful_step(op) for op in self.operators)
 
-    # Cached: the task asks both for every batch (runtime/joined_inputs.py), and a
+    # Cached: the task asks both for every batch (runtime/task/joined_inputs.py), and a
     # frozen flow's operators never change.
     @cached_property
     def tables(self) -> tuple[TableSpec, ...]:

@@ -1,7 +1,7 @@
 """One pipeline application of a chaos round: a `laminar-kafka run` subprocess.
 
 The round learns what the runtime did from the application's events file
-(`--events-file`, one JSON object per line, see `laminar_kafka.runtime.events`),
+(`--events-file`, one JSON object per line, see `laminar_kafka.runtime.driver.events`),
 never from its printed words; stdout and stderr go to the round's log.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from laminar_kafka.errors import LaminarError
-from laminar_kafka.runtime.events import parse_event_line
+from laminar_kafka.runtime.driver.events import parse_event_line
 
 Event = dict[str, Any]
 """One parsed line of an events file: {"event": name, ...fields}."""

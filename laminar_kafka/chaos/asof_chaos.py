@@ -41,7 +41,7 @@ from laminar_kafka.operators.asof_join import AsOfJoinOp
 from laminar_kafka.operators.event_time import KAFKA_TIME
 from laminar_kafka.operators.keyed import key_bytes
 from laminar_kafka.operators.partitioning import PARTITIONERS, murmur2_partition
-from laminar_kafka.runtime.event_clock import wall_ms
+from laminar_kafka.runtime.task.event_clock import wall_ms
 from laminar_kafka.testing.asof_workload import batch_asof_join
 from laminar_kafka.testing.order_checks import ExactlyOnceReport
 from laminar_kafka.testing.orders import order

@@ -25,10 +25,10 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from laminar_kafka.broker.cluster import LocalCluster, is_cluster_home
-from laminar_kafka.broker.local import BrokerInfo, LocalBroker
-from laminar_kafka.broker.processes import settle_child, signal_tree, wait_exit
 from laminar_kafka.errors import LaminarError
+from laminar_kafka.local.broker.cluster import LocalCluster, is_cluster_home
+from laminar_kafka.local.broker.local import BrokerInfo, LocalBroker
+from laminar_kafka.local.broker.processes import settle_child, signal_tree, wait_exit
 
 POLL_S = 0.05
 """How often the wait for the pipeline's reaction looks at its events."""

@@ -35,7 +35,7 @@ from laminar_kafka.chaos.window_workload import WindowWorkload
 from laminar_kafka.chaos.workloads import GeneratorWorkload, OrderWorkload, Workload
 from laminar_kafka.faults import FaultPoint, ThreadCrash
 from laminar_kafka.plan.stages import plan_stages
-from laminar_kafka.runtime.events import CheckpointAborted, CheckpointCommitted, RuntimeEvent
+from laminar_kafka.runtime.driver.events import CheckpointAborted, CheckpointCommitted, RuntimeEvent
 from laminar_kafka.sinks.file_reader import read_published
 from laminar_kafka.testing.engine import InProcessRun, in_process_config, run_in_process
 from laminar_kafka.testing.memory_broker import MemoryBroker

@@ -24,7 +24,6 @@ import signal
 import time
 from collections.abc import Callable
 
-from laminar_kafka.broker.processes import alive
 from laminar_kafka.chaos.app import POLL_S, ChaosApp, Event, first
 from laminar_kafka.chaos.broker import Bounce, BounceableBroker
 from laminar_kafka.chaos.evidence import (
@@ -42,6 +41,7 @@ from laminar_kafka.chaos.kills import draw_threshold
 from laminar_kafka.chaos.round import START_TIMEOUT_S, ChaosRound, Recovery
 from laminar_kafka.chaos.worker_pids import WorkerPid, worker_pids
 from laminar_kafka.errors import ConfigError, LaminarError
+from laminar_kafka.local.broker.processes import alive
 
 Matcher = Callable[[list[Event]], Event | None]
 

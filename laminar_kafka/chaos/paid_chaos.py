@@ -42,7 +42,7 @@ from laminar_kafka.operators.join import JoinTableOp
 from laminar_kafka.operators.keyed import KeyByOp, key_bytes
 from laminar_kafka.operators.partitioning import PARTITIONERS, murmur2_partition
 from laminar_kafka.operators.stateless import MapOp
-from laminar_kafka.runtime.event_clock import wall_ms
+from laminar_kafka.runtime.task.event_clock import wall_ms
 from laminar_kafka.testing.order_checks import ExactlyOnceReport
 from laminar_kafka.testing.orders import order
 

@@ -33,7 +33,7 @@ from laminar_kafka.chaos.window_input import (
 )
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.operators.partitioning import PARTITIONERS
-from laminar_kafka.runtime.event_clock import wall_ms
+from laminar_kafka.runtime.task.event_clock import wall_ms
 from laminar_kafka.testing.order_checks import ExactlyOnceReport
 from laminar_kafka.testing.orders import read_committed
 

@@ -3,7 +3,7 @@
 Every checkpoint transaction commits the source offsets of its partitions with
 the metadata `laminar chk=<N> gen=<G>` (`send_offsets_to_transaction`, atomic
 with the output). Kafka's committed marker, not the coordinator's decision, is
-the truth recovery starts from (see runtime/recovery.py).
+the truth recovery starts from (see runtime/task/recovery.py).
 """
 
 from __future__ import annotations

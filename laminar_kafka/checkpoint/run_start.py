@@ -2,7 +2,7 @@
 
 `--from-checkpoint latest` chooses where to resume once, before the first
 generation of a run, and only when no partition holds a committed marker
-(`runtime/recovery.py`, `choose_run_start`). The choice is recorded here, and
+(`runtime/task/recovery.py`, `choose_run_start`). The choice is recorded here, and
 from then on every task of every generation, of this run and of later ones,
 restores a partition without a marker from it, never from a newer checkpoint:
 a newer manifest is a decision, and a task killed before it committed that

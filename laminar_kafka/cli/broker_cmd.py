@@ -6,14 +6,19 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from laminar_kafka.broker.cluster import ClusterInfo, LocalCluster, is_cluster_home
-from laminar_kafka.broker.jars import ensure_jars
-from laminar_kafka.broker.local import DEFAULT_KAFKA_VERSION, BrokerInfo, LocalBroker, default_home
-from laminar_kafka.broker.scram_home import client_properties, is_scram_home, scram_security
-from laminar_kafka.broker.security import MECHANISM
 from laminar_kafka.cli import daemons
 from laminar_kafka.cli.exit_codes import ExitCode
 from laminar_kafka.errors import BrokerError
+from laminar_kafka.local.broker.cluster import ClusterInfo, LocalCluster, is_cluster_home
+from laminar_kafka.local.broker.jars import ensure_jars
+from laminar_kafka.local.broker.local import (
+    DEFAULT_KAFKA_VERSION,
+    BrokerInfo,
+    LocalBroker,
+    default_home,
+)
+from laminar_kafka.local.broker.scram_home import client_properties, is_scram_home, scram_security
+from laminar_kafka.local.broker.security import MECHANISM
 
 __all__ = ["register"]
 

@@ -13,7 +13,7 @@ from laminar_kafka.cli.options import resolve_bootstrap
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.kafka.clients import KafkaConnection
-from laminar_kafka.runtime.preflight import check_brokers_answer
+from laminar_kafka.runtime.driver.preflight import check_brokers_answer
 from laminar_kafka.storage.locations import is_local, store_path
 
 __all__ = ["register"]

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from laminar_kafka.cli import daemons
-from laminar_kafka.cluster import ClusterInfo, SparkCluster
+from laminar_kafka.local.cluster import ClusterInfo, SparkCluster
 
 __all__ = ["register"]
 

@@ -44,8 +44,8 @@ from laminar_kafka.cli.progress import describe
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.runtime.config import RuntimeConfig
-from laminar_kafka.runtime.events import CheckpointCommitted, GenerationStarted, RuntimeEvent
-from laminar_kafka.runtime.runner import PipelineRunner
+from laminar_kafka.runtime.driver.events import CheckpointCommitted, GenerationStarted, RuntimeEvent
+from laminar_kafka.runtime.driver.runner import PipelineRunner
 from laminar_kafka.testing.broker import TopicFactory
 from laminar_kafka.testing.order_checks import ExactlyOnceReport
 from laminar_kafka.testing.retarget import retarget
@@ -191,7 +191,7 @@ def _check(
 
 
 def _local_broker() -> str:
-    from laminar_kafka.broker.local import LocalBroker
+    from laminar_kafka.local.broker.local import LocalBroker
 
     say("starting the local Kafka broker (the first run fetches Kafka with Maven)...")
     info = LocalBroker().start()

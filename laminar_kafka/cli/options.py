@@ -132,7 +132,7 @@ def use_schemas(folders: str | None, environ: MutableMapping[str, str] = os.envi
 
     Set before the pipeline file is loaded (its formats look schemas up at
     import), in the environment so that it goes where the other LAMINAR_*
-    settings go (a cluster's executors, see `runtime/spark_conf.py`); absolute,
+    settings go (a cluster's executors, see `runtime/driver/spark_conf.py`); absolute,
     because the process that reads it may have another working directory.
     """
     if folders:
@@ -238,7 +238,7 @@ def resolve_bootstrap(explicit: str | None) -> str:
     env = os.environ.get("LAMINAR_KAFKA_BOOTSTRAP")
     if env:
         return env
-    from laminar_kafka.broker.local import LocalBroker
+    from laminar_kafka.local.broker.local import LocalBroker
 
     running = LocalBroker().status()
     return running.bootstrap if running else "localhost:9092"

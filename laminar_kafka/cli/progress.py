@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO
 
 from laminar_kafka.cli.logging_setup import json_event_line
-from laminar_kafka.runtime.events import (
+from laminar_kafka.runtime.driver.events import (
     BoundedFinished,
     BoundedProgress,
     BoundedStarted,

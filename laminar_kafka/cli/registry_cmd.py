@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from laminar_kafka.cli import daemons
-from laminar_kafka.registry import RELEASE, LocalRegistry, RegistryInfo, ensure_registry
+from laminar_kafka.local.registry import RELEASE, LocalRegistry, RegistryInfo, ensure_registry
 
 __all__ = ["register"]
 

@@ -35,10 +35,10 @@ from laminar_kafka.plan.describe import describe_plan
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.plan.topology import describe_topology
 from laminar_kafka.runtime.config import RuntimeConfig
-from laminar_kafka.runtime.events import Listener, RuntimeEvent, Stopped
-from laminar_kafka.runtime.preflight import check_brokers_answer
-from laminar_kafka.runtime.runner import PipelineRunner
-from laminar_kafka.runtime.spark_session import master_in_use
+from laminar_kafka.runtime.driver.events import Listener, RuntimeEvent, Stopped
+from laminar_kafka.runtime.driver.preflight import check_brokers_answer
+from laminar_kafka.runtime.driver.runner import PipelineRunner
+from laminar_kafka.runtime.driver.spark_session import master_in_use
 from laminar_kafka.serving import Route, RouteServer
 from laminar_kafka.status import DeadLetterReader, StatusCollector, plan_view, status_routes
 

@@ -9,7 +9,7 @@ that ends with
 
 is then `laminar-kafka run pipelines/x.py [options]` inside the Spark
 application spark-submit started (its master and `--conf` settings stand, see
-`runtime/spark_conf.py`). The file is loaded again as `laminar-kafka run`
+`runtime/driver/spark_conf.py`). The file is loaded again as `laminar-kafka run`
 loads it, as a module of its own, which is what its workers unpickle.
 """
 

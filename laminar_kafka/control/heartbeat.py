@@ -1,7 +1,7 @@
 """The Heartbeat control record: a worker task's sign of life, for the driver.
 
-Written on the control topic by a thread of the task (`runtime/heartbeat.py`),
-read by the driver (`runtime/liveness.py`). The header b"heartbeat" names it,
+Written on the control topic by a thread of the task (`runtime/task/heartbeat.py`),
+read by the driver (`runtime/driver/liveness.py`). The header b"heartbeat" names it,
 so every other reader of the control topic (tasks read Announcements, older
 drivers only Acks) skips it without decoding it.
 """

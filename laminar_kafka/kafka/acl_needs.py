@@ -56,7 +56,7 @@ class Need:
 
 @dataclass(frozen=True)
 class RunResources:
-    """What a run touches in Kafka, by name (`runtime/preflight.py` fills it in)."""
+    """What a run touches in Kafka, by name (`runtime/driver/preflight.py` fills it in)."""
 
     pipeline: str
     sources: Sequence[str]

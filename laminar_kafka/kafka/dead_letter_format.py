@@ -1,7 +1,7 @@
 """The headers of a dead letter: why the record is there and where it came from.
 
 A dead letter is the source record's key and bytes, unchanged, with four
-headers. The flow runner writes them (`runtime/side_outputs.py`); the status
+headers. The flow runner writes them (`runtime/task/side_outputs.py`); the status
 page and the test kit read them back with `DeadLetterOrigin.from_headers`,
 so the format lives here once.
 """

@@ -21,7 +21,7 @@ from laminar_kafka.errors import LaminarError
 from laminar_kafka.kafka.admin import source_partition_counts, watermark_offsets
 from laminar_kafka.kafka.clients import KafkaConnection, probe_consumer
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.runtime.events import GenerationStarted, RuntimeEvent
+from laminar_kafka.runtime.driver.events import GenerationStarted, RuntimeEvent
 from laminar_kafka.sources.start_position import StartPosition
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.runtime.events import (
+from laminar_kafka.runtime.driver.events import (
     CheckpointAborted,
     CheckpointCommitted,
     GenerationStarted,
@@ -22,7 +22,7 @@ from laminar_kafka.runtime.events import (
     StageProgress,
     WorkerLost,
 )
-from laminar_kafka.runtime.stats import RunStats
+from laminar_kafka.runtime.driver.stats import RunStats
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ allowed out-of-orderness: no record older than that is expected any more. It
 is computed record by record in offset order, so a replay of a partition
 computes the same watermark at the same record, whatever the batches were
 (unless an idle partition was released on the wall clock meanwhile:
-runtime/event_clock.py).
+runtime/task/event_clock.py).
 Keyed state (windows) lives per partition, and only that partition feeds it,
 so a partition's own watermark is what closes its windows.
 

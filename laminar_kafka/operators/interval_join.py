@@ -7,7 +7,7 @@ key into one internal topic, so a partition holds every record of its keys and
 its watermark is the lowest of both sides' (api/streams.py). Two sources declared
 partitioned by their join keys alike need no repartition (`sides`): each side's
 flow runs the step, on the state of side a's partition p, with the lower of both
-partitions' watermarks (runtime/joined_inputs.py).
+partitions' watermarks (runtime/task/joined_inputs.py).
 
 A record at t below the watermark is late: its partners may be gone; it is
 counted (as a window's late record is) and joins nothing. Any other record finds

@@ -86,7 +86,7 @@ class Stage:
     def keeps_state(self) -> bool:
         """Its tasks snapshot their partitions' tables: keyed state, or event time (a
         partition's watermark is state too, also in a stage without keyed state: a
-        restored task reports it downstream, see runtime/task_event_time.py)."""
+        restored task reports it downstream, see runtime/task/event_time.py)."""
         return self.is_stateful or any(f.source.event_time is not None for f in self.flows)
 
     def _internal_input(self, topic: str) -> bool:

@@ -86,7 +86,7 @@ class RuntimeConfig:
     """Start over: drop the pipeline's checkpoints and committed offsets first."""
     until: str | None = None
     """"end": a bounded run, to the sources' end offsets at its first start, then a final
-    checkpoint and exit (`runtime/bounded.py`); None runs until stopped."""
+    checkpoint and exit (`runtime/driver/bounded.py`); None runs until stopped."""
     purge_internal: bool = True
     """Delete internal-topic records the next stage committed past (False keeps them)."""
     allow_internal_retention: bool = False
@@ -106,9 +106,9 @@ class RuntimeConfig:
     accept_unsigned_checkpoints: bool = False
     """With a key: read unsigned files too, once, to take over a store from before the key."""
     heartbeat_interval_s: float = 1.0
-    """How often each task tells the driver it lives (`runtime/heartbeat.py`)."""
+    """How often each task tells the driver it lives (`runtime/task/heartbeat.py`)."""
     heartbeat_timeout_s: float = 4.0
-    """A task silent this long has its generation replaced at once (`runtime/liveness.py`).
+    """A task silent this long has its generation replaced at once (`runtime/driver/liveness.py`).
     The driver notices a stopped task this long after its last beat, up to an interval
     after the stop itself: 4 s puts the detection of a stop under 4 s, a beat more than
     the three intervals every timeout must allow for."""

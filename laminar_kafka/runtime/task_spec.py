@@ -32,7 +32,7 @@ class TaskSpec:
     """Internal topic the task writes → its partitions (each gets every barrier)."""
     ends: Mapping[PartitionKey, int] = field(default_factory=dict)
     """A bounded run's end offset of each source partition the task reads (none when
-    unbounded): no record at or past it is processed (`runtime/bounded.py`)."""
+    unbounded): no record at or past it is processed (`runtime/driver/bounded.py`)."""
 
     @classmethod
     def of(

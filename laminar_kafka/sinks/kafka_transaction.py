@@ -5,7 +5,7 @@ checkpoints and restarts) so that every sink's output and the source-offset mark
 of a checkpoint commit in one atomic transaction. `init` fences any older producer
 with the same id: a zombie task from a failed attempt can no longer write, and its
 open transaction is aborted (librdkafka cannot resume another process's
-transaction; recovery replays instead, see runtime/recovery.py).
+transaction; recovery replays instead, see runtime/task/recovery.py).
 
 While a transaction is PREPARED (waiting for its Commit), the task keeps
 working: what it produces meanwhile is staged in memory and goes into the next

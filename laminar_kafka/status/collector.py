@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.runtime.events import (
+from laminar_kafka.runtime.driver.events import (
     CheckpointAborted,
     CheckpointCommitted,
     Drained,
@@ -27,7 +27,7 @@ from laminar_kafka.runtime.events import (
     Stopped,
     WorkerLost,
 )
-from laminar_kafka.runtime.stats import quantile
+from laminar_kafka.runtime.driver.stats import quantile
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from laminar_kafka.errors import BrokerError, RecordDecodeError
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.dead_letter_format import DeadLetterOrigin
 from laminar_kafka.kafka.topic_tail import Keep, TailRecord, read_tail
-from laminar_kafka.runtime.side_outputs import reason_kind
+from laminar_kafka.runtime.task.side_outputs import reason_kind
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500

@@ -33,8 +33,8 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from laminar_kafka.broker.local import LocalBroker
 from laminar_kafka.errors import BrokerError
+from laminar_kafka.local.broker.local import LocalBroker
 from laminar_kafka.testing.kafka_container import start_container
 
 __all__ = ["TopicFactory", "docker_available", "session_bootstrap"]

@@ -14,7 +14,7 @@ the upstream's last epoch is committed, let alone read). So a run here, like an
 operator's `laminar-kafka run` again, resumes until no input record lies past
 the committed offsets (`unread_input`): its output is that of all its input. A
 bounded run (`until="end"`) is not resumed: it ends only once its stages are done
-(`runtime/bounded.py`), and leaves what came after its ends for the next run.
+(`runtime/driver/bounded.py`), and leaves what came after its ends for the next run.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from laminar_kafka.errors import LaminarError
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.runtime.config import RestartPolicy, RuntimeConfig
-from laminar_kafka.runtime.events import CheckpointCommitted, Listener, RuntimeEvent
-from laminar_kafka.runtime.runner import PipelineRunner
-from laminar_kafka.runtime.stats import RunStats
-from laminar_kafka.runtime.thread_executor import ThreadExecutor
+from laminar_kafka.runtime.driver.events import CheckpointCommitted, Listener, RuntimeEvent
+from laminar_kafka.runtime.driver.runner import PipelineRunner
+from laminar_kafka.runtime.driver.stats import RunStats
+from laminar_kafka.runtime.driver.thread_executor import ThreadExecutor
 from laminar_kafka.testing.memory_broker import MemoryBroker
 from laminar_kafka.testing.memory_driver import MemoryDriverPorts
 from laminar_kafka.testing.memory_ports import memory_ports

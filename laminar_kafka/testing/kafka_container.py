@@ -22,10 +22,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from laminar_kafka.broker.cluster import await_brokers
-from laminar_kafka.broker.image_env import KAFKA_IMAGE, env_name, local_broker_settings
-from laminar_kafka.broker.settings import new_cluster_id
 from laminar_kafka.errors import BrokerError
+from laminar_kafka.local.broker.cluster import await_brokers
+from laminar_kafka.local.broker.image_env import KAFKA_IMAGE, env_name, local_broker_settings
+from laminar_kafka.local.broker.settings import new_cluster_id
 
 __all__ = ["CLIENT_PORT", "ContainerSpec", "container_spec", "start_container"]
 

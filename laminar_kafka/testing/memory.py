@@ -37,8 +37,8 @@ from laminar_kafka.faults import FaultPoint, ThreadCrash
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.plan.tasks import stage_parallelism
-from laminar_kafka.runtime.event_clock import wall_ms
-from laminar_kafka.runtime.events import RuntimeEvent
+from laminar_kafka.runtime.driver.events import RuntimeEvent
+from laminar_kafka.runtime.task.event_clock import wall_ms
 from laminar_kafka.sinks.file_reader import read_published, staged_epochs
 from laminar_kafka.testing.memory_committed import TracedBroker, engine_parallelism, listed
 from laminar_kafka.testing.memory_crashes import check_crash
@@ -257,7 +257,7 @@ class PipelineTester:
     # -- output -----------------------------------------------------------
     @property
     def events(self) -> tuple[RuntimeEvent, ...]:
-        """What the runtime reported so far (`runtime/events.py`): generations started,
+        """What the runtime reported so far (`runtime/driver/events.py`): generations started,
         checkpoints committed with each stage's counts, workers lost."""
         return tuple(self._session.events)
 

@@ -26,7 +26,7 @@ from confluent_kafka import OFFSET_INVALID, TopicPartition
 from laminar_kafka import waits
 from laminar_kafka.errors import FencedError, LaminarError
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.runtime.event_clock import Clock, wall_ms
+from laminar_kafka.runtime.task.event_clock import Clock, wall_ms
 from laminar_kafka.sinks.output import OutputHeader
 from laminar_kafka.testing.memory_log import MemoryMessage
 

@@ -18,7 +18,7 @@ from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.plan.tasks import spread
-from laminar_kafka.runtime.event_clock import Clock
+from laminar_kafka.runtime.task.event_clock import Clock
 from laminar_kafka.sinks.output import OutputHeader
 from laminar_kafka.testing.memory_broker import MemoryBroker, MemoryTxn
 from laminar_kafka.testing.memory_log import MemoryMessage, ProducedRecord

@@ -1,6 +1,6 @@
 """The driver's ports on a `MemoryBroker`: a run's driver side on the in-memory transport.
 
-Each class implements a port of `runtime/driver_ports.py` the way the Kafka one
+Each class implements a port of `runtime/driver/ports.py` the way the Kafka one
 behaves, as far as the runner and the coordinator rely on it. The lease is
 simpler: whoever holds the checkpoint store's lock (one process) holds it.
 Like the Kafka injector, a barrier skips the source partitions that received
@@ -26,8 +26,8 @@ from laminar_kafka.errors import ConfigError
 from laminar_kafka.kafka.names import PartitionKey, consumer_group, transactional_id
 from laminar_kafka.plan.stages import InternalTopic, StagePlan
 from laminar_kafka.runtime.config import RuntimeConfig
-from laminar_kafka.runtime.file_sinks import publish_staged
-from laminar_kafka.runtime.topics import PreparedTopics
+from laminar_kafka.runtime.driver.topics import PreparedTopics
+from laminar_kafka.runtime.task.file_sinks import publish_staged
 from laminar_kafka.testing.memory_broker import MemoryBroker
 from laminar_kafka.testing.memory_ports import MemoryControl, MemorySourceLogs
 from laminar_kafka.testing.memory_transaction import MemoryTransaction
@@ -98,7 +98,7 @@ class NoPurge:
 
 
 class MemoryDriverPorts:
-    """The driver's ports of one pipeline's run on `broker` (`runtime/driver_ports.py`)."""
+    """The driver's ports of one pipeline's run on `broker` (`runtime/driver/ports.py`)."""
 
     def __init__(self, broker: MemoryBroker, config: RuntimeConfig) -> None:
         self._broker = broker

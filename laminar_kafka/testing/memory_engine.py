@@ -29,14 +29,14 @@ from laminar_kafka.errors import LaminarError
 from laminar_kafka.kafka.names import PartitionKey, consumer_group, transactional_id
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.runtime.config import RestartPolicy, RuntimeConfig
-from laminar_kafka.runtime.events import (
+from laminar_kafka.runtime.driver.events import (
     CheckpointAborted,
     CheckpointCommitted,
     GenerationStarted,
     RuntimeEvent,
 )
-from laminar_kafka.runtime.ports import TaskPorts
-from laminar_kafka.runtime.runner import PipelineRunner
+from laminar_kafka.runtime.driver.runner import PipelineRunner
+from laminar_kafka.runtime.task.ports import TaskPorts
 from laminar_kafka.runtime.task_spec import TaskSpec
 from laminar_kafka.testing.memory_committed import TracedBroker
 from laminar_kafka.testing.memory_ports import memory_ports

@@ -1,6 +1,6 @@
 """A worker task's ports on a `MemoryBroker`: the in-memory transport.
 
-Each class implements a port of `runtime/ports.py` (or the sinks' producer) the
+Each class implements a port of `runtime/task/ports.py` (or the sinks' producer) the
 way the Kafka one behaves, as far as the task relies on it; the contract tests
 (tests/testing/test_transport_contract.py) hold both to the same assertions.
 """
@@ -19,8 +19,8 @@ from laminar_kafka.control.headers import CONTROL_KEY, control_headers
 from laminar_kafka.control.records import Announcement, ControlRecord, Heartbeat
 from laminar_kafka.control.transport import WantedRecords
 from laminar_kafka.kafka.names import PartitionKey, consumer_group, transactional_id
-from laminar_kafka.runtime.file_sinks import file_transaction
-from laminar_kafka.runtime.ports import TaskPorts
+from laminar_kafka.runtime.task.file_sinks import file_transaction
+from laminar_kafka.runtime.task.ports import TaskPorts
 from laminar_kafka.runtime.task_spec import TaskSpec
 from laminar_kafka.sinks.task_sinks import TaskSinks
 from laminar_kafka.testing.memory_broker import MemoryBroker

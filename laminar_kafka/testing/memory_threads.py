@@ -18,9 +18,9 @@ from laminar_kafka import faults
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.control.records import Ack, Heartbeat
 from laminar_kafka.runtime.config import RuntimeConfig
-from laminar_kafka.runtime.runner import PipelineRunner
+from laminar_kafka.runtime.driver.runner import PipelineRunner
+from laminar_kafka.runtime.driver.thread_executor import PortsFactory, ThreadExecutor, ThreadJob
 from laminar_kafka.runtime.task_spec import TaskSpec
-from laminar_kafka.runtime.thread_executor import PortsFactory, ThreadExecutor, ThreadJob
 from laminar_kafka.testing.memory_committed import TracedBroker
 from laminar_kafka.testing.memory_driver import MemoryDriverPorts
 from laminar_kafka.testing.memory_log import MemoryMessage

@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from laminar_kafka.registry.server import LocalRegistry
+from laminar_kafka.local.registry.server import LocalRegistry
 
 __all__ = ["REGISTRY_URL_ENV", "session_registry"]
 

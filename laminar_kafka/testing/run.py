@@ -10,9 +10,9 @@ from typing import Any
 from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.runtime.config import RuntimeConfig
-from laminar_kafka.runtime.events import Listener, RuntimeEvent
-from laminar_kafka.runtime.runner import PipelineRunner
-from laminar_kafka.runtime.stats import RunStats
+from laminar_kafka.runtime.driver.events import Listener, RuntimeEvent
+from laminar_kafka.runtime.driver.runner import PipelineRunner
+from laminar_kafka.runtime.driver.stats import RunStats
 from laminar_kafka.testing.orders import read_committed
 
 

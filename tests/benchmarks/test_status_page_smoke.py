@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import status_page
-from laminar_kafka.runtime.spark_job import MAX_DETAIL
+from laminar_kafka.runtime.driver.spark_job import MAX_DETAIL
 from laminar_kafka.status import KEEP
 from laminar_kafka.status.collector import LAG_POINTS
 

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from laminar_kafka.broker.cluster_node import NODE_HEAP
-from laminar_kafka.broker.image_env import image_settings
-from laminar_kafka.broker.local import BrokerInfo, LocalBroker
-from laminar_kafka.broker.settings import format_storage
-from laminar_kafka.processes.files import write_atomic
-from laminar_kafka.processes.ports import free_ports
+from laminar_kafka.local.broker.cluster_node import NODE_HEAP
+from laminar_kafka.local.broker.image_env import image_settings
+from laminar_kafka.local.broker.local import BrokerInfo, LocalBroker
+from laminar_kafka.local.broker.settings import format_storage
+from laminar_kafka.local.processes.files import write_atomic
+from laminar_kafka.local.processes.ports import free_ports
 from tests.broker.compose_files import kafka_services
 
 _LISTENER = re.compile(r"(?P<name>[A-Za-z_]+)://(?P<host>[^:,]*):(?P<port>\d+)")

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from laminar_kafka.broker.security import ScramSecurity, override_properties
-from laminar_kafka.broker.settings import BrokerFiles, write_properties
 from laminar_kafka.errors import BrokerError
+from laminar_kafka.local.broker.security import ScramSecurity, override_properties
+from laminar_kafka.local.broker.settings import BrokerFiles, write_properties
 
 
 def test_users_are_created_when_the_storage_is_formatted() -> None:

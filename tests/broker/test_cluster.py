@@ -16,13 +16,13 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from laminar_kafka import JsonFormat, RuntimeConfig
-from laminar_kafka.broker import LocalCluster
 from laminar_kafka.chaos.broker import BounceableBroker
 from laminar_kafka.cli.main import main
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.kafka.names import consumer_group, transactional_id
-from laminar_kafka.runtime.events import CheckpointCommitted
-from laminar_kafka.runtime.preflight import (
+from laminar_kafka.local.broker import LocalCluster
+from laminar_kafka.runtime.driver.events import CheckpointCommitted
+from laminar_kafka.runtime.driver.preflight import (
     broker_max_transaction_timeout_ms,
     check_transaction_timeout,
 )

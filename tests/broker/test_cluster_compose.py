@@ -11,9 +11,13 @@ from typing import Any
 
 import pytest
 
-from laminar_kafka.broker.cluster_node import CLUSTER_SETTINGS, ClusterLayout, cluster_replication
-from laminar_kafka.broker.image_env import env_name, parse_properties
-from laminar_kafka.broker.settings import BrokerFiles, write_properties
+from laminar_kafka.local.broker.cluster_node import (
+    CLUSTER_SETTINGS,
+    ClusterLayout,
+    cluster_replication,
+)
+from laminar_kafka.local.broker.image_env import env_name, parse_properties
+from laminar_kafka.local.broker.settings import BrokerFiles, write_properties
 
 yaml = pytest.importorskip("yaml")
 

@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from laminar_kafka.broker.cluster import await_brokers
+from laminar_kafka.local.broker.cluster import await_brokers
 from laminar_kafka.testing.broker import TopicFactory
 from laminar_kafka.testing.orders import read_committed
 from tests.broker.compose_brokers import ComposeBroker, compose_nodes, start_together

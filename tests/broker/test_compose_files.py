@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from laminar_kafka.broker.image_env import KAFKA_IMAGE
+from laminar_kafka.local.broker.image_env import KAFKA_IMAGE
 from tests.broker.compose_brokers import compose_nodes
 from tests.broker.compose_files import (
     CLUSTER,

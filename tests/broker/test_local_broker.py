@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from laminar_kafka.broker import LocalBroker
-from laminar_kafka.broker.jars import ensure_jars, render_pom, require_java, require_tool
 from laminar_kafka.cli.main import main
 from laminar_kafka.errors import BrokerError
-from laminar_kafka.processes.groups import wait_exit
+from laminar_kafka.local.broker import LocalBroker
+from laminar_kafka.local.broker.jars import ensure_jars, render_pom, require_java, require_tool
+from laminar_kafka.local.processes.groups import wait_exit
 from laminar_kafka.testing import TopicFactory
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ from laminar_kafka.chaos.join_chaos import JoinWorkload
 from laminar_kafka.chaos.workloads import round_workload
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.operators.partitioning import murmur2_partition
-from laminar_kafka.runtime.event_clock import wall_ms
+from laminar_kafka.runtime.task.event_clock import wall_ms
 
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
 EXAMPLE = load_pipeline(str(PIPELINES / "orders_priced.py"))

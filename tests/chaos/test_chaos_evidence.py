@@ -29,8 +29,8 @@ from laminar_kafka.chaos.worker_pids import worker_with_pid
 from laminar_kafka.checkpoint.pending import PendingCheckpoint
 from laminar_kafka.control.records import Ack, BarrierFlags
 from laminar_kafka.faults import FaultPoint
-from laminar_kafka.runtime.events import parse_event_line
-from laminar_kafka.runtime.stats import committed_event
+from laminar_kafka.runtime.driver.events import parse_event_line
+from laminar_kafka.runtime.driver.stats import committed_event
 from laminar_kafka.testing.order_checks import ExactlyOnceReport
 
 

@@ -26,7 +26,7 @@ from laminar_kafka.chaos.window_workload import WindowWorkload
 from laminar_kafka.chaos.workloads import OrderWorkload, order_workload
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.operators.partitioning import PARTITIONERS
-from laminar_kafka.runtime.event_clock import wall_ms
+from laminar_kafka.runtime.task.event_clock import wall_ms
 from laminar_kafka.testing import PipelineTester
 
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"

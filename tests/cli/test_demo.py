@@ -16,7 +16,11 @@ from laminar_kafka.cli import demo_cmd, demo_show
 from laminar_kafka.cli.main import build_parser
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.plan.stages import plan_stages
-from laminar_kafka.runtime.events import CheckpointCommitted, GenerationStarted, StageProgress
+from laminar_kafka.runtime.driver.events import (
+    CheckpointCommitted,
+    GenerationStarted,
+    StageProgress,
+)
 from laminar_kafka.testing import PipelineTester, run_pipeline
 from laminar_kafka.testing.orders import order
 

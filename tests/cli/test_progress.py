@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from laminar_kafka.cli.progress import ProgressPrinter, describe
-from laminar_kafka.runtime.events import (
+from laminar_kafka.runtime.driver.events import (
     BoundedFinished,
     BoundedProgress,
     BoundedStarted,
@@ -76,7 +76,7 @@ def test_every_event_reads_as_a_sentence() -> None:
 
 
 def test_a_multi_stage_commit_shows_each_stage() -> None:
-    from laminar_kafka.runtime.events import StageProgress
+    from laminar_kafka.runtime.driver.events import StageProgress
 
     event = CheckpointCommitted(
         9,
@@ -91,7 +91,7 @@ def test_a_multi_stage_commit_shows_each_stage() -> None:
 
 
 def _commit(checkpoint: int, generation: int, records_in: int, at: float) -> CheckpointCommitted:
-    from laminar_kafka.runtime.events import StageProgress
+    from laminar_kafka.runtime.driver.events import StageProgress
 
     stage = StageProgress(0, 2, records_in, records_in, 0, 0.1)
     return CheckpointCommitted(checkpoint, generation, 0.18, stages=(stage,), at=at)
@@ -171,7 +171,7 @@ def test_json_progress_lines_carry_the_event_and_the_plain_message(
 
 
 def test_a_multi_stage_commit_is_one_json_line(capsys: pytest.CaptureFixture[str]) -> None:
-    from laminar_kafka.runtime.events import StageProgress
+    from laminar_kafka.runtime.driver.events import StageProgress
 
     stages = (StageProgress(0, 2, 10, 10, 0, 0.1), StageProgress(1, 2, 10, 10, 0, 0.2))
     ProgressPrinter(json_lines=True)(CheckpointCommitted(1, 1, 0.005, stages=stages))

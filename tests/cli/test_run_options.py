@@ -12,8 +12,8 @@ from laminar_kafka.checkpoint.signing import KEY_ENV, CheckpointKey
 from laminar_kafka.cli.main import main
 from laminar_kafka.cli.options import add_runtime_options, runtime_config
 from laminar_kafka.errors import ConfigError
-from laminar_kafka.runtime import preflight
 from laminar_kafka.runtime.config import RuntimeConfig, redact
+from laminar_kafka.runtime.driver import preflight
 from laminar_kafka.state import disk
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from laminar_kafka.cli.main import main
 from laminar_kafka.formats.schema_files import SCHEMAS_ENV
-from laminar_kafka.runtime.spark_conf import executor_environment
+from laminar_kafka.runtime.driver.spark_conf import executor_environment
 
 PIPELINE = """\
 from laminar_kafka import AvroFormat, JsonFormat, Pipeline

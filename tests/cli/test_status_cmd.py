@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from laminar_kafka.cli.main import main
-from laminar_kafka.runtime.events import (
+from laminar_kafka.runtime.driver.events import (
     CheckpointAborted,
     CheckpointCommitted,
     GenerationStarted,

@@ -16,7 +16,7 @@ import pytest
 from laminar_kafka import JsonFormat
 from laminar_kafka.chaos.app import ChaosApp
 from laminar_kafka.checkpoint.store import CheckpointStore
-from laminar_kafka.cluster import ClusterInfo, SparkCluster
+from laminar_kafka.local.cluster import ClusterInfo, SparkCluster
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import produce_orders, read_committed
 from tests.cluster.test_cluster import wait_for_totals

@@ -15,15 +15,15 @@ from typing import Any
 import pytest
 
 from laminar_kafka import AvroFormat, JsonFormat, Pipeline, RuntimeConfig
-from laminar_kafka.broker import LocalCluster
 from laminar_kafka.chaos import ChaosRun, KillKind, RecoveryPath
 from laminar_kafka.chaos.app import ChaosApp
 from laminar_kafka.cli.main import main
-from laminar_kafka.cluster import ClusterInfo, SparkCluster, master_state
 from laminar_kafka.errors import ClusterError
 from laminar_kafka.faults import FaultPoint
-from laminar_kafka.processes.table import descendants, group_alive
-from laminar_kafka.runtime.runner import PipelineRunner
+from laminar_kafka.local.broker import LocalCluster
+from laminar_kafka.local.cluster import ClusterInfo, SparkCluster, master_state
+from laminar_kafka.local.processes.table import descendants, group_alive
+from laminar_kafka.runtime.driver.runner import PipelineRunner
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.object_store import LocalS3
 from laminar_kafka.testing.orders import (

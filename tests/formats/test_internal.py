@@ -18,8 +18,8 @@ from laminar_kafka.formats import internal as internal_module
 from laminar_kafka.formats.batch import decode_batch, encode_batch
 from laminar_kafka.formats.internal import MARKER
 from laminar_kafka.operators.base import BatchContext
-from laminar_kafka.runtime.processing import FlowRunner
-from laminar_kafka.runtime.routing import route
+from laminar_kafka.runtime.task.processing import FlowRunner
+from laminar_kafka.runtime.task.routing import route
 from laminar_kafka.testing.memory_log import MemoryMessage
 from tests.runtime.recorded_output import RecordedOutput
 

@@ -6,7 +6,7 @@ loopback port. The second part talks to a real schema registry through its
 Confluent-compatible API: the session's `schema_registry_url` (tests/conftest.py),
 $LAMINAR_SCHEMA_REGISTRY_URL if set (Confluent's, Karapace, Apicurio's
 /apis/ccompat/v7...), else a local Apicurio Registry started for the session
-(`laminar_kafka.registry`, built from Maven Central on first use). They never skip.
+(`laminar_kafka.local.registry`, built from Maven Central on first use). They never skip.
 """
 
 from __future__ import annotations

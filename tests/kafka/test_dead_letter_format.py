@@ -7,7 +7,7 @@ import pytest
 from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.kafka.dead_letter_format import DeadLetterOrigin
 from laminar_kafka.operators.base import DeadLetter
-from laminar_kafka.runtime.side_outputs import dead_letter_headers
+from laminar_kafka.runtime.task.side_outputs import dead_letter_headers
 
 
 def test_the_written_headers_parse_back_to_the_same_origin() -> None:

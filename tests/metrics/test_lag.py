@@ -14,7 +14,7 @@ from laminar_kafka import AvroFormat, Pipeline
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
 from laminar_kafka.metrics import LagPoller, partition_lag
-from laminar_kafka.runtime.events import CheckpointCommitted, GenerationStarted
+from laminar_kafka.runtime.driver.events import CheckpointCommitted, GenerationStarted
 from laminar_kafka.testing import TopicFactory
 
 

@@ -8,7 +8,7 @@ import pytest
 from prometheus_client import generate_latest
 
 from laminar_kafka.metrics import PipelineMetrics
-from laminar_kafka.runtime.events import (
+from laminar_kafka.runtime.driver.events import (
     CheckpointAborted,
     CheckpointCommitted,
     Drained,
@@ -17,7 +17,7 @@ from laminar_kafka.runtime.events import (
     Stopped,
     WorkerLost,
 )
-from laminar_kafka.runtime.stats import RunStats
+from laminar_kafka.runtime.driver.stats import RunStats
 
 P = {"pipeline": "orders"}
 

@@ -11,7 +11,7 @@ from laminar_kafka import JsonFormat, Pipeline
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.operators import AggregateOp, BatchContext
 from laminar_kafka.operators.ttl import expire
-from laminar_kafka.runtime.processing import FlowRunner
+from laminar_kafka.runtime.task.processing import FlowRunner
 from laminar_kafka.state import KeyedState
 from laminar_kafka.state.task_state import TaskState
 

@@ -17,7 +17,7 @@ from laminar_kafka.operators import AggregateOp, BatchContext
 from laminar_kafka.operators.event_time import Progress
 from laminar_kafka.operators.ttl import expire_steps
 from laminar_kafka.operators.ttl_event import ExpiryIndex
-from laminar_kafka.runtime.processing import FlowRunner
+from laminar_kafka.runtime.task.processing import FlowRunner
 from laminar_kafka.state import KeyedState
 from laminar_kafka.state.chain import delta_parent, read_partition
 from laminar_kafka.state.delta import read_delta

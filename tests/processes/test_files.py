@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from laminar_kafka.broker.local import default_home as broker_home
-from laminar_kafka.cluster.files import default_home as cluster_home
-from laminar_kafka.registry.server import default_home as registry_home
+from laminar_kafka.local.broker.local import default_home as broker_home
+from laminar_kafka.local.cluster.files import default_home as cluster_home
+from laminar_kafka.local.registry.server import default_home as registry_home
 
 
 def test_each_daemon_has_its_own_default_home(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from laminar_kafka.errors import RegistryError
-from laminar_kafka.registry.build import build_log, ensure_registry
-from laminar_kafka.registry.maven import run_maven
-from laminar_kafka.registry.project import (
+from laminar_kafka.local.registry.build import build_log, ensure_registry
+from laminar_kafka.local.registry.maven import run_maven
+from laminar_kafka.local.registry.project import (
     APICURIO_VERSION,
     CONFIG_INDEX_VERSION,
     QUARKUS_VERSION,
@@ -134,7 +134,7 @@ def test_a_long_build_says_it_still_runs_and_is_stopped_at_its_deadline(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     monkeypatch.setenv("FAKE_MVN_SLEEP", "30")
-    caplog.set_level(logging.INFO, logger="laminar_kafka.registry")
+    caplog.set_level(logging.INFO, logger="laminar_kafka.local.registry")
     started = time.monotonic()
     with pytest.raises(RegistryError, match="did not finish building the stand-in in time"):
         run_maven(

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from laminar_kafka.errors import RegistryError
-from laminar_kafka.processes.groups import wait_exit
-from laminar_kafka.registry import LocalRegistry
+from laminar_kafka.local.processes.groups import wait_exit
+from laminar_kafka.local.registry import LocalRegistry
 
 SCHEMA = {"type": "record", "name": "P", "fields": [{"name": "x", "type": "long"}]}
 

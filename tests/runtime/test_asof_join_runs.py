@@ -15,7 +15,7 @@ from confluent_kafka import Producer
 
 from laminar_kafka import JsonFormat, RuntimeConfig
 from laminar_kafka.operators.partitioning import LIBRDKAFKA_PARTITIONER
-from laminar_kafka.runtime.events import GenerationStarted
+from laminar_kafka.runtime.driver.events import GenerationStarted
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.asof_workload import (
     PriceChange,

@@ -12,7 +12,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from laminar_kafka import JsonFormat
 from laminar_kafka.control.headers import is_control
-from laminar_kafka.runtime.events import GenerationStarted
+from laminar_kafka.runtime.driver.events import GenerationStarted
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import (
     compare_totals,

@@ -21,7 +21,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.stable_offsets import stable_bounds
-from laminar_kafka.runtime.kafka_ports import KafkaSourceLogs
+from laminar_kafka.runtime.task.kafka_ports import KafkaSourceLogs
 from laminar_kafka.sources.kafka_reader import PartitionReader
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import read_committed

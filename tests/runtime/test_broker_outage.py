@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from laminar_kafka.control.records import Heartbeat
-from laminar_kafka.runtime import broker_outage
-from laminar_kafka.runtime.broker_outage import ride_out
-from laminar_kafka.runtime.generation_watch import GenerationWatch
-from laminar_kafka.runtime.liveness import LivenessTracker
+from laminar_kafka.runtime.driver import broker_outage
+from laminar_kafka.runtime.driver.broker_outage import ride_out
+from laminar_kafka.runtime.driver.generation_watch import GenerationWatch
+from laminar_kafka.runtime.driver.liveness import LivenessTracker
 from tests.runtime.test_generation_watch import Clock
 
 TIMEOUT_S = 5.0

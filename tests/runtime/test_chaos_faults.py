@@ -24,7 +24,6 @@ from pathlib import Path
 
 import pytest
 
-from laminar_kafka.broker import LocalBroker
 from laminar_kafka.chaos.run import (
     ChaosRun,
     ChaosSettings,
@@ -35,6 +34,7 @@ from laminar_kafka.chaos.run import (
     draw_seed,
 )
 from laminar_kafka.errors import LaminarError
+from laminar_kafka.local.broker import LocalBroker
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 

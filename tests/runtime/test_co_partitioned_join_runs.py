@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient
 
 from laminar_kafka import JsonFormat, RuntimeConfig
 from laminar_kafka.operators.partitioning import murmur2_partition
-from laminar_kafka.runtime.events import CheckpointCommitted, GenerationStarted
+from laminar_kafka.runtime.driver.events import CheckpointCommitted, GenerationStarted
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.interval_workload import (
     WITHIN_S,

@@ -1,4 +1,4 @@
-"""A poll's data records by partition, found per run (runtime/inputs.py `data_runs`): the
+"""A poll's data records by partition, found per run (runtime/task/inputs.py `data_runs`): the
 same buckets, in the same order, as the task's record-by-record path gives them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 from confluent_kafka import Message
 
 from laminar_kafka.control.headers import CONTROL_HEADER
-from laminar_kafka.runtime.inputs import data_runs
+from laminar_kafka.runtime.task.inputs import data_runs
 from laminar_kafka.sources.kafka_reader import each
 from laminar_kafka.testing.memory_log import MemoryMessage
 

@@ -26,7 +26,7 @@ from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import FencedError
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.group_lease import GroupLease
-from laminar_kafka.runtime.driver_lease import manifest_fence
+from laminar_kafka.runtime.driver.lease import manifest_fence
 bootstrap, group, topic, root = sys.argv[1:]
 lease = GroupLease(KafkaConnection(bootstrap), group, topic, session_timeout_ms=6000)
 lease.acquire()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from laminar_kafka.runtime.spark_job import MAX_DETAIL, failure_text
+from laminar_kafka.runtime.driver.spark_job import MAX_DETAIL, failure_text
 
 SPARK_TEXT = """An error occurred while calling o42.collectAndServe.
 : org.apache.spark.SparkException: Job aborted due to stage failure: Task 1 in stage 3.0 failed

@@ -15,8 +15,8 @@ from laminar_kafka.control.codec import encode
 from laminar_kafka.control.headers import CONTROL_KEY, barrier_headers
 from laminar_kafka.control.records import Ack, Announcement, Barrier, BarrierFlags, Phase
 from laminar_kafka.errors import FencedError
-from laminar_kafka.runtime.gc_policy import GEN0_THRESHOLD, task_collector
-from laminar_kafka.runtime.task import WorkerTask
+from laminar_kafka.runtime.task.gc_policy import GEN0_THRESHOLD, task_collector
+from laminar_kafka.runtime.task.worker import WorkerTask
 from laminar_kafka.runtime.task_spec import TaskSpec
 from laminar_kafka.testing.memory_broker import MemoryBroker
 from laminar_kafka.testing.memory_ports import MemoryControl, memory_ports

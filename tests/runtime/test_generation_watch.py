@@ -14,8 +14,8 @@ from laminar_kafka.control.records import (
     Heartbeat,
     Phase,
 )
-from laminar_kafka.runtime.generation_watch import GenerationWatch
-from laminar_kafka.runtime.liveness import LivenessTracker
+from laminar_kafka.runtime.driver.generation_watch import GenerationWatch
+from laminar_kafka.runtime.driver.liveness import LivenessTracker
 from tests.checkpoint.fakes import ack
 
 

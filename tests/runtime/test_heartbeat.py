@@ -9,8 +9,8 @@ import pytest
 
 from laminar_kafka.control.records import Heartbeat
 from laminar_kafka.errors import FencedError
-from laminar_kafka.runtime import heartbeat
-from laminar_kafka.runtime.heartbeat import TaskLiveness
+from laminar_kafka.runtime.task import heartbeat
+from laminar_kafka.runtime.task.heartbeat import TaskLiveness
 
 
 @dataclass

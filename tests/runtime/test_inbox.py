@@ -8,7 +8,7 @@ import pytest
 
 from laminar_kafka.control.records import Announcement, BarrierFlags, Phase
 from laminar_kafka.errors import FencedError
-from laminar_kafka.runtime.inbox import AnnouncementInbox
+from laminar_kafka.runtime.task.inbox import AnnouncementInbox
 
 
 class _Control:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from laminar_kafka.runtime.inputs import TaskInputs
+from laminar_kafka.runtime.task.inputs import TaskInputs
 from laminar_kafka.testing.memory_broker import MemoryBroker
 from laminar_kafka.testing.memory_ports import MemoryReader
 

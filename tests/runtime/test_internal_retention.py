@@ -27,8 +27,8 @@ from laminar_kafka.kafka.admin import delete_records_below, topic_settings, wate
 from laminar_kafka.kafka.clients import KafkaConnection, probe_consumer, source_reader_settings
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.runtime.config import RestartPolicy
-from laminar_kafka.runtime.internal_topics import NO_RETENTION, prepare_internal_topics
-from laminar_kafka.runtime.offsets_kept import check_offsets_kept
+from laminar_kafka.runtime.driver.internal_topics import NO_RETENTION, prepare_internal_topics
+from laminar_kafka.runtime.driver.offsets_kept import check_offsets_kept
 from laminar_kafka.sources.kafka_reader import PartitionReader
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import produce_orders, read_committed_records

@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import Producer
 
 from laminar_kafka import JsonFormat, RuntimeConfig
-from laminar_kafka.runtime.events import GenerationStarted
+from laminar_kafka.runtime.driver.events import GenerationStarted
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.interval_workload import (
     WITHIN_S,

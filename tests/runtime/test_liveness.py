@@ -6,7 +6,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from laminar_kafka.control.records import Heartbeat
-from laminar_kafka.runtime.liveness import LivenessTracker
+from laminar_kafka.runtime.driver.liveness import LivenessTracker
 
 TIMEOUT_S = 5.0
 INTERVAL_S = 1.0

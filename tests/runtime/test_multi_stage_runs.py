@@ -24,7 +24,7 @@ from laminar_kafka.formats import InternalFormat
 from laminar_kafka.formats.internal import MARKER as INTERNAL_MARKER
 from laminar_kafka.kafka.admin import watermark_offsets
 from laminar_kafka.kafka.clients import KafkaConnection, probe_consumer
-from laminar_kafka.runtime.events import CheckpointCommitted
+from laminar_kafka.runtime.driver.events import CheckpointCommitted
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import (
     order,
@@ -261,7 +261,7 @@ def test_an_internal_topic_keeps_its_partition_count_and_refuses_another(
     from laminar_kafka.errors import ConfigError
     from laminar_kafka.kafka.admin import partition_counts
     from laminar_kafka.plan.stages import plan_stages
-    from laminar_kafka.runtime.internal_topics import prepare_internal_topics
+    from laminar_kafka.runtime.driver.internal_topics import prepare_internal_topics
 
     source = topic_factory.create("orders", partitions=2)
     kafka = KafkaConnection(kafka_bootstrap)

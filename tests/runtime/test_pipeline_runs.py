@@ -15,7 +15,7 @@ from confluent_kafka import Producer
 
 from laminar_kafka import AvroFormat, JsonFormat, Pipeline, RuntimeConfig
 from laminar_kafka.checkpoint.store import CheckpointStore
-from laminar_kafka.runtime.events import GenerationStarted
+from laminar_kafka.runtime.driver.events import GenerationStarted
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import (
     compare_ids,

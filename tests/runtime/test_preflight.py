@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient
 
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.runtime.config import RuntimeConfig
-from laminar_kafka.runtime.preflight import (
+from laminar_kafka.runtime.driver.preflight import (
     broker_max_transaction_timeout_ms,
     check_transaction_timeout,
 )

@@ -15,7 +15,7 @@ from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import CheckpointError
 from laminar_kafka.kafka.admin import delete_committed_offsets
 from laminar_kafka.kafka.clients import KafkaConnection
-from laminar_kafka.runtime.runner import PipelineRunner
+from laminar_kafka.runtime.driver.runner import PipelineRunner
 from laminar_kafka.sinks import published_epochs, read_published
 from laminar_kafka.storage.locations import files_under, store_path
 from laminar_kafka.testing import TopicFactory

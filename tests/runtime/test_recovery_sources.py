@@ -10,7 +10,7 @@ from laminar_kafka.checkpoint.manifest import Manifest
 from laminar_kafka.checkpoint.markers import OffsetMarker
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import CheckpointError
-from laminar_kafka.runtime.recovery import _ManifestCache, check_markers_kept
+from laminar_kafka.runtime.task.recovery import _ManifestCache, check_markers_kept
 
 KEY = ("orders", 0)
 

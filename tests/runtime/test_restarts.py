@@ -6,7 +6,7 @@ import pytest
 
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.runtime.config import RestartPolicy
-from laminar_kafka.runtime.restarts import RestartBudget
+from laminar_kafka.runtime.driver.restarts import RestartBudget
 
 DAY_S = 24 * 3600.0
 

@@ -8,7 +8,7 @@ from laminar_kafka.api.specs import SinkSpec
 from laminar_kafka.formats import JsonFormat
 from laminar_kafka.operators.base import BatchContext
 from laminar_kafka.operators.partitioning import murmur2_partition
-from laminar_kafka.runtime.routing import route
+from laminar_kafka.runtime.task.routing import route
 
 
 def _sink(key: Any) -> SinkSpec:

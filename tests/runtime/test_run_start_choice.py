@@ -11,7 +11,7 @@ from laminar_kafka.checkpoint.markers import OffsetMarker
 from laminar_kafka.checkpoint.run_start import RunStart
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import CheckpointError
-from laminar_kafka.runtime.recovery import check_markers_kept, choose_run_start, start_manifest
+from laminar_kafka.runtime.task.recovery import check_markers_kept, choose_run_start, start_manifest
 
 A, B = ("orders", 0), ("orders", 1)
 NONE = {A: None, B: None}

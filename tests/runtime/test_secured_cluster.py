@@ -21,17 +21,17 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.cimpl import NewTopic
 
 from laminar_kafka import JsonFormat, Pipeline, RuntimeConfig
-from laminar_kafka.broker.local import LocalBroker
-from laminar_kafka.broker.security import ScramSecurity
 from laminar_kafka.errors import IncurableError
 from laminar_kafka.kafka.acl_needs import Need, acl_bindings
 from laminar_kafka.kafka.clients import KafkaConnection, admin_client
 from laminar_kafka.kafka.names import control_topic
+from laminar_kafka.local.broker.local import LocalBroker
+from laminar_kafka.local.broker.security import ScramSecurity
 from laminar_kafka.plan.stages import plan_stages
-from laminar_kafka.runtime.kafka_ports import kafka_ports
-from laminar_kafka.runtime.permissions import needs_of
-from laminar_kafka.runtime.runner import PipelineRunner
-from laminar_kafka.runtime.thread_executor import ThreadExecutor
+from laminar_kafka.runtime.driver.permissions import needs_of
+from laminar_kafka.runtime.driver.runner import PipelineRunner
+from laminar_kafka.runtime.driver.thread_executor import ThreadExecutor
+from laminar_kafka.runtime.task.kafka_ports import kafka_ports
 
 pytestmark = pytest.mark.integration
 

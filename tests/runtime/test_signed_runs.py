@@ -13,7 +13,7 @@ import pytest
 from laminar_kafka.checkpoint.signing import MAGIC, CheckpointKey
 from laminar_kafka.errors import IncurableError
 from laminar_kafka.runtime.config import RestartPolicy
-from laminar_kafka.runtime.runner import PipelineRunner
+from laminar_kafka.runtime.driver.runner import PipelineRunner
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import produce_orders
 from laminar_kafka.testing.run import BackgroundRun

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from laminar_kafka.errors import ConfigError
-from laminar_kafka.runtime.spark_conf import (
+from laminar_kafka.runtime.driver.spark_conf import (
     LOG_CONFIG,
     chosen_master,
     executor_environment,

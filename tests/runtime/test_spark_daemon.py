@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from laminar_kafka.runtime.spark_daemon import bundled_pyspark_zips, drop_bundled_pyspark
+from laminar_kafka.runtime.driver.spark_daemon import bundled_pyspark_zips, drop_bundled_pyspark
 
 
 @pytest.mark.integration  # a Python that imports pyspark and the runtime, as Spark's daemon
@@ -18,10 +18,11 @@ def test_preloading_starts_no_thread() -> None:
     # would be missing, its locks possibly held, in every task worker.
     probe = (
         "import os, sys, threading\n"
-        "from laminar_kafka.runtime.spark_daemon import preload\n"
+        "from laminar_kafka.runtime.driver.spark_daemon import preload\n"
         "preload()\n"
         "print(threading.active_count(), len(os.listdir('/proc/self/task')),"
-        " 'laminar_kafka.runtime.spark_job' in sys.modules, 'pyspark.worker' in sys.modules)\n"
+        " 'laminar_kafka.runtime.driver.spark_job' in sys.modules,"
+        " 'pyspark.worker' in sys.modules)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
@@ -67,12 +68,12 @@ def test_task_workers_are_forked_from_the_daemon_with_the_runtime_imported(
         spec = getattr(sys.modules["__main__"], "__spec__", None)
         return (
             spec.name if spec else "",
-            "laminar_kafka.runtime.spark_job" in sys.modules,
+            "laminar_kafka.runtime.driver.spark_job" in sys.modules,
             ".zip" in str(pyspark.__file__),
         )
 
     assert spark_context.getConf().get("spark.python.daemon.module") == (
-        "laminar_kafka.runtime.spark_daemon"
+        "laminar_kafka.runtime.driver.spark_daemon"
     )
     seen = spark_context.parallelize(range(2), 2).map(forked_from).collect()
-    assert seen == [("laminar_kafka.runtime.spark_daemon", True, False)] * 2
+    assert seen == [("laminar_kafka.runtime.driver.spark_daemon", True, False)] * 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from laminar_kafka.runtime.spark_conf import spark_log_level
+from laminar_kafka.runtime.driver.spark_conf import spark_log_level
 
 
 @pytest.mark.parametrize("master", ["local[2]", "local[*]", "spark://127.0.0.1:7077"])

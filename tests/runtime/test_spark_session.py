@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
-from laminar_kafka.runtime.spark_session import driver_python_for_local_workers, worker_python
+from laminar_kafka.runtime.driver.spark_session import (
+    driver_python_for_local_workers,
+    worker_python,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_PYTHON = "/opt/venv/bin/python"
@@ -57,7 +60,7 @@ def test_nothing_is_set_when_the_choice_is_not_ours(master: str, env: dict[str, 
 
 
 JOB = """
-from laminar_kafka.runtime.spark_session import spark_context
+from laminar_kafka.runtime.driver.spark_session import spark_context
 sc = spark_context("local[1]", "worker-python")
 print("sum", sc.parallelize(range(10), 2).map(lambda x: x * x).sum())
 print("worker", sc.parallelize([0], 1).map(lambda _: __import__("sys").executable).first())
@@ -96,7 +99,7 @@ def test_workers_run_when_python3_on_the_path_is_broken(tmp_path: Path) -> None:
 
 def test_a_local_context_with_fewer_slots_than_tasks_is_refused() -> None:
     from laminar_kafka.errors import ConfigError
-    from laminar_kafka.runtime.spark_session import check_local_slots
+    from laminar_kafka.runtime.driver.spark_session import check_local_slots
 
     class _Context:
         master = "local[2]"
@@ -112,7 +115,7 @@ def test_a_local_context_with_fewer_slots_than_tasks_is_refused() -> None:
 @pytest.mark.spark
 def test_an_active_context_is_used_as_it_is(spark_context: Any) -> None:
     from laminar_kafka.errors import ConfigError
-    from laminar_kafka.runtime.spark_session import spark_context as context_for_run
+    from laminar_kafka.runtime.driver.spark_session import spark_context as context_for_run
 
     assert context_for_run(None, "another-name", 2) is spark_context
     assert context_for_run(spark_context.master, "another-name", 2) is spark_context
@@ -124,7 +127,7 @@ def test_an_active_context_is_used_as_it_is(spark_context: Any) -> None:
 def test_the_start_lines_master_is_the_asked_one_or_local_without_spark(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from laminar_kafka.runtime.spark_session import SUBMITTED, master_in_use
+    from laminar_kafka.runtime.driver.spark_session import SUBMITTED, master_in_use
 
     monkeypatch.delenv(SUBMITTED, raising=False)
     monkeypatch.delitem(sys.modules, "pyspark", raising=False)  # no context can be active
@@ -135,7 +138,7 @@ def test_the_start_lines_master_is_the_asked_one_or_local_without_spark(
 def test_the_start_lines_master_is_an_active_contexts(monkeypatch: pytest.MonkeyPatch) -> None:
     import pyspark
 
-    from laminar_kafka.runtime.spark_session import master_in_use
+    from laminar_kafka.runtime.driver.spark_session import master_in_use
 
     class Active:
         master = "yarn"

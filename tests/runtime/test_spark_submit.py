@@ -19,8 +19,8 @@ import pytest
 from confluent_kafka import Producer
 
 from laminar_kafka import JsonFormat
-from laminar_kafka.cluster.launch import spark_class
-from laminar_kafka.processes.ports import free_ports
+from laminar_kafka.local.cluster.launch import spark_class
+from laminar_kafka.local.processes.ports import free_ports
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import read_committed
 

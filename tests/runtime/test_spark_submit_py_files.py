@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from laminar_kafka.cluster.launch import spark_class
+from laminar_kafka.local.cluster.launch import spark_class
 from laminar_kafka.testing import TopicFactory
 from tests.runtime.test_spark_submit import REPO, end_group, produce_json, wait_for_output
 

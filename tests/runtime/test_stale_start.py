@@ -13,8 +13,8 @@ from laminar_kafka.errors import FencedError
 from laminar_kafka.kafka.admin import ensure_topics
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.names import control_topic, transactional_id
-from laminar_kafka.runtime.kafka_ports import kafka_ports
-from laminar_kafka.runtime.task import WorkerTask
+from laminar_kafka.runtime.task.kafka_ports import kafka_ports
+from laminar_kafka.runtime.task.worker import WorkerTask
 from laminar_kafka.runtime.task_spec import TaskSpec
 from laminar_kafka.sinks.kafka_transaction import KafkaTransaction
 from laminar_kafka.testing import TopicFactory

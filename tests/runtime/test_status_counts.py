@@ -9,8 +9,8 @@ from pathlib import Path
 from laminar_kafka import JsonFormat, Pipeline
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.operators.base import DeadLetter
-from laminar_kafka.runtime.events import CheckpointCommitted
-from laminar_kafka.runtime.side_outputs import OTHER_REASON, count_reasons, reason_kind
+from laminar_kafka.runtime.driver.events import CheckpointCommitted
+from laminar_kafka.runtime.task.side_outputs import OTHER_REASON, count_reasons, reason_kind
 from laminar_kafka.testing.engine import in_process_config, run_in_process
 from laminar_kafka.testing.memory_broker import MemoryBroker
 

@@ -6,8 +6,8 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.runtime.inputs import TaskInputs
-from laminar_kafka.runtime.table_bootstrap import bootstrap_tables
+from laminar_kafka.runtime.task.inputs import TaskInputs
+from laminar_kafka.runtime.task.table_bootstrap import bootstrap_tables
 
 TABLE: PartitionKey = ("customers", 0)
 STREAM: PartitionKey = ("orders", 0)

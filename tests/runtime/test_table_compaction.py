@@ -15,12 +15,12 @@ from laminar_kafka.kafka.admin import topic_settings
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.runtime.config import RuntimeConfig
-from laminar_kafka.runtime.table_compaction import (
+from laminar_kafka.runtime.driver.table_compaction import (
     SETTINGS,
     compaction_problem,
     versioned_tables,
 )
-from laminar_kafka.runtime.topics import prepare_topics
+from laminar_kafka.runtime.driver.topics import prepare_topics
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.asof_workload import asof_pipeline
 from laminar_kafka.testing.join_workload import join_pipeline

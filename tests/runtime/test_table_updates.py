@@ -7,8 +7,8 @@ from laminar_kafka.formats.format_check import FormatCheck
 from laminar_kafka.operators.base import BatchContext
 from laminar_kafka.operators.event_time import EventTime, Progress
 from laminar_kafka.operators.join import TableSpec
-from laminar_kafka.runtime.event_clock import EventClock
-from laminar_kafka.runtime.table_updates import update_versions
+from laminar_kafka.runtime.task.event_clock import EventClock
+from laminar_kafka.runtime.task.table_updates import update_versions
 from laminar_kafka.state.keyed_state import KeyedState
 from laminar_kafka.testing.memory_log import MemoryMessage
 

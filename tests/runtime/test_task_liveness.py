@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from laminar_kafka import AvroFormat, JsonFormat, Pipeline, RuntimeConfig
-from laminar_kafka.runtime.events import CheckpointCommitted, GenerationStarted, WorkerLost
+from laminar_kafka.runtime.driver.events import CheckpointCommitted, GenerationStarted, WorkerLost
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import compare_ids, produce_orders, read_committed
 from laminar_kafka.testing.run import BackgroundRun

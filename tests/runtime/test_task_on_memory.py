@@ -21,7 +21,7 @@ from laminar_kafka.control.headers import CONTROL_KEY, barrier_headers
 from laminar_kafka.control.records import Ack, Announcement, Barrier, BarrierFlags, Phase
 from laminar_kafka.errors import FencedError
 from laminar_kafka.kafka.names import transactional_id
-from laminar_kafka.runtime.task import WorkerTask
+from laminar_kafka.runtime.task.worker import WorkerTask
 from laminar_kafka.runtime.task_spec import TaskSpec, TaskSummary
 from laminar_kafka.testing.memory_broker import MemoryBroker
 from laminar_kafka.testing.memory_ports import MemoryControl, MemoryReader, memory_ports

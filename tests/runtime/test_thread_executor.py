@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from laminar_kafka.errors import IncurableError
-from laminar_kafka.runtime.thread_executor import ThreadJob
+from laminar_kafka.runtime.driver.thread_executor import ThreadJob
 
 
 def test_a_job_ends_when_reporting_an_incurable_failure_fails_too() -> None:

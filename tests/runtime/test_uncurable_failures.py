@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from laminar_kafka.errors import LaminarError
-from laminar_kafka.runtime import kafka_driver_ports as driver_ports_module
 from laminar_kafka.runtime.config import RestartPolicy
-from laminar_kafka.runtime.runner import PipelineRunner
+from laminar_kafka.runtime.driver import kafka_ports as driver_ports_module
+from laminar_kafka.runtime.driver.runner import PipelineRunner
 from laminar_kafka.testing import TopicFactory
 from tests.runtime.test_pipeline_runs import config, stateless
 

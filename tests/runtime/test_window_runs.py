@@ -19,7 +19,7 @@ from laminar_kafka import AvroFormat, JsonFormat, Pipeline, RuntimeConfig
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.operators import ProcessContext
 from laminar_kafka.operators.partitioning import LIBRDKAFKA_PARTITIONER, murmur2_partition
-from laminar_kafka.runtime.events import CheckpointCommitted, GenerationStarted
+from laminar_kafka.runtime.driver.events import CheckpointCommitted, GenerationStarted
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import order, produce_orders, read_committed_records
 from laminar_kafka.testing.run import BackgroundRun

@@ -4,7 +4,7 @@ window's state is dropped in the same batch in which it closes."""
 from __future__ import annotations
 
 from laminar_kafka import BytesFormat, Pipeline
-from laminar_kafka.runtime.processing import FlowRunner
+from laminar_kafka.runtime.task.processing import FlowRunner
 from laminar_kafka.testing.memory_log import MemoryMessage
 from tests.runtime.recorded_output import RecordedOutput
 

@@ -10,7 +10,7 @@ import pytest
 from laminar_kafka import Pipeline
 from laminar_kafka.checkpoint.pending import PendingCheckpoint
 from laminar_kafka.control.records import Ack, BarrierFlags
-from laminar_kafka.runtime.events import (
+from laminar_kafka.runtime.driver.events import (
     CheckpointAborted,
     CheckpointCommitted,
     Drained,
@@ -20,7 +20,7 @@ from laminar_kafka.runtime.events import (
     Stopped,
     WorkerLost,
 )
-from laminar_kafka.runtime.stats import committed_event
+from laminar_kafka.runtime.driver.stats import committed_event
 from laminar_kafka.status import StatusCollector, plan_view
 from laminar_kafka.status.collector import LAG_POINTS, LAG_WINDOW_S
 

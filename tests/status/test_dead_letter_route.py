@@ -16,7 +16,7 @@ import pytest
 
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.operators.base import DeadLetter
-from laminar_kafka.runtime.side_outputs import write_dead_letters
+from laminar_kafka.runtime.task.side_outputs import write_dead_letters
 from laminar_kafka.serving import RouteServer
 from laminar_kafka.sinks.kafka_transaction import KafkaTransaction
 from laminar_kafka.sinks.task_sinks import TaskSinks

@@ -9,7 +9,11 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.support.ui import WebDriverWait
 
-from laminar_kafka.runtime.events import CheckpointCommitted, GenerationStarted, StageProgress
+from laminar_kafka.runtime.driver.events import (
+    CheckpointCommitted,
+    GenerationStarted,
+    StageProgress,
+)
 from laminar_kafka.serving import RouteServer
 from laminar_kafka.status import StatusCollector
 from laminar_kafka.status.routes import status_routes

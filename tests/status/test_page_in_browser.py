@@ -22,7 +22,7 @@ from laminar_kafka import AvroFormat, Pipeline, RuntimeConfig
 from laminar_kafka.chaos.worker_pids import worker_pids
 from laminar_kafka.kafka.names import consumer_group
 from laminar_kafka.metrics import LagPoller
-from laminar_kafka.runtime.events import GenerationStarted, RuntimeEvent, WorkerLost
+from laminar_kafka.runtime.driver.events import GenerationStarted, RuntimeEvent, WorkerLost
 from laminar_kafka.serving import RouteServer
 from laminar_kafka.status import DeadLetterReader, StatusCollector, plan_view, status_routes
 from laminar_kafka.testing import TopicFactory

@@ -12,7 +12,7 @@ from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from laminar_kafka.runtime.events import (
+from laminar_kafka.runtime.driver.events import (
     CheckpointCommitted,
     GenerationStarted,
     StageProgress,

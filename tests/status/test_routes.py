@@ -21,7 +21,7 @@ from laminar_kafka.cli.options import ui_address
 from laminar_kafka.cli.run_cmd import serve
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.metrics import PipelineMetrics, metrics_routes
-from laminar_kafka.runtime.events import CheckpointCommitted, GenerationStarted, WorkerLost
+from laminar_kafka.runtime.driver.events import CheckpointCommitted, GenerationStarted, WorkerLost
 from laminar_kafka.serving import RouteServer
 from laminar_kafka.status import StatusCollector, plan_view, status_routes
 

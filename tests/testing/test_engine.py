@@ -14,7 +14,7 @@ from typing import Any
 from laminar_kafka import JsonFormat, Pipeline, faults
 from laminar_kafka.checkpoint.markers import parse_marker
 from laminar_kafka.faults import FaultPoint
-from laminar_kafka.runtime.events import (
+from laminar_kafka.runtime.driver.events import (
     CheckpointAborted,
     CheckpointCommitted,
     RuntimeEvent,

@@ -11,7 +11,7 @@ from laminar_kafka.control.headers import is_control
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.kafka.names import consumer_group
 from laminar_kafka.operators.partitioning import murmur2_partition
-from laminar_kafka.runtime.events import CheckpointAborted, CheckpointCommitted, RuntimeEvent
+from laminar_kafka.runtime.driver.events import CheckpointAborted, CheckpointCommitted, RuntimeEvent
 from laminar_kafka.testing.asof_workload import (
     PRICED,
     PRICES,

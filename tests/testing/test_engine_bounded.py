@@ -18,7 +18,7 @@ from laminar_kafka.checkpoint.bounded_end import read_bounded_end
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.runtime.config import RuntimeConfig
-from laminar_kafka.runtime.events import (
+from laminar_kafka.runtime.driver.events import (
     BoundedFinished,
     BoundedProgress,
     BoundedStarted,

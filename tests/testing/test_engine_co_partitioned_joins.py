@@ -15,7 +15,7 @@ from laminar_kafka.errors import ConfigError
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.operators.interval_join import IntervalHow
 from laminar_kafka.operators.partitioning import murmur2_partition
-from laminar_kafka.runtime.events import (
+from laminar_kafka.runtime.driver.events import (
     CheckpointAborted,
     CheckpointCommitted,
     GenerationStarted,

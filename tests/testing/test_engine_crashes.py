@@ -16,7 +16,7 @@ import pytest
 from laminar_kafka import faults
 from laminar_kafka.chaos.product_checks import compare_product_totals
 from laminar_kafka.faults import FaultPoint
-from laminar_kafka.runtime.events import CheckpointAborted, CheckpointCommitted, RuntimeEvent
+from laminar_kafka.runtime.driver.events import CheckpointAborted, CheckpointCommitted, RuntimeEvent
 from laminar_kafka.testing.engine import in_process_config, run_in_process
 from laminar_kafka.testing.memory_broker import MemoryBroker
 from tests.testing.engine_orders import (

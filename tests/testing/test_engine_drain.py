@@ -27,7 +27,7 @@ from laminar_kafka.checkpoint.pending import PendingCheckpoint
 from laminar_kafka.control.partition_keys import partition_key
 from laminar_kafka.control.records import Ack, BarrierFlags, ControlRecord
 from laminar_kafka.kafka.names import transactional_id
-from laminar_kafka.runtime.bounded import BoundedRun
+from laminar_kafka.runtime.driver.bounded import BoundedRun
 from laminar_kafka.testing.engine import in_process_config, run_in_process
 from laminar_kafka.testing.memory_broker import MemoryBroker
 from laminar_kafka.testing.memory_ports import MemoryControl, MemoryReader

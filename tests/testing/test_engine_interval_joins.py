@@ -14,7 +14,7 @@ from laminar_kafka.api.loader import load_pipeline
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.operators.interval_join import IntervalHow
-from laminar_kafka.runtime.events import CheckpointAborted, CheckpointCommitted, RuntimeEvent
+from laminar_kafka.runtime.driver.events import CheckpointAborted, CheckpointCommitted, RuntimeEvent
 from laminar_kafka.testing.engine import in_process_config, run_in_process
 from laminar_kafka.testing.interval_workload import (
     BASE,

@@ -11,7 +11,7 @@ import pytest
 from laminar_kafka import JsonFormat, Pipeline, faults
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.operators.partitioning import murmur2_partition
-from laminar_kafka.runtime.events import (
+from laminar_kafka.runtime.driver.events import (
     CheckpointAborted,
     CheckpointCommitted,
     GenerationStarted,

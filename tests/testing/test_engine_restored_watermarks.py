@@ -22,7 +22,7 @@ from laminar_kafka import JsonFormat, faults
 from laminar_kafka.chaos.engine_rounds import committed_values
 from laminar_kafka.chaos.window_input import customers
 from laminar_kafka.faults import FaultPoint
-from laminar_kafka.runtime.events import CheckpointCommitted, RuntimeEvent
+from laminar_kafka.runtime.driver.events import CheckpointCommitted, RuntimeEvent
 from laminar_kafka.testing.engine import in_process_config, run_in_process
 from laminar_kafka.testing.memory_broker import MemoryBroker
 from tests.chaos.engine_examples import BASE, MINUTE, example

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from laminar_kafka.broker.image_env import KAFKA_IMAGE, image_settings, local_broker_settings
-from laminar_kafka.broker.local import DEFAULT_KAFKA_VERSION
 from laminar_kafka.errors import BrokerError
+from laminar_kafka.local.broker.image_env import KAFKA_IMAGE, image_settings, local_broker_settings
+from laminar_kafka.local.broker.local import DEFAULT_KAFKA_VERSION
 from laminar_kafka.testing import kafka_container
 from laminar_kafka.testing.kafka_container import CLIENT_PORT, START_SCRIPT, container_spec
 from tests.broker.compose_files import SINGLE, cluster_id_problem, load_compose

@@ -13,7 +13,7 @@ from laminar_kafka.chaos.engine_rounds import in_process_points
 from laminar_kafka.chaos.product_checks import compare_product_totals
 from laminar_kafka.errors import ConfigError, LaminarError
 from laminar_kafka.faults import FaultPoint
-from laminar_kafka.runtime.events import WorkerLost
+from laminar_kafka.runtime.driver.events import WorkerLost
 from laminar_kafka.testing import PipelineTester
 from laminar_kafka.testing.orders import order
 

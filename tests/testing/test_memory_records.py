@@ -9,7 +9,7 @@ import pytest
 
 from laminar_kafka import JsonFormat, Pipeline, Record, StringFormat
 from laminar_kafka.errors import ConfigError
-from laminar_kafka.runtime.stamped_output import header_list
+from laminar_kafka.runtime.task.stamped_output import header_list
 from laminar_kafka.testing import OutputRecord, PipelineTester
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from laminar_kafka import Pipeline
 from laminar_kafka.errors import ConfigError
-from laminar_kafka.runtime.events import CheckpointCommitted
+from laminar_kafka.runtime.driver.events import CheckpointCommitted
 from laminar_kafka.testing import PipelineTester, run_pipeline
 
 MINUTE = 60_000

@@ -1,7 +1,7 @@
 """The in-memory transport behaves as Kafka does where the runtime relies on it.
 
 Each test runs the same assertions against the real broker and against a
-`MemoryBroker`, through the ports a task is given (runtime/ports.py): a
+`MemoryBroker`, through the ports a task is given (runtime/task/ports.py): a
 read_committed reader, a transactional producer, the control link.
 """
 
@@ -21,7 +21,7 @@ from laminar_kafka.control.transport import ControlChannel
 from laminar_kafka.errors import FencedError
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.runtime.ports import ControlLink, SourceReader
+from laminar_kafka.runtime.task.ports import ControlLink, SourceReader
 from laminar_kafka.sinks.kafka_transaction import KafkaTransaction
 from laminar_kafka.sinks.producer import TransactionalProducer
 from laminar_kafka.sources.kafka_reader import PartitionReader

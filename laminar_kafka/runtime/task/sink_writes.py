@@ -1,0 +1,149 @@
+"""Writes a flow's output to its sink: a topic, an internal topic or files.
+
+Values are encoded a batch at a time; a value, key or record the sink cannot
+take is a dead letter with the reason and its source offset, never a failed
+transaction (a record the broker refuses would fail every replay of its
+checkpoint).
+
+A window's result is stamped with the event time it carries, its window's end
+(`ResultOffset`), unless its sink sets `timestamp=`; so is a record into an internal
+topic, where the next stage reads event time from the Kafka timestamp.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from laminar_kafka.api.specs import EVENT_TIME, Flow
+from laminar_kafka.errors import RecordDecodeError
+from laminar_kafka.formats.batch import encode_batch
+from laminar_kafka.operators.base import BatchContext, result_time
+from laminar_kafka.runtime.task.event_clock import event_times_of
+from laminar_kafka.runtime.task.routing import route
+from laminar_kafka.runtime.task.stamped_output import write_stamped
+from laminar_kafka.sinks.output import OutputWriter
+
+
+def write_sink(
+    flow: Flow,
+    values: list[Any],
+    offsets: list[int],
+    ctx: BatchContext,
+    txn: OutputWriter,
+    partition_counts: Mapping[str, int],
+    limits: Mapping[str, int],
+) -> int:
+    """Write `values` to the flow's sink; returns how many were written.
+
+    `partition_counts` holds the internal topics' partitions, `limits` the largest
+    record each topic accepts.
+    """
+    if not values:
+        return 0
+    sink = flow.sink
+    if sink.files is not None:
+        rejected = txn.write_rows(sink.url, sink.files, values)
+        for i, reason in rejected:
+            ctx.reject(offsets[i], f"{reason} (file sink {sink.url})")
+        return len(values) - len(rejected)
+    limit = limits.get(sink.topic)
+    if sink.internal:
+        count = partition_counts[sink.topic]
+        if sink.timestamp == EVENT_TIME:  # the next stage reads event time from it
+            routed_offsets: list[int] = []
+            routed = route(sink, values, offsets, ctx, count, limit, routed_offsets)
+            txn.produce_batch(sink.topic, *routed, event_times_of(routed_offsets, ctx))
+        else:
+            routed = route(sink, values, offsets, ctx, count, limit)
+            txn.produce_batch(sink.topic, *routed)
+        return len(routed[0])
+    if sink.stamps:
+        return write_stamped(sink, values, offsets, ctx, txn, limit)
+    datas = encode_batch(sink.value_format, values)
+    keys: list[bytes | None] | None = None
+    if datas is not None and sink.key is not None:
+        try:
+            keys = encode_batch(sink.key_format, sink.keys_of(values))
+        except (KeyError, TypeError, IndexError):
+            keys = None
+        if keys is None:
+            datas = None
+    if datas is None:
+        datas, keys, offsets = _encode_one_by_one(flow, values, offsets, ctx)
+    if limit is not None and datas and _longest(datas) + _longest(keys) > limit:
+        datas, keys, offsets = _drop_oversized(sink.topic, limit, datas, keys, offsets, ctx)
+    if flow.runs_on_watermark:  # a window's result carries its end, a timer's its time
+        txn.produce_batch(sink.topic, datas, keys, None, [result_time(o) for o in offsets])
+    else:
+        txn.produce_batch(sink.topic, datas, keys)
+    return len(datas)
+
+
+def _encode_one_by_one(
+    flow: Flow, values: list[Any], offsets: list[int], ctx: BatchContext
+) -> tuple[list[bytes | None], list[bytes | None] | None, list[int]]:
+    sink = flow.sink
+    datas: list[bytes | None] = []
+    keys: list[bytes | None] = []
+    kept: list[int] = []
+    for value, offset in zip(values, offsets, strict=True):
+        try:
+            data = sink.value_format.encode_one(value)
+            key = None
+            if sink.key is not None:
+                key = sink.key_format.encode_one(sink.key_of(value))
+        except (RecordDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
+            ctx.reject(offset, f"output not encodable for {sink.topic}: {exc}")
+            continue
+        datas.append(data)
+        keys.append(key)
+        kept.append(offset)
+    return datas, (keys if sink.key is not None else None), kept
+
+
+def _size(data: bytes | None) -> int:
+    return len(data) if data is not None else 0
+
+
+def _longest(datas: Sequence[bytes | None] | None) -> int:
+    """The longest of `datas` in bytes (a tombstone counts 0)."""
+    if not datas:
+        return 0
+    try:
+        return max(map(len, datas))  # type: ignore[arg-type]
+    except TypeError:  # a None among them: the slower way
+        return max(map(_size, datas))
+
+
+def _drop_oversized(
+    topic: str,
+    limit: int,
+    datas: list[bytes | None],
+    keys: list[bytes | None] | None,
+    offsets: list[int],
+    ctx: BatchContext,
+) -> tuple[list[bytes | None], list[bytes | None] | None, list[int]]:
+    """Keep the records `topic` accepts, with their offsets; the others are dead letters,
+    never a poison pill.
+
+    A record the broker refuses would fail the checkpoint's transaction, and the
+    replay after the abort would fail it again, forever.
+    """
+    out_datas: list[bytes | None] = []
+    out_keys: list[bytes | None] = []
+    out_offsets: list[int] = []
+    for i, data in enumerate(datas):
+        key = keys[i] if keys is not None else None
+        size = _size(data) + _size(key)
+        if size > limit:
+            ctx.reject(
+                offsets[i],
+                f"output of {size} bytes is larger than {topic} accepts ({limit} bytes: "
+                "the topic's max.message.bytes or the producer's message.max.bytes)",
+            )
+            continue
+        out_datas.append(data)
+        out_keys.append(key)
+        out_offsets.append(offsets[i])
+    return out_datas, (out_keys if keys is not None else None), out_offsets
