@@ -159,7 +159,7 @@ def check_local_slots(spark_context: Any, tasks: int) -> None:
     """
     master = str(spark_context.master)
     if not master.startswith("local"):
-        return  # a cluster's cores are checked where it is known (cluster/capacity.py)
+        return  # a cluster's cores are checked where it is known (local/cluster/capacity.py)
     slots = int(spark_context.defaultParallelism)
     if slots < tasks:
         raise ConfigError(
