@@ -10,9 +10,11 @@ workload's oracle expects.
 Seeds run from `LAMINAR_SCHEDULE_SEED` (default 0) for
 `LAMINAR_INTERLEAVING_BUDGET_S` seconds (10 by default, for the fast tier), in
 `LAMINAR_INTERLEAVING_SHARDS` tests (1 by default; shard k runs every k-th seed)
-that `pytest -n` spreads over its workers. CI gives it 60 seconds in 2 shards
-on 2 workers. Odd seeds draw threads by priorities with change points, even
-ones alike; both with rare stalls (`testing/scheduler.py`). A failure names its
+that `pytest -n` spreads over its workers, each in
+`LAMINAR_INTERLEAVING_PROCESSES` processes of its own (1 by default: the test's
+own). `.ci/run` gives it 150 seconds in one test of 2 processes, one a core.
+Odd seeds draw threads by priorities with change points, even ones alike; both
+with rare stalls (`testing/scheduler.py`). A failure names its
 seed, and `LAMINAR_SCHEDULE_SEED=<seed> LAMINAR_INTERLEAVING_BUDGET_S=0`
 replays that run, interleaving included.
 """
@@ -21,10 +23,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import multiprocessing
 import os
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -39,6 +44,7 @@ BUDGET_S = float(os.environ.get("LAMINAR_INTERLEAVING_BUDGET_S", "10"))
 CHANGE_POINTS = float(os.environ.get("LAMINAR_CHANGE_POINTS", "0.002"))
 STALLS = float(os.environ.get("LAMINAR_STALLS", "0.001"))
 SHARDS = int(os.environ.get("LAMINAR_INTERLEAVING_SHARDS", "1"))
+PROCESSES = int(os.environ.get("LAMINAR_INTERLEAVING_PROCESSES", "1"))
 loaded = functools.cache(example)  # a run does not change its pipeline
 
 
@@ -104,26 +110,69 @@ def test_the_seed_decides_the_interleaving(where: Path) -> None:
     assert len({scheduler.digest for _, scheduler in runs}) == 3
 
 
-@pytest.mark.parametrize("shard", range(SHARDS))
-def test_interleaved_schedules_end_with_what_the_oracle_expects(where: Path, shard: int) -> None:
+@dataclass(frozen=True)
+class Stint:
+    """What one process ran: seeds `first`, `first + step`, ... for the budget."""
+
+    first: int
+    step: int
+    runs: int = 0
+    crashes: int = 0
+    fired: int = 0
+    failure: str | None = None
+
+
+def run_stint(first: int, step: int, budget_s: float, where: str) -> Stint:
+    """Run seeds from `first` in steps of `step` until `budget_s` has passed (one at least)."""
     started = time.monotonic()
-    first = seed = FIRST_SEED + shard
-    runs, crashes, fired = 0, 0, 0
-    while seed == first or time.monotonic() - started < BUDGET_S:
+    seed, runs, crashes, fired = first, 0, 0, 0
+    while seed == first or time.monotonic() - started < budget_s:
         try:
-            fired += check(seed, where / f"seed-{seed}")
+            fired += check(seed, Path(where) / f"seed-{seed}")
         except AssertionError as exc:
             took = time.monotonic() - started
-            raise AssertionError(
-                f"{exc}\n(schedule {runs + 1} of shard {shard}, {took:.1f}s in; replay: "
+            failure = (
+                f"{exc}\n(schedule {runs + 1} from seed {first}, {took:.1f}s in; replay: "
                 f"LAMINAR_SCHEDULE_SEED={seed} LAMINAR_INTERLEAVING_BUDGET_S=0)"
-            ) from None
+            )
+            return Stint(first, step, runs, crashes, fired, failure)
         crashes += len(schedule(seed).crashes)
         runs += 1
-        seed += SHARDS
+        seed += step
+    return Stint(first, step, runs, crashes, fired)
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_interleaved_schedules_end_with_what_the_oracle_expects(
+    where: Path, shard: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    started = time.monotonic()
+    step = SHARDS * PROCESSES
+    firsts = [FIRST_SEED + shard + SHARDS * k for k in range(PROCESSES)]
+    if PROCESSES == 1:
+        stints = [run_stint(firsts[0], step, BUDGET_S, str(where))]
+    else:
+        # Fresh interpreters (spawn): the test process's own threads are not copied.
+        spawn = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(PROCESSES, mp_context=spawn) as pool:
+            stints = list(
+                pool.map(
+                    run_stint,
+                    firsts,
+                    [step] * PROCESSES,
+                    [BUDGET_S] * PROCESSES,
+                    [str(where / f"process-{k}") for k in range(PROCESSES)],
+                )
+            )
+    failures = [stint.failure for stint in stints if stint.failure is not None]
+    assert not failures, "\n\n".join(failures)
+    runs = sum(stint.runs for stint in stints)
+    crashes = sum(stint.crashes for stint in stints)
+    fired = sum(stint.fired for stint in stints)
     took = time.monotonic() - started
-    print(
-        f"{runs} interleaved schedules (seeds {first}..{seed - SHARDS} step {SHARDS}) in "
-        f"{took:.1f}s: {runs / took:.1f}/s; {fired} of {crashes} crashes fired"
-    )
+    with capsys.disabled():  # the count shows in every run's log, -q or not
+        print(
+            f"\n{runs} interleaved schedules (from seeds {firsts}, step {step}) in {took:.1f}s:"
+            f" {runs / took:.1f}/s; {fired} of {crashes} crashes fired"
+        )
     assert fired >= crashes / 2, f"only {fired} of {crashes} crashes fired"
