@@ -10,6 +10,7 @@ read_committed readers.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,19 @@ def _advertised(bootstrap: str) -> set[str]:
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
     brokers = admin.list_topics(timeout=20).brokers.values()
     return {f"{b.host}:{b.port}" for b in brokers}
+
+
+def _replicas(bootstrap: str, topic: str, timeout_s: float = 20.0) -> list[int]:
+    """Partition 0's replicas, once the broker asked knows the new topic's partitions
+    (metadata right after a create may list the topic with none yet)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = admin.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        if found is not None and 0 in found.partitions:
+            return list(found.partitions[0].replicas)
+        assert time.monotonic() < deadline, f"{topic} has no partition 0 after {timeout_s} s"
+        time.sleep(0.05)  # the poll's pace, not a guess at when it holds
 
 
 def _transactions(bootstrap: str, topic: str) -> None:
@@ -66,8 +80,6 @@ def test_compose_brokers_form_a_cluster_and_serve_transactions(path: Path, tmp_p
         assert _advertised(sorted(internal)[0]) == internal
         with TopicFactory(host) as topics:
             topic = topics.create(prefix="compose")  # replication: the file's default
-            metadata = AdminClient({"bootstrap.servers": host}).list_topics(topic, timeout=20)
-            replicas = metadata.topics[topic].partitions[0].replicas
-            assert len(replicas) == len(nodes)
+            assert len(_replicas(host, topic)) == len(nodes)
             _transactions(host, topic)
             assert read_committed(host, topic, bytes, timeout_s=30) == [b"c0", b"c1", b"c2"]
