@@ -67,9 +67,12 @@ class InProcessRun:
     """How often a drained run was run again because its drain left input unread."""
 
 
-def unread_input(pipeline: Pipeline, broker: MemoryBroker) -> list[PartitionKey]:
+def unread_input(
+    pipeline: Pipeline, broker: MemoryBroker, *, control: bool = False
+) -> list[PartitionKey]:
     """The partitions `pipeline` reads (sources, tables, internal topics) that hold a
-    committed data record past its group's committed offset (control records aside)."""
+    committed data record past its group's committed offset (control records aside,
+    unless `control`: then any committed record counts, a Watermark too)."""
     group = consumer_group(pipeline.name)
     topics = dict.fromkeys(t for stage in plan_stages(pipeline).stages for t in stage.inputs)
     keys = [(t, p) for t in topics for p in range(broker.partitions(t))]
@@ -78,7 +81,7 @@ def unread_input(pipeline: Pipeline, broker: MemoryBroker) -> list[PartitionKey]
         key, offset = (tp.topic, tp.partition), max(tp.offset, 0)
         while True:
             records, after = broker.read_committed(key, offset, 1000)
-            if any(not is_control(m.headers()) for m in records):
+            if any(control or not is_control(m.headers()) for m in records):
                 unread.append(key)
                 break
             if after == offset:

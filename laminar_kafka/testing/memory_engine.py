@@ -27,7 +27,6 @@ from laminar_kafka.api.pipeline import Pipeline
 from laminar_kafka.checkpoint.markers import parse_marker
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.kafka.names import PartitionKey, consumer_group, transactional_id
-from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.runtime.config import RestartPolicy, RuntimeConfig
 from laminar_kafka.runtime.driver.events import (
     CheckpointAborted,
@@ -38,6 +37,7 @@ from laminar_kafka.runtime.driver.events import (
 from laminar_kafka.runtime.driver.runner import PipelineRunner
 from laminar_kafka.runtime.task.ports import TaskPorts
 from laminar_kafka.runtime.task_spec import TaskSpec
+from laminar_kafka.testing.engine import unread_input
 from laminar_kafka.testing.memory_committed import TracedBroker
 from laminar_kafka.testing.memory_ports import memory_ports
 from laminar_kafka.testing.memory_threads import (
@@ -260,10 +260,4 @@ class EngineSession:
     def _unread(self, pipeline: Pipeline) -> bool:
         """Whether a partition the pipeline reads has a committed record (data or a
         Watermark) past the offset its group committed."""
-        topics = dict.fromkeys(t for stage in plan_stages(pipeline).stages for t in stage.inputs)
-        keys = [(t, p) for t in topics for p in range(self.broker.partitions(t))]
-        for tp in self.broker.committed(consumer_group(pipeline.name), keys):
-            records, _ = self.broker.read_committed((tp.topic, tp.partition), max(tp.offset, 0), 1)
-            if records:
-                return True
-        return False
+        return bool(unread_input(pipeline, self.broker, control=True))
