@@ -55,8 +55,8 @@ from benchmarks.preload import PacedInput, preload
 from benchmarks.state_checkpoints import add_arguments, measure_all, print_table
 from benchmarks.topics import delete_topics, new_topic_maker
 from laminar_kafka.checkpoint.store import CheckpointStore
+from laminar_kafka.state.frames import encode_framed
 from laminar_kafka.state.keyed_state import KeyedState
-from laminar_kafka.state.snapshot import encode_task_snapshot
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ def time_snapshots(key_counts: list[int], repeat: int = 3) -> list[StateRow]:
             encodes, writes, size = [], [], 0
             for n in range(repeat):
                 began = time.perf_counter()
-                data = encode_task_snapshot({("orders", 0): {"count": table}})
+                data = encode_framed({("orders", 0): {"count": table}})  # as a task writes it
                 encoded = time.perf_counter()
                 store.write_snapshot(store.snapshot_path(n + 1, 0, 1), data)
                 written = time.perf_counter()
