@@ -113,6 +113,16 @@ def test_in_flight_counts_what_no_committed_offset_covers_before_the_kill() -> N
     assert InFlight(produced, reflected, committed_output=7, unpublished=5).records == 7
 
 
+def test_a_record_sent_before_the_kill_counts_though_its_report_came_after() -> None:
+    # A task read, processed and died on offset 0 before a busy producer thread heard
+    # that the broker had appended it: the kill still hit that record in flight.
+    late_report = Delivered("in", 0, 0, at=101.2, sent=100.9)
+    produced, reflected = count_in_flight([late_report], {}, at=101.0)
+    assert (produced, reflected) == (1, 0)
+    # Sent after the kill: not in flight at it, whenever the report came.
+    assert count_in_flight([Delivered("in", 0, 1, at=101.3, sent=101.1)], {}, at=101.0) == (0, 0)
+
+
 def test_the_sides_in_flight_name_each_source_topic_and_what_waits_between_stages() -> None:
     def sides(by_topic: tuple[tuple[str, int], ...], between: int = 0) -> str:
         return InFlight(9, 0, 0, between_stages=between, by_topic=by_topic).sides
