@@ -163,8 +163,8 @@ def committed_offsets(
 def count_in_flight(
     delivered: Sequence[Delivered], committed: dict[PartitionKey, int], at: float
 ) -> tuple[int, int]:
-    """(records delivered before `at`, how many of them lie below the committed offsets)."""
-    before = [d for d in delivered if d.at <= at]
+    """(records sent before `at`, how many of them lie below the committed offsets)."""
+    before = [d for d in delivered if d.sent_at <= at]
     reflected = sum(1 for d in before if d.offset < committed.get((d.topic, d.partition), 0))
     return len(before), reflected
 
@@ -186,7 +186,7 @@ def measure_in_flight(
     produced, reflected = count_in_flight(delivered, offsets, at)
     by_topic: dict[str, int] = {}
     for d in delivered:
-        if d.at <= at and d.offset >= offsets.get((d.topic, d.partition), 0):
+        if d.sent_at <= at and d.offset >= offsets.get((d.topic, d.partition), 0):
             name = (names or {}).get(d.topic, d.topic)
             by_topic[name] = by_topic.get(name, 0) + 1
     output = sum(len(read_committed_records(bootstrap, sink)) for sink in sinks)

@@ -17,6 +17,7 @@ error (`join`, `check`); it never turns into a count of lost records.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -50,6 +51,15 @@ class Delivered:
     offset: int
     at: float
     """Wall-clock seconds (time.time()) when the report arrived, after the append."""
+    sent: float | None = None
+    """Wall-clock seconds when the record was handed to the producer, before the
+    append (None: as `at`). A task can read, process and die on a record before its
+    report reaches a busy producer thread: what was in flight at a kill is what was
+    sent before it."""
+
+    @property
+    def sent_at(self) -> float:
+        return self.at if self.sent is None else self.sent
 
 
 @dataclass(frozen=True)
@@ -133,13 +143,13 @@ class PacedProducer:
         producer = Producer(self._config)
         failures: list[KafkaError] = []
 
-        def report(err: KafkaError | None, msg: Any) -> None:
+        def report(sent: float, err: KafkaError | None, msg: Any) -> None:
             if err is not None:
                 failures.append(err)
                 return
             with self._progress:
                 self._delivered.append(
-                    Delivered(msg.topic(), msg.partition(), msg.offset(), time.time())
+                    Delivered(msg.topic(), msg.partition(), msg.offset(), time.time(), sent)
                 )
                 self._progress.notify_all()
 
@@ -152,7 +162,7 @@ class PacedProducer:
                             r.value,
                             r.key,
                             r.partition,
-                            on_delivery=report,
+                            on_delivery=functools.partial(report, time.time()),
                             timestamp=r.timestamp or 0,  # 0: the producer's clock
                         )
                         break
