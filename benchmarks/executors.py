@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from benchmarks.machine import cpu_share, read_cpu_times
 from benchmarks.memory import PeakRss
 from benchmarks.tasks import System, Task, TaskResult, WorkerSettings, one_line
+from benchmarks.tree_cpu import cpu_in_span, sample_tree_cpu
 
 __all__ = ["Executor", "execute", "executor_for"]
 
@@ -140,19 +141,28 @@ def executor_for(system: System, settings: WorkerSettings, spark_context: Any = 
 
 
 def execute(executor: Executor, task: Task) -> TaskResult:
-    """Run `task`, sampling this process tree's memory; a failure becomes `error`.
+    """Run `task`, sampling this process tree's memory and CPU; a failure becomes `error`.
 
     The peak is taken over the timed span only, not over the output check after it;
     the machine's steal and busy shares over the whole task (`benchmarks.machine`).
+    A system that does not time its own CPU (all but the loops) gets its process
+    tree's CPU over the timed span.
     """
     cpu = read_cpu_times()
     try:
-        with PeakRss(os.getpid()) as rss:
+        with PeakRss(os.getpid()) as rss, sample_tree_cpu(os.getpid()) as tree:
             result = executor.run(task)
     except Exception as exc:
         traceback.print_exc(file=sys.stderr)
         return TaskResult(name=f"{task.kind} {task.job.workload}", error=one_line(exc))
     steal, busy = cpu_share(cpu, read_cpu_times()) or (None, None)
+    cpu_s = result.cpu_s
+    if cpu_s is None and result.ended_at is not None:
+        cpu_s = cpu_in_span(tree.samples, result.ended_at - result.seconds, result.ended_at)
     return replace(
-        result, peak_rss_mib=rss.peak_mib(result.ended_at), steal_pct=steal, busy_pct=busy
+        result,
+        peak_rss_mib=rss.peak_mib(result.ended_at),
+        steal_pct=steal,
+        busy_pct=busy,
+        cpu_s=cpu_s,
     )

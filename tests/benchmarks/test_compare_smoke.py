@@ -69,6 +69,8 @@ def test_laminar_and_ceiling_rows_check_out_and_the_report_ends_with_the_summary
     laminar = rows["laminar", "stateless"].result
     assert laminar.checkpoint_p50_ms is not None and laminar.checkpoint_p99_ms is not None
     assert laminar.alignment_p99_ms is not None
+    # The process tree's CPU over the span (the Spark JVM and Python workers with it).
+    assert laminar.cpu_s is not None and laminar.cpu_s > 0
     for system in ("laminar", "ceiling"):
         latency = rows[system, "stateless"].latency
         assert latency is not None and latency.error is None
@@ -80,6 +82,8 @@ def test_laminar_and_ceiling_rows_check_out_and_the_report_ends_with_the_summary
     assert header[:5] == ["system", "workload", "commit", "seconds", "records/s"]
     assert "peak" in header and "e2e" in header
     assert len([line for line in report if line.startswith(("laminar ", "ceiling "))]) == 4
+    runs = [line for line in report if line.startswith("runs laminar")]
+    assert runs and all(" cpu " in line and " cores)" in line for line in runs), runs
     match = LAST_LINE.fullmatch(report[-1])
     assert match is not None, report[-1]
     assert match.group(1) == match.group(3) == match.group(4) == "-"  # no quix, spark, limit
