@@ -146,7 +146,7 @@ class _Task:
         made = self.state.checkpoint(n)
         assert made is not None
         path = self.store.snapshot_path(n, 0, 1, made.base)
-        self.store.write_snapshot(path, made.data)
+        self.store.write_snapshot(path, made.pieces)
         self.state.committed()
         elapsed = (time.perf_counter() - began) * 1000
         self.newest = str(path)
