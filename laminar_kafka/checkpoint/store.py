@@ -35,7 +35,7 @@ from typing import IO
 
 from laminar_kafka.checkpoint.manifest import Manifest
 from laminar_kafka.checkpoint.retention import checkpoint_id_of, retain
-from laminar_kafka.checkpoint.signing import MANIFEST, STATE, Signer
+from laminar_kafka.checkpoint.signing import MANIFEST, Signer
 from laminar_kafka.errors import CheckpointError, FencedError
 from laminar_kafka.state.disk import local_dir
 from laminar_kafka.storage.files import make_dirs

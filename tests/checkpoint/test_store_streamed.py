@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from laminar_kafka.checkpoint import CheckpointStore
-from laminar_kafka.checkpoint.signing import MAGIC, STATE, CheckpointKey, Signer
+from laminar_kafka.checkpoint.signing import STATE, CheckpointKey, Signer
 from laminar_kafka.errors import CheckpointError
 from laminar_kafka.storage.locations import PART_BYTES
 from laminar_kafka.testing.object_store import LocalS3
