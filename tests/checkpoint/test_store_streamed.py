@@ -3,6 +3,8 @@ and on S3 (moto's server), and nothing under the name when the pieces fail midwa
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import random
 from collections.abc import Iterator
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from laminar_kafka.checkpoint import CheckpointStore
-from laminar_kafka.checkpoint.signing import STATE, CheckpointKey, Signer
+from laminar_kafka.checkpoint.signing import MAGIC, STATE, CheckpointKey, FileSeal, Signer
 from laminar_kafka.errors import CheckpointError
 from laminar_kafka.storage.locations import PART_BYTES
 from laminar_kafka.testing.object_store import LocalS3
@@ -49,8 +51,11 @@ def test_a_state_file_written_in_pieces_is_the_signed_file_a_reader_accepts(
     body = b"".join(_pieces(40, 64 << 10))
     written = store.write_snapshot(path, _pieces(40, 64 << 10))
     assert written == len(body)
-    # The envelope a whole write makes: the MAC before the body, filled in last.
-    assert path.read_bytes() == store.signer.seal(path, STATE, body)
+    # The envelope readers accept: MAGIC, the header, the MAC (filled in last), the body.
+    header = FileSeal.of("totals", path, STATE).header()
+    length = len(header).to_bytes(4, "big")
+    mac = hmac.new(KEY.secret, length + header + body, hashlib.sha256).digest()
+    assert path.read_bytes() == MAGIC + length + header + mac + body
     assert store.read_snapshot(str(path)) == body
     with store.open_snapshot(str(path)) as stream:
         assert stream.read() == body
