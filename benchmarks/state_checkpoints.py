@@ -9,7 +9,9 @@ that size's alone): a running count per key in one source partition, held by a
 real `TaskState` with incremental checkpoints, whose files are written durably
 to a real `CheckpointStore` in a temporary directory, as a task's pre-commit
 writes them. The task builds the state and takes a base (a whole file: what
-every checkpoint writes with `--full-snapshot-every 1`, the `full` columns),
+every checkpoint writes with `--full-snapshot-every 1`, the `full` columns;
+`full anon MiB` is how much its anonymous memory grew meanwhile, sampled every
+50 ms: what making and writing the file holds, without LMDB's mapped pages),
 then `--state-intervals` deltas with a fixed change at every size
 (`--state-change` of the smallest key count: 10,000 keys, 1% of 1M; or
 `--state-fixed-keys`), and as
@@ -101,13 +103,15 @@ def print_table(rows: list[StateRow], share: float, intervals: int, machine: str
         " of the keys; restore = base + every delta into a fresh TaskState):"
     )
     print(
-        "store         keys  state MiB   full ms  full MiB  fixed ms  fixed KiB  share ms"
+        "store         keys  state MiB   full ms  full MiB  full anon MiB  fixed ms  fixed KiB"
+        "  share ms"
         "  share KiB  restore s  restore peak MiB  of it anon MiB  peak task MiB"
     )
     for r in rows:
         print(
             f"{r.store:<6} {r.keys:>11,}  {r.state_mib:>9,.0f}  {r.full_ms:>8,.0f}"
-            f"  {r.full_bytes / 2**20:>8.1f}  {r.fixed_ms:>8.1f}  {r.fixed_bytes / 1024:>9,.0f}"
+            f"  {r.full_bytes / 2**20:>8.1f}  {r.full_anon_mib:>13,.0f}"
+            f"  {r.fixed_ms:>8.1f}  {r.fixed_bytes / 1024:>9,.0f}"
             f"  {r.share_ms:>8.1f}  {r.share_bytes / 1024:>9,.0f}  {r.restore_s:>9.2f}"
             f"  {r.restore_peak_mib:>16,.0f}  {r.restore_anon_mib:>14,.0f}  {r.peak_mib:>13,.0f}"
         )

@@ -77,6 +77,9 @@ class StateRow:
     of the files it maps (LMDB's), which the kernel drops under pressure."""
     peak_mib: float
     """The task's peak RSS (`ru_maxrss`), over building, checkpoints and restore."""
+    full_anon_mib: float = 0.0
+    """The growth of the task's anonymous memory (RssAnon, sampled every 50 ms) while it
+    wrote its base: what building the file costs in memory, without LMDB's pages."""
 
 
 def _key(i: int) -> str:
@@ -146,7 +149,7 @@ class _Task:
         made = self.state.checkpoint(n)
         assert made is not None
         path = self.store.snapshot_path(n, 0, 1, made.base)
-        self.store.write_snapshot(path, made.data)
+        self.store.write_snapshot(path, made.pieces)
         self.state.committed()
         elapsed = (time.perf_counter() - began) * 1000
         self.newest = str(path)
@@ -225,7 +228,10 @@ def run_task(plan: TaskPlan) -> StateRow:
         before = _rss_mib()
         task = _Task(plan, root)
         state_mib = _rss_mib() - before
-        full = task.checkpoint()
+        anon_before = anon_bytes(os.getpid()) / 2**20
+        with PeakRss(os.getpid(), 0.05, anon_bytes) as anon:
+            full = task.checkpoint()
+        full_anon_mib = max(0.0, anon.peak_mib() - anon_before)
         share = max(1, round(plan.keys * plan.share))
         fixed_ms, fixed_bytes = task.intervals(plan.fixed)
         share_ms, share_bytes = (
@@ -249,6 +255,7 @@ def run_task(plan: TaskPlan) -> StateRow:
         restore_peak,
         task.restore_anon_mib,
         peak,
+        full_anon_mib,
     )
 
 

@@ -3,8 +3,8 @@
 The coordinator (checkpoint/coordinator.py) decides; each task takes part
 through one `CheckpointParticipant`. It drives the task's sink only through
 `prepare`, `commit` and `abort`, writes the state snapshot, and sends the Ack.
-What it remembers is the last committed cut (positions and state bytes), the
-point every rollback returns to.
+What it remembers is the last committed cut (positions, and the state files
+that hold the state then: no copy of it), the point every rollback returns to.
 
     OPEN --pre_commit ok--> PREPARED --commit--> OPEN
     OPEN --pre_commit failed--> FAILED
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -91,8 +91,10 @@ class CommittedCut:
 
     checkpoint_id: int
     positions: Mapping[PartitionKey, int]
-    snapshot: bytes
-    """The task's encoded state (b"" for a stateless pipeline)."""
+    state_files: Mapping[PartitionKey, str] = field(default_factory=dict)
+    """The address of the state file that holds each partition's state at the cut (a
+    chain's newest file, state/chain.py); a partition not named had none (a new one, or a
+    stage that keeps no state). A rollback reads it back from the store."""
 
 
 @dataclass(frozen=True)
@@ -112,8 +114,13 @@ class AlignmentReport:
 class _Prepared:
     checkpoint_id: int
     positions: dict[PartitionKey, int]
-    snapshot: bytes
-    handles: dict[str, str] = field(default_factory=dict)
+    state_file: str | None = None
+    state_bytes: int = 0
+
+    def state_files(self) -> dict[PartitionKey, str]:
+        """Each partition's state file: the task's, once written."""
+        file = self.state_file
+        return {k: file for k in self.positions} if file else {}
 
 
 class CheckpointParticipant:
@@ -154,14 +161,15 @@ class CheckpointParticipant:
         self,
         checkpoint_id: int,
         positions: Mapping[PartitionKey, int],
-        snapshot: bytes | None,
+        snapshot: bytes | Iterable[bytes] | None,
         report: AlignmentReport,
         base: int | None = None,
     ) -> bool:
         """Pre-commit checkpoint N; True when the Ack said ok.
 
-        1. write the state snapshot to the checkpoint store (fsync), if any (a delta
-           on the base in checkpoint `base`, when given: state/chain.py);
+        1. write the state file to the checkpoint store (fsync), if any, from its bytes
+           or its pieces as they are made (a delta on the base in checkpoint `base`,
+           when given: state/chain.py);
         2. pre-commit the sink: the offset marker `chk=N gen=G` joins the
            transaction, all output is flushed and every delivery checked;
         3. send Ack(N) with positions and snapshot handles (ok=false with the
@@ -170,13 +178,13 @@ class CheckpointParticipant:
         A fenced sink is not a failed checkpoint: this task is stale and exits.
         """
         n, ident = checkpoint_id, self.identity
-        prepared = _Prepared(n, dict(positions), snapshot or b"")
+        prepared = _Prepared(n, dict(positions))
         error: str | None = None
         try:
             if snapshot is not None:  # 1.
                 path = self._store.snapshot_path(n, ident.task, ident.generation, base)
-                self._store.write_snapshot(path, snapshot)
-                prepared.handles = {partition_key(*k): str(path) for k in positions}
+                prepared.state_bytes = self._store.write_snapshot(path, snapshot)
+                prepared.state_file = str(path)
             faults.crash_here(FaultPoint.AFTER_SNAPSHOT, n, ident.task)
             offsets = [  # 2.
                 TopicPartition(t, p, off, metadata=marker(n, ident.generation))
@@ -194,10 +202,10 @@ class CheckpointParticipant:
             n,
             ok=error is None,
             positions=prepared.positions,
-            handles=prepared.handles,
+            handles={partition_key(*k): f for k, f in prepared.state_files().items()},
             error=error,
             report=report,
-            snapshot_bytes=len(prepared.snapshot),
+            snapshot_bytes=prepared.state_bytes,
         )
         return error is None
 
@@ -211,7 +219,7 @@ class CheckpointParticipant:
         self._sink.commit(timeout_s=self._timeout_s)
         faults.passed(FaultPoint.DURING_COMMIT, n, task)
         self._move("commit")
-        self.committed = CommittedCut(n, prepared.positions, prepared.snapshot)
+        self.committed = CommittedCut(n, prepared.positions, prepared.state_files())
         self._prepared = None
         self.checkpoints += 1
         return self.committed

@@ -12,7 +12,8 @@ or pipeline is refused like an altered one. The address is also written in
 clear, which lets the refusal say where a genuine file came from.
 
 - state file: `MAGIC`, the header's length (4 bytes, big-endian), the header
-  (JSON: pipeline, file, kind), the 32-byte MAC, then the pickle;
+  (JSON: pipeline, file, kind), the 32-byte MAC, then the pickle or frames
+  (written a piece at a time, the MAC filled in last: `seal_state`);
 - manifest: its JSON with one more key, `"signature"` (the header and the MAC in hex).
 
 The MAC covers the header and the body (a manifest's canonical JSON without its
@@ -25,8 +26,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import io
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
@@ -134,48 +136,50 @@ def _refused(where: object, reason: str) -> CheckpointIntegrityError:
     return CheckpointIntegrityError(f"{where}: refused, not read: {reason}")
 
 
-def seal_state(key: CheckpointKey | None, seal: FileSeal, body: bytes) -> bytes:
-    """A state file's bytes: `body` itself without a key, else signed as `seal`."""
-    if key is None:
-        return body
-    header = seal.header()
-    prefix = MAGIC + len(header).to_bytes(4, "big") + header
-    return prefix + key.mac(_message(seal, body)) + body
+def seal_state(
+    key: CheckpointKey | None, seal: FileSeal, pieces: Iterable[bytes], out: IO[bytes]
+) -> int:
+    """Write a state file into `out` (new, seekable) from its body's `pieces` as they come:
+    the body itself without a key, else signed as `seal`; the bytes of the body.
+
+    The MAC precedes the body, so its place is written first (zeros) and filled in once
+    the whole body is written and signed: one pass, a piece in memory at a time.
+    """
+    mac, at, size = None, 0, 0
+    if key is not None:
+        header = seal.header()
+        out.write(MAGIC + len(header).to_bytes(4, "big") + header)
+        at = out.tell()
+        out.write(bytes(_MAC_BYTES))
+        mac = hmac.new(key.secret, _message(seal, b""), hashlib.sha256)
+    for piece in pieces:
+        out.write(piece)
+        size += len(piece)
+        if mac is not None:
+            mac.update(piece)
+    if mac is not None:
+        out.seek(at)
+        out.write(mac.digest())
+        out.seek(0, io.SEEK_END)
+    return size
 
 
 def open_state(
     key: CheckpointKey | None, seal: FileSeal, data: bytes, where: object, accept_unsigned: bool
 ) -> bytes:
-    """The pickle inside a state file read from `where`, once its signature verified.
-
-    Raises CheckpointIntegrityError when it does not verify, or when it is unsigned
-    and a key is set (unless `accept_unsigned`). Without a key nothing is checked.
-    """
-    if not data.startswith(MAGIC):
-        if key is not None and not accept_unsigned:
-            raise _refused(where, _unsigned(STATE))
-        return data
-    try:
-        start = len(MAGIC) + 4
-        end = start + int.from_bytes(data[len(MAGIC) : start], "big")
-        claimed = FileSeal(**json.loads(data[start:end]))
-        tag, body = data[end : end + _MAC_BYTES], data[end + _MAC_BYTES :]
-        if len(tag) != _MAC_BYTES:
-            raise ValueError("it ends inside its signature")
-    except (ValueError, TypeError) as exc:
-        raise _refused(where, f"its signature is damaged: {exc}") from None
-    if key is not None and (
-        problem := _problem(seal, claimed, key.mac(_message(claimed, body)), tag)
-    ):
-        raise _refused(where, problem)
-    return body
+    """The pickle or frames inside a state file's bytes, once verified (`open_state_stream`)."""
+    stream = io.BytesIO(data)
+    open_state_stream(key, seal, stream, where, accept_unsigned)
+    return data[stream.tell() :]
 
 
 def open_state_stream(
     key: CheckpointKey | None, seal: FileSeal, stream: IO[bytes], where: object, accept: bool
 ) -> None:
-    """Verify the state file open in `stream` (seekable, at its start) as `open_state` does,
-    reading it a block at a time, and leave it at the start of its pickle or frames.
+    """Verify the state file open in `stream` (seekable, at its start) a block at a time, and
+    leave it at the start of its pickle or frames. Raises CheckpointIntegrityError when it
+    does not verify, or when it is unsigned and a key is set (unless `accept`); without a
+    key nothing is checked.
 
     The whole file is verified before the caller unpickles any of it; the caller holds
     it open throughout, so a file replaced meanwhile (a rename) is not the one read.
@@ -261,8 +265,17 @@ class Signer:
     """Read unsigned files even with a key: once, for a store from before the key."""
 
     def seal(self, path: object, kind: str, data: bytes) -> bytes:
+        """`data` as the file at `path` holds it: signed when there is a key."""
         seal = FileSeal.of(self.pipeline, path, kind)
-        return (seal_state if kind == STATE else seal_manifest)(self.key, seal, data)
+        if kind != STATE:
+            return seal_manifest(self.key, seal, data)
+        out = io.BytesIO()
+        seal_state(self.key, seal, (data,), out)
+        return out.getvalue()
+
+    def seal_into(self, path: object, pieces: Iterable[bytes], out: IO[bytes]) -> int:
+        """Write the state file at `path` into `out` from its pieces (see `seal_state`)."""
+        return seal_state(self.key, FileSeal.of(self.pipeline, path, STATE), pieces, out)
 
     def open_stream(self, path: object, stream: IO[bytes], where: object) -> None:
         """Verify the state file open in `stream` (see `open_state_stream`); raises if not."""

@@ -26,16 +26,18 @@ from __future__ import annotations
 
 import fcntl
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import IO
 
 from laminar_kafka.checkpoint.manifest import Manifest
 from laminar_kafka.checkpoint.retention import checkpoint_id_of, retain
-from laminar_kafka.checkpoint.signing import MANIFEST, STATE, Signer
+from laminar_kafka.checkpoint.signing import MANIFEST, Signer
 from laminar_kafka.errors import CheckpointError, FencedError
+from laminar_kafka.state.disk import local_dir
 from laminar_kafka.storage.files import make_dirs
 from laminar_kafka.storage.locations import (
     StorePath,
@@ -43,6 +45,7 @@ from laminar_kafka.storage.locations import (
     remove_file,
     remove_tree,
     store_path,
+    write_streamed,
     write_whole,
 )
 
@@ -151,19 +154,19 @@ class CheckpointStore:
             return self.checkpoint_dir(checkpoint_id) / f"{name}.base-{base:012d}.delta"
         return self.checkpoint_dir(checkpoint_id) / f"{name}.state"
 
-    def write_snapshot(self, path: StorePath, data: bytes) -> None:
-        """Write a state snapshot durably; a crash leaves no torn file under `path`."""
+    def write_snapshot(self, path: StorePath, data: bytes | Iterable[bytes]) -> int:
+        """Write a state file durably from its bytes or its pieces as they come, signed on the
+        way; a crash leaves no torn file. The bytes of its state (without a signature)."""
+        fill = partial(self.signer.seal_into, path, (data,) if isinstance(data, bytes) else data)
         try:
-            write_whole(path, self.signer.seal(path, STATE, data))
+            return write_streamed(path, fill, spool_dir=local_dir())
         except OSError as exc:
             raise CheckpointError(f"state snapshot {path} cannot be written: {exc}") from None
 
     def read_snapshot(self, path: str) -> bytes:
-        try:
-            data = store_path(path).read_bytes()
-        except OSError as exc:
-            raise CheckpointError(f"state snapshot {path} is unreadable: {exc}") from None
-        return self.signer.open(path, STATE, data, f"state snapshot {path}")
+        """A state file's pickle or frames, whole, once verified (see `open_snapshot`)."""
+        with self.open_snapshot(path) as stream:
+            return stream.read()
 
     @contextmanager
     def open_snapshot(self, path: str) -> Iterator[IO[bytes]]:
@@ -221,14 +224,9 @@ class CheckpointStore:
 
     def manifest_ids(self) -> list[int]:
         """Ids of the checkpoints whose manifest exists, complete or partial, oldest first."""
-        if not self.home.exists():
-            return []
-        ids = []
-        for entry in self.home.iterdir():
-            checkpoint_id = checkpoint_id_of(entry)
-            if checkpoint_id is not None and (entry / "MANIFEST.json").exists():
-                ids.append(checkpoint_id)
-        return sorted(ids)
+        entries = self.home.iterdir() if self.home.exists() else ()
+        ids = ((checkpoint_id_of(e), e) for e in entries)
+        return sorted(n for n, e in ids if n is not None and (e / "MANIFEST.json").exists())
 
     def complete_ids(self) -> list[int]:
         """Ids of the complete checkpoints (every stage decided), oldest first.

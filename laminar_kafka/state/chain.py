@@ -9,14 +9,15 @@ is a whole file (its base) and the delta files after it, each naming its
 parent; a delta file's name also carries its base's checkpoint
 (`checkpoint/store.py`), which is all retention needs to keep the chain.
 Restore reads the newest file, follows the parents back to the base, and
-applies the deltas from the oldest on.
+applies the deltas from the oldest on, for all of a task's partitions in one
+read of each file.
 """
 
 from __future__ import annotations
 
 import io
 import pickle
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import IO
 
@@ -24,7 +25,7 @@ from laminar_kafka.control.records import partition_key
 from laminar_kafka.errors import CheckpointError
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.state.delta import ChangeTracking, apply_delta, encode_delta, is_delta
-from laminar_kafka.state.frames import FRAMED, TableMaker, is_framed, read_framed
+from laminar_kafka.state.frames import FRAMED, TableMaker, is_framed, read_framed_partitions
 from laminar_kafka.state.keyed_state import KeyedState
 from laminar_kafka.state.snapshot import PartitionTables, decode_partition_snapshot
 
@@ -85,15 +86,28 @@ def read_partition(
     Files are opened with `open_file` (else read whole with `read`); a framed base
     (state/frames.py) is read a chunk at a time, its tracked tables into `make(step)`.
     """
+    return read_partitions(read, handle, (key,), lambda _: make, open_file)[key]
+
+
+def read_partitions(
+    read: Reader | None,
+    handle: str,
+    keys: Collection[PartitionKey],
+    make: Callable[[PartitionKey], TableMaker | None],
+    open_file: Opener | None = None,
+) -> dict[PartitionKey, PartitionTables]:
+    """`read_partition` of each of `keys` (tracked tables into `make(key)(step)`), each file
+    of the chain opened, verified and read once for them all: a task's state files hold
+    all of its partitions. The deltas of the chain wait in memory for their base."""
     opener = open_file or opener_of(_given(read))
-    deltas: list[tuple[str, dict[str, bytes]]] = []
+    deltas: list[tuple[str, dict[PartitionKey, dict[str, bytes]]]] = []
     address = handle
     while True:
         with opener(address) as stream:
             head = stream.read(len(FRAMED))
             stream.seek(-len(head), io.SEEK_CUR)
             if is_framed(head):
-                restored = read_framed(stream, key, address, make)
+                restored = read_framed_partitions(stream, keys, address, make)
                 break
             data = stream.read()
         try:
@@ -101,19 +115,44 @@ def read_partition(
         except Exception as exc:
             raise CheckpointError(f"{address}: unreadable state file: {exc}") from None
         if found is None:
-            restored = decode_partition_snapshot(data, key, address)
+            restored = {key: decode_partition_snapshot(data, key, address) for key in keys}
             break
         parent, partitions = found
-        tables = partitions.get(partition_key(*key))
-        if not isinstance(tables, dict):
-            raise CheckpointError(f"{address}: no state for {key[0]}[{key[1]}] in this delta")
-        deltas.append((address, tables))
+        deltas.append((address, {key: _tables_in(partitions, key, address) for key in keys}))
         if len(deltas) > MAX_CHAIN:
             raise CheckpointError(f"{handle}: its chain of state files does not end in a base")
         address = parent
     for where, tables in reversed(deltas):
-        restored = _applied(restored, tables, where)
+        for key, delta in tables.items():
+            restored[key] = _applied(restored[key], delta, where)
     return restored
+
+
+def read_named(
+    read: Reader | None,
+    files: Mapping[PartitionKey, str],
+    make: Callable[[PartitionKey], TableMaker | None],
+    open_file: Opener | None = None,
+) -> dict[PartitionKey, PartitionTables]:
+    """Each partition's tables as of the state file `files` names for it (`read_partitions`),
+    each file read once for all the partitions it is named for."""
+    by_file: dict[str, list[PartitionKey]] = {}
+    for key, handle in files.items():
+        by_file.setdefault(handle, []).append(key)
+    found: dict[PartitionKey, PartitionTables] = {}
+    for handle, keys in by_file.items():
+        found.update(read_partitions(read, handle, keys, make, open_file))
+    return found
+
+
+def _tables_in(
+    partitions: Mapping[str, dict[str, bytes]], key: PartitionKey, where: str
+) -> dict[str, bytes]:
+    """Partition `key`'s tables in a delta file read from `where`."""
+    tables = partitions.get(partition_key(*key))
+    if not isinstance(tables, dict):
+        raise CheckpointError(f"{where}: no state for {key[0]}[{key[1]}] in this delta")
+    return tables
 
 
 def _given(read: Reader | None) -> Reader:

@@ -14,17 +14,19 @@ each a 4-byte big-endian length and a pickle:
   the disk store keeps them, which a restore on disk puts back unread;
 - `("end", tables)`: the last; a file that stops before it is torn.
 
-A reader fills one partition's tables chunk by chunk, into dicts or into
-tables that a `TableMaker` gives (a `DiskTable`, loaded straight into LMDB),
-and skips the frames of other partitions unread. A signed file is verified
-whole before its first frame is unpickled (`CheckpointStore.open_snapshot`).
+A reader fills the tables of the partitions it wants chunk by chunk, all in
+one pass over the file, into dicts or into tables that a `TableMaker` gives (a
+`DiskTable`, loaded straight into LMDB), and skips the frames of other
+partitions unread. A signed file is verified whole before its first frame is
+unpickled (`CheckpointStore.open_snapshot`). A writer hands the file's frames
+on as they are made (`frame_pieces`): the store writes them a piece at a time.
 """
 
 from __future__ import annotations
 
 import io
 import pickle
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from itertools import islice
 from typing import IO, Any
 
@@ -133,13 +135,27 @@ def read_framed(
 ) -> dict[str, KeyedState]:
     """Partition `key`'s tables from a framed file open at its start: tracked tables into
     `make(step)` when given (a chunk at a time), every other table into a dict."""
+    return read_framed_partitions(stream, (key,), where, lambda _: make)[key]
+
+
+def read_framed_partitions(
+    stream: IO[bytes],
+    keys: Collection[PartitionKey],
+    where: str,
+    make: Callable[[PartitionKey], TableMaker | None],
+) -> dict[PartitionKey, dict[str, KeyedState]]:
+    """`read_framed` of each of `keys`, in one pass over the file (tracked tables of a
+    partition into `make(key)(step)`); the frames of other partitions are skipped."""
     if stream.read(len(FRAMED)) != FRAMED:
         raise CheckpointError(f"{where}: not a framed state file")
     frames = _Frames(stream, where)
     if frames.next() != (FRAMES_FORMAT,):
         raise CheckpointError(f"{where}: a framed state file of another format")
-    wanted, found, pk, tables = partition_key(*key), False, None, 0
-    out: dict[str, KeyedState] = {}
+    wanted = {partition_key(*key): key for key in keys}
+    found: dict[PartitionKey, dict[str, KeyedState]] = {}
+    current: PartitionKey | None = None
+    maker: TableMaker | None = None
+    tables = 0
     while True:
         head = frames.next()
         if not isinstance(head, tuple) or not head or head[0] not in _HEADS:
@@ -149,33 +165,40 @@ def read_framed(
                 raise CheckpointError(f"{where}: its end counts {head[1:]}, not {tables} tables")
             break
         if head[0] == "partition":
-            pk = head[1]
-            found = found or pk == wanted
+            current = wanted.get(head[1])
+            if current is not None:
+                found.setdefault(current, {})
+                maker = make(current)
             continue
-        _, step, tracked, keys, chunks = head
+        _, step, tracked, keys_in, chunks = head
         tables += 1
-        if pk != wanted:
+        if current is None:
             for _ in range(chunks):
                 frames.skip()
             continue
-        found = True
-        table = make(step) if tracked and make is not None else {}
-        loaded = 0
-        for _ in range(chunks):
-            chunk = frames.next()
-            if not isinstance(chunk, (dict, list)) or not chunk:
-                raise CheckpointError(f"{where}: a chunk of {step} is not entries")
-            loaded += len(chunk)
-            try:
-                _load(table, chunk)
-            except (TypeError, ValueError, pickle.UnpicklingError) as exc:
-                raise CheckpointError(f"{where}: a chunk of {step} is unreadable: {exc}") from None
-        if loaded != keys:
-            raise CheckpointError(f"{where}: {loaded} keys of {step} where it says {keys}")
-        out[step] = KeyedState(table=table)
-    if not found:
-        raise CheckpointError(f"{where}: no state for {key[0]}[{key[1]}]")
-    return out
+        table = maker(step) if tracked and maker is not None else {}
+        _fill(frames, table, step, keys_in, chunks, where)
+        found[current][step] = KeyedState(table=table)
+    for key in keys:
+        if key not in found:
+            raise CheckpointError(f"{where}: no state for {key[0]}[{key[1]}]")
+    return found
+
+
+def _fill(frames: _Frames, table: Any, step: str, keys: int, chunks: int, where: str) -> None:
+    """A table's `chunks` chunks into `table`, which then holds `keys` keys."""
+    loaded = 0
+    for _ in range(chunks):
+        chunk = frames.next()
+        if not isinstance(chunk, (dict, list)) or not chunk:
+            raise CheckpointError(f"{where}: a chunk of {step} is not entries")
+        loaded += len(chunk)
+        try:
+            _load(table, chunk)
+        except (TypeError, ValueError, pickle.UnpicklingError) as exc:
+            raise CheckpointError(f"{where}: a chunk of {step} is unreadable: {exc}") from None
+    if loaded != keys:
+        raise CheckpointError(f"{where}: {loaded} keys of {step} where it says {keys}")
 
 
 def _load(table: Any, chunk: dict[Any, Any] | list[tuple[bytes, bytes]]) -> None:

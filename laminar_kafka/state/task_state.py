@@ -10,20 +10,23 @@ the task's own: `path_of(checkpoint id, base id)` names its files in the store.
 
 With a `DiskStore` (state/disk.py), running aggregates keep their tables on the
 task's local disk instead (`running_table`); a restore loads them there.
+
+The task holds no copy of its committed state: a rollback reads it back from
+the store (`restore`), from the files its last committed cut names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.state.chain import Opener, Reader, encode_delta_file, read_partition
+from laminar_kafka.state.chain import Opener, Reader, encode_delta_file, read_named
 from laminar_kafka.state.delta import ChangeTracking, TrackedTable
 from laminar_kafka.state.disk import DiskStore
-from laminar_kafka.state.frames import TableMaker, encode_framed
-from laminar_kafka.state.snapshot import PartitionTables, decode_partition_snapshot
+from laminar_kafka.state.frames import TableMaker, encode_framed, frame_pieces
+from laminar_kafka.state.snapshot import PartitionTables
 
 PathOf = Callable[[int, "int | None"], str]
 """The address of this task's state file of checkpoint N, a delta on base B (or None)."""
@@ -31,9 +34,14 @@ PathOf = Callable[[int, "int | None"], str]
 
 @dataclass(frozen=True)
 class StateFile:
-    """A checkpoint's state file: its bytes, and the base it is a delta on (None: whole)."""
+    """A checkpoint's state file: its bytes a piece at a time, as the store writes them
+    (`CheckpointStore.write_snapshot`), and the base it is a delta on (None: whole).
 
-    data: bytes
+    A whole file's pieces are made from the tables while it is written, a chunk of keys
+    at a time (state/frames.py), so the tables must not change until it is written.
+    """
+
+    pieces: Iterable[bytes]
     base: int | None = None
 
 
@@ -114,12 +122,13 @@ class TaskState:
         chain = self._chain
         if not self.incremental or full or not chain or len(chain) >= self.base_every:
             self._pending = (checkpoint_id,)
-            made = StateFile(encode_framed(self.partitions))
+            made = StateFile(frame_pieces(self.partitions))
         else:
             assert self._path_of is not None
             parent = self._path_of(chain[-1], chain[0] if len(chain) > 1 else None)
             self._pending = (*chain, checkpoint_id)
-            made = StateFile(encode_delta_file(parent, self.partitions), base=chain[0])
+            delta = encode_delta_file(parent, self.partitions)  # before the resets below
+            made = StateFile((delta,), base=chain[0])
         for tables in self.partitions.values():
             for state in tables.values():
                 if isinstance(state.table, ChangeTracking):
@@ -131,18 +140,14 @@ class TaskState:
         if self.incremental:
             self._chain = self._pending
 
-    def restore(self, snapshot: bytes, keys: Iterable[PartitionKey]) -> None:
-        """Back to the last committed state: `snapshot` (the bytes taken at the start), or
-        the committed chain read back from the store; the next checkpoint is a new base."""
+    def restore(self, files: Mapping[PartitionKey, str], keys: Collection[PartitionKey]) -> None:
+        """Back to the last committed state, read back from the store: each partition's as
+        the state file `files` names for it holds it (its chain followed), empty for a
+        partition it does not name. The next checkpoint is a new base."""
         if not self.stateful:
             return
-        chain, self._chain = self._chain, ()
+        self._chain = ()
+        named = {key: files[key] for key in keys if key in files}
         for key in keys:
-            make = self.restored_table(key)
-            if chain and self._path_of is not None:
-                newest = self._path_of(chain[-1], chain[0] if len(chain) > 1 else None)
-                self.partitions[key] = read_partition(self._read, newest, key, make, self._open)
-            else:
-                self.partitions[key] = decode_partition_snapshot(
-                    snapshot, key, "last committed state", make
-                )
+            self.partitions[key] = {}
+        self.partitions.update(read_named(self._read, named, self.restored_table, self._open))

@@ -10,16 +10,26 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO, TypeVar
+
+T = TypeVar("T")
 
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Replace `path` with `data` atomically and durably."""
+    write_filled(path, lambda out: out.write(data))
+
+
+def write_filled(path: Path, fill: Callable[[IO[bytes]], T]) -> T:
+    """Replace `path` atomically and durably with what `fill` writes into a new file (open
+    for reading and writing, so `fill` may seek back); what `fill` returns."""
     make_dirs(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "wb") as out:
-            out.write(data)
+        with open(tmp, "w+b") as out:
+            made = fill(out)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
@@ -28,6 +38,7 @@ def write_atomic(path: Path, data: bytes) -> None:
             tmp.unlink()
         raise
     fsync_dir(path.parent)
+    return made
 
 
 def create_exclusive(path: Path, data: bytes) -> None:

@@ -8,7 +8,10 @@ universal-pathlib); writing and deleting differ:
   crash never leaves a torn file;
 - on an object store one PUT makes the whole object visible or nothing (S3 has
   read-after-write consistency), so it is written in place; there are no
-  directories to create or sync.
+  directories to create or sync. A file written a piece at a time
+  (`write_streamed`: a state file) is spooled to a local temporary file and
+  uploaded from there, in parts of `PART_BYTES` (a multipart upload, visible
+  once complete) when it is large.
 
 A file that must be created once and never replaced (`create_whole`) is linked
 into place locally, which fails if the name exists, and on S3 put with
@@ -21,16 +24,27 @@ AWS tool reads them (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import IO, Any, TypeAlias, TypeVar
 
 from upath import UPath
 
 from laminar_kafka.errors import CheckpointError, LaminarError
-from laminar_kafka.storage.files import create_exclusive, write_atomic
+from laminar_kafka.storage.files import create_exclusive, write_atomic, write_filled
 
 StorePath: TypeAlias = "Path | UPath"
+T = TypeVar("T")
+
+PART_BYTES = 8 << 20
+"""An upload's part (S3's least is 5 MiB): what an upload holds in memory, twice over
+(`_UPLOADS` parts in flight)."""
+_UPLOADS = 2
+_MAX_PARTS = 10_000  # S3's most parts in one upload
 
 
 def store_path(
@@ -66,6 +80,38 @@ def write_whole(path: StorePath, data: bytes) -> None:
         write_atomic(path, data)
     else:
         path.write_bytes(data)
+
+
+def write_streamed(
+    path: StorePath, fill: Callable[[IO[bytes]], T], spool_dir: str | None = None
+) -> T:
+    """Replace the file at `path` with what `fill` writes into a new file, open for reading and
+    writing (it may seek back); what `fill` returns. Readers see the old file or all of the
+    new one; memory holds what `fill` holds, and on an object store an upload's parts.
+
+    Locally the file is written under a temporary name and renamed (`write_filled`); on
+    an object store it is written to a temporary file in `spool_dir` first, then uploaded.
+    """
+    if isinstance(path, Path):
+        return write_filled(path, fill)
+    handle, spool = tempfile.mkstemp(prefix=".laminar-upload-", dir=spool_dir)
+    try:
+        with os.fdopen(handle, "w+b") as out:
+            made = fill(out)
+        path.fs.put_file(spool, path.path, **_upload_options(path, os.path.getsize(spool)))
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(spool)
+    return made
+
+
+def _upload_options(path: UPath, size: int) -> dict[str, int]:
+    """S3's upload in parts of `PART_BYTES` (s3fs sends 50 MiB parts, ten at a time); any
+    other store's `put_file` copies a block at a time anyway."""
+    protocols = path.fs.protocol
+    if "s3" not in (protocols if isinstance(protocols, tuple) else (protocols,)):
+        return {}
+    return {"chunksize": max(PART_BYTES, -(-size // _MAX_PARTS)), "max_concurrency": _UPLOADS}
 
 
 def create_whole(path: StorePath, data: bytes) -> None:

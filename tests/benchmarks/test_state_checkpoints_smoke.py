@@ -12,7 +12,7 @@ from benchmarks.scaling import main
 from benchmarks.state_checkpoints import measure_all, print_table, size_label
 
 FIGURES = r"ckpt_ms_10k=\d+\.\d ckpt_ms_{hi}=\d+\.\d ratio=\d+\.\d\d restore_s_{hi}=\d+\.\d\d"
-ROW = re.compile(r"(memory|disk  ) +[\d,]+ +-?[\d,]+ +[\d,]+ +\d+\.\d( +[\d,.]+){8}")
+ROW = re.compile(r"(memory|disk  ) +[\d,]+ +-?[\d,]+ +[\d,]+ +\d+\.\d( +[\d,.]+){9}")
 
 
 def test_a_task_per_store_and_size_measures_deltas_restore_and_peak_memory(

@@ -320,7 +320,7 @@ def build_chain(
             made = state.checkpoint(n, full=(full or {}).get(n) == task)
             assert made is not None
             path = store.snapshot_path(n, task, 2, made.base)
-            store.write_snapshot(path, made.data)
+            store.write_snapshot(path, made.pieces)
             snapshots.update({f"orders:{p}": str(path) for p in TASKS[task]})
         commit(store, n, snapshots)
         for state in states.values():

@@ -19,7 +19,7 @@ from laminar_kafka.control.records import Ack
 from laminar_kafka.errors import FencedError, LaminarError, TransactionError
 from tests.checkpoint.fakes import FENCED, FakeControl, FakeSink
 
-START = CommittedCut(0, {("orders", 0): 5}, b"start")
+START = CommittedCut(0, {("orders", 0): 5}, {("orders", 0): "chk-000000000002/task-0-g2.state"})
 IDENTITY = TaskIdentity("p", task=0, generation=3)
 
 
@@ -32,7 +32,8 @@ def test_pre_commit_snapshots_then_prepares_then_acks(tmp_path: Path) -> None:
     sink, control = FakeSink(), FakeControl()
     part = _participant(tmp_path, sink, control)
 
-    ok = part.pre_commit(7, {("orders", 0): 42}, b"state@7", AlignmentReport(12, True, 99))
+    pieces = iter([b"state", b"@7"])  # made as they are written
+    ok = part.pre_commit(7, {("orders", 0): 42}, pieces, AlignmentReport(12, True, 99))
 
     assert ok and part.phase is ParticipantPhase.PREPARED
     snapshot = CheckpointStore(str(tmp_path), "p").snapshot_path(7, 0, 3)
@@ -43,7 +44,7 @@ def test_pre_commit_snapshots_then_prepares_then_acks(tmp_path: Path) -> None:
     assert isinstance(sent, Ack)
     assert (sent.checkpoint_id, sent.generation, sent.task, sent.ok) == (7, 3, 0, True)
     assert sent.positions == {"orders:0": 42}
-    assert sent.snapshot_handles == {"orders:0": str(snapshot)}
+    assert sent.snapshot_handles == {"orders:0": str(snapshot)} and sent.snapshot_bytes == 7
     assert (sent.alignment_ms, sent.unaligned, sent.local_watermark_ms) == (12, True, 99)
 
 
@@ -54,7 +55,9 @@ def test_commit_makes_the_prepared_cut_the_committed_one(tmp_path: Path) -> None
 
     cut = part.commit()
 
-    assert cut == CommittedCut(7, {("orders", 0): 42}, b"state@7") == part.committed
+    snapshot = str(CheckpointStore(str(tmp_path), "p").snapshot_path(7, 0, 3))
+    # The cut names the file written, not a copy of the state.
+    assert cut == CommittedCut(7, {("orders", 0): 42}, {("orders", 0): snapshot}) == part.committed
     assert sink.calls == ["prepare", "commit"]
     assert part.phase is ParticipantPhase.OPEN and part.checkpoints == 1
 

@@ -45,7 +45,7 @@ def _run(store: CheckpointStore, checkpoints: range, every: int) -> TaskState:
         made = state.checkpoint(n)
         assert made is not None
         path = store.snapshot_path(n, 0, 1, made.base)
-        store.write_snapshot(path, made.data)
+        store.write_snapshot(path, made.pieces)
         store.write_manifest(
             Manifest(
                 PIPELINE, n, 1, n, {"orders:0": n}, {"orders:0": n - 1}, {"orders:0": str(path)}

@@ -73,10 +73,9 @@ def test_expired_keys_are_in_no_snapshot_and_absent_after_a_restore() -> None:
     state.load({key: {step: KeyedState({"a": (3, 0), "b": (2, 5_000)})}})
 
     assert runner.expire(state.partitions) == 1  # what a task does before its snapshot
-    snapshot = state.snapshot()
-    assert snapshot is not None
-    restored = TaskState(stateful=True)
-    restored.restore(snapshot, [key])
+    files = {"chk-1": state.snapshot() or b""}
+    restored = TaskState(stateful=True, read=files.__getitem__)
+    restored.restore({key: "chk-1"}, [key])
     assert restored.of(key)[step].table == {"b": (2, 5_000)}
     now[0] = 15_000
     assert runner.expire(restored.partitions) == 1

@@ -135,17 +135,17 @@ def test_a_snapshot_keeps_the_keys_not_expired_and_a_restore_expires_them_on_tim
     Progress.of(state.of(KEY)).watermark = 9_999
 
     assert runner.expire(state.partitions) == 0, "the wall clock, far ahead, expires nothing"
-    snapshot = state.snapshot()
-    assert snapshot is not None
-    restored = TaskState(stateful=True)
-    restored.restore(snapshot, [KEY])
+    files = {"chk-1": state.snapshot() or b""}
+    restored = TaskState(stateful=True, read=files.__getitem__)
+    restored.restore({KEY: "chk-1"}, [KEY])
     assert restored.of(KEY)[step].table == {"a": (3, 0), "b": (2, 5_000)}
     assert Progress.of(restored.of(KEY)).watermark == 9_999
 
     Progress.of(restored.of(KEY)).watermark = 10_000
     assert runner.expire(restored.partitions) == 1
-    again = TaskState(stateful=True)
-    again.restore(restored.snapshot() or b"", [KEY])
+    files["chk-2"] = restored.snapshot() or b""
+    again = TaskState(stateful=True, read=files.__getitem__)
+    again.restore({KEY: "chk-2"}, [KEY])
     assert again.of(KEY)[step].table == {"b": (2, 5_000)}, "a expired: absent after a restore"
 
 
@@ -167,7 +167,7 @@ def incremental(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Task
 def _checkpoint(state: TaskState, n: int) -> str:
     made = state.checkpoint(n)
     assert made is not None
-    FILES[path := f"chk-{n}/{made.base}"] = made.data
+    FILES[path := f"chk-{n}/{made.base}"] = b"".join(made.pieces)
     state.committed()
     return path
 

@@ -47,7 +47,7 @@ def _checkpoint(state: TaskState, n: int) -> str:
     made = state.checkpoint(n)
     assert made is not None
     path = f"chk-{n}/{made.base}"
-    FILES[path] = made.data
+    FILES[path] = b"".join(made.pieces)
     state.committed()
     return path
 

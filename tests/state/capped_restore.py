@@ -50,7 +50,7 @@ def build(store: CheckpointStore, keys: int) -> None:
     for n in (1, 2):  # a base, then a delta
         made = state.checkpoint(n)
         assert made is not None
-        store.write_snapshot(store.snapshot_path(n, 0, 1, made.base), made.data)
+        store.write_snapshot(store.snapshot_path(n, 0, 1, made.base), made.pieces)
         state.committed()
         for i in range(0, keys, 100):
             table[f"key-{i:08d}"] = -i

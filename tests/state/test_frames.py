@@ -157,13 +157,13 @@ def test_a_task_on_disk_restores_its_chain_from_a_framed_base(
     for n in (1, 2):  # a base, then a delta
         made = state.checkpoint(n)
         assert made is not None and (made.base is None) == (n == 1)
-        store.write_snapshot(store.snapshot_path(n, 0, 1, made.base), made.data)
+        store.write_snapshot(store.snapshot_path(n, 0, 1, made.base), made.pieces)
         state.committed()
         expected = dict(table.items())
         table["k1"] = table.get("k1", 0) + 100  # after the checkpoint: rolled back
         del table[f"k{n + 10}"]
     assert expected["k1"] == 101 and "k11" not in expected and "k12" in expected
-    state.restore(b"", [A])
+    state.restore({A: path_of(2, 1)}, [A])  # the committed cut: the delta of checkpoint 2
     restored = state.of(A)[COUNT].table
     assert isinstance(restored, DiskTable)
     assert dict(restored.items()) == expected
@@ -179,7 +179,9 @@ def test_with_incremental_checkpoints_a_memory_restore_fills_a_tracked_table(
     state.load({A: {COUNT: KeyedState(TrackedTable({"a": 1, "b": 2}))}})
     made = state.checkpoint(1)
     assert made is not None
-    state.restore(made.data, [A])  # no committed chain: the bytes taken
+    path = store.snapshot_path(1, 0, 1)
+    store.write_snapshot(path, made.pieces)
+    state.restore({A: str(path)}, [A])
     table = state.of(A)[COUNT].table
     assert type(table) is TrackedTable  # filled in place, not a dict copied at first use
     assert dict(table) == {"a": 1, "b": 2} and not table.changed and not table.deleted

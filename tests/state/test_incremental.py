@@ -32,7 +32,7 @@ class Files:
     def write(self, checkpoint_id: int, made: StateFile | None) -> str:
         assert made is not None
         path = self.path_of(checkpoint_id, made.base)
-        self.files[path] = made.data
+        self.files[path] = b"".join(made.pieces)
         return path
 
     def read(self, path: str) -> bytes:
@@ -83,11 +83,13 @@ def test_a_delta_costs_what_changed() -> None:
     files = Files()
     state = _state(files, every=10)
     base = state.checkpoint(1)
+    assert base is not None
+    base_bytes = b"".join(base.pieces)
     state.committed()
     state.of(KEYS[0])[STEP].table["k1"] = "changed"
     delta = state.checkpoint(2)
-    assert base is not None and delta is not None and delta.base == 1
-    assert len(delta.data) * 20 < len(base.data)
+    assert delta is not None and delta.base == 1
+    assert len(b"".join(delta.pieces)) * 20 < len(base_bytes)
 
 
 def test_full_snapshot_forces_a_new_base() -> None:
@@ -105,13 +107,16 @@ def test_a_rollback_returns_to_the_committed_chain_and_the_next_file_is_a_base()
     files.write(1, state.checkpoint(1))
     state.committed()
     state.of(KEYS[0])[STEP].table["k1"] = "committed"
-    files.write(2, state.checkpoint(2))
+    committed = files.write(2, state.checkpoint(2))  # a delta on 1: the committed cut's file
     state.committed()
     expected = {key: _tables(state, key) for key in KEYS}
     state.of(KEYS[0])[STEP].table["k1"] = "aborted"
     del state.of(KEYS[1])[STEP].table["k2"]
     files.write(3, state.checkpoint(3))  # never committed: Abort(3)
-    state.restore(b"", KEYS)
+    state.restore({key: committed for key in KEYS}, KEYS)
+    assert {key: _tables(state, key) for key in KEYS} == expected
+    state.of(KEYS[0])[STEP].table["k1"] = "aborted again"
+    state.restore({key: committed for key in KEYS}, KEYS)  # a second Abort before a commit
     assert {key: _tables(state, key) for key in KEYS} == expected
     made = state.checkpoint(4)
     assert made is not None and made.base is None

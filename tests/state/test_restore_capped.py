@@ -16,13 +16,14 @@ needed about 90 MiB more at 2M keys, the whole-file one about 350."""
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _run(*argv: str) -> str:
+def run_capped(module: str, *argv: str) -> str:
+    """The last line of `python -m tests.state.<module> <argv>`, run in a process of its own."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
     }
     done = subprocess.run(
-        [sys.executable, "-m", "tests.state.capped_restore", *argv],
+        [sys.executable, "-m", f"tests.state.{module}", *argv],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -37,7 +38,8 @@ def test_a_disk_restore_of_2m_keys_completes_under_a_cap_the_whole_file_restore_
     tmp_path: Path,
 ) -> None:
     root = str(tmp_path / "checkpoints")
-    assert _run("build", root, str(KEYS)) == "built"
+    assert run_capped("capped_restore", "build", root, str(KEYS)) == "built"
     # Key 100 changed after the base: the delta applied over the streamed base.
-    assert _run("stream", root, str(OVER_MIB)) == f"ok {KEYS} -100"
-    assert _run("whole", root, str(OVER_MIB)) == "MemoryError"  # the negative control
+    assert run_capped("capped_restore", "stream", root, str(OVER_MIB)) == f"ok {KEYS} -100"
+    # The negative control.
+    assert run_capped("capped_restore", "whole", root, str(OVER_MIB)) == "MemoryError"

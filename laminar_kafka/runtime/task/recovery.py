@@ -45,7 +45,7 @@ from laminar_kafka.errors import CheckpointError
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
 from laminar_kafka.runtime.task.ports import SourceLogs, SourceReader
 from laminar_kafka.sources.start_position import StartAtTime, StartPosition, start_offset
-from laminar_kafka.state.chain import Opener, read_partition
+from laminar_kafka.state.chain import Opener, read_named
 from laminar_kafka.state.frames import TableMaker
 from laminar_kafka.state.snapshot import PartitionTables
 
@@ -57,6 +57,8 @@ class PartitionStart:
     offset: int
     checkpoint_id: int | None
     states: PartitionTables = field(default_factory=dict)
+    state_file: str | None = None
+    """The state file `states` were read from (None: none, they are empty)."""
 
 
 def plan_starts(
@@ -69,13 +71,10 @@ def plan_starts(
     make: Callable[[PartitionKey], TableMaker | None] | None = None,
 ) -> dict[PartitionKey, PartitionStart]:
     """Steps 2-5 of recovery for the given partitions; `make(key)` gives what a partition's
-    running aggregates are restored into (`TaskState.restored_table`; None: dicts)."""
+    running aggregates are restored into (`TaskState.restored_table`; None: dicts). Each
+    state file is read once for all the partitions that resume from it."""
     starts: dict[PartitionKey, PartitionStart] = {}
     manifests = _ManifestCache(store)
-
-    def read(manifest: Manifest, key: PartitionKey, offset: int) -> PartitionStart:
-        return _restore(store.open_snapshot, manifest, key, offset, make and make(key))
-
     fresh: list[PartitionKey] = []
     for tp in reader.committed(partitions, timeout_s):
         key = (tp.topic, tp.partition)
@@ -89,7 +88,7 @@ def plan_starts(
             fresh.append(key)
             continue
         manifest = manifests.named_by(found, key)
-        starts[key] = read(manifest, key, tp.offset)
+        starts[key] = _located(manifest, key, tp.offset)
     run_start = read_run_start(store) if fresh else None
     recorded = manifests.recorded(run_start) if run_start is not None else []
     for key in list(fresh):  # 4.
@@ -97,7 +96,8 @@ def plan_starts(
         offset = None if base is None else base.position_of(key)
         if base is not None and offset is not None:
             fresh.remove(key)
-            starts[key] = read(base, key, offset)
+            starts[key] = _located(base, key, offset)
+    _restore(store.open_snapshot, starts, make or (lambda _: None))
     for key, offset in _start_offsets(fresh, start_from, logs, timeout_s).items():
         starts[key] = PartitionStart(offset, None)
     return starts
@@ -148,16 +148,21 @@ def start_manifest(key: PartitionKey, recorded: Sequence[Manifest]) -> Manifest 
     return next((m for m in recorded if m.position_of(key) is not None), None)
 
 
+def _located(manifest: Manifest, key: PartitionKey, offset: int) -> PartitionStart:
+    """A partition's start from `manifest`, its state not read yet (`_restore`)."""
+    return PartitionStart(offset, manifest.checkpoint_id, {}, manifest.snapshot_of(key))
+
+
 def _restore(
-    open_file: Opener, manifest: Manifest, key: PartitionKey, offset: int, make: TableMaker | None
-) -> PartitionStart:
-    """A partition's start from `manifest`: its base state file plus the deltas after it
-    (state/chain.py), read a chunk at a time (a framed base)."""
-    states: PartitionTables = {}
-    handle = manifest.snapshot_of(key)
-    if handle is not None:
-        states = read_partition(None, handle, key, make, open_file)
-    return PartitionStart(offset, manifest.checkpoint_id, states)
+    open_file: Opener,
+    starts: Mapping[PartitionKey, PartitionStart],
+    make: Callable[[PartitionKey], TableMaker | None],
+) -> None:
+    """Each start's state from its state file: a base plus the deltas after it
+    (state/chain.py), read a chunk at a time (a framed base), each file once."""
+    files = {key: s.state_file for key, s in starts.items() if s.state_file is not None}
+    for key, states in read_named(None, files, make, open_file).items():
+        starts[key].states = states
 
 
 def choose_run_start(

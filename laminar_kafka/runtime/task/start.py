@@ -38,7 +38,9 @@ def recover_task(
     inputs.start({key: start.offset for key, start in starts.items()})
     inputs.fresh = frozenset(k for k, s in starts.items() if s.checkpoint_id is None)
     log.info("task %d resumes %s", spec.task, {k: s.offset for k, s in starts.items()})
-    cut = CommittedCut(0, dict(inputs.positions), state.snapshot() or b"")
+    # The cut names the files the state was restored from: a rollback reads them again.
+    files = {key: s.state_file for key, s in starts.items() if s.state_file is not None}
+    cut = CommittedCut(0, dict(inputs.positions), files)
     identity = TaskIdentity(spec.pipeline.name, spec.task, spec.generation, spec.stage_index)
     return CheckpointParticipant(
         identity, ports.sinks, ports.store, ports.control, inputs.group_metadata, cut

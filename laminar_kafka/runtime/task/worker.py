@@ -222,10 +222,10 @@ class WorkerTask:
             dead_letter_reasons=dict(self._flows.counts.reasons),
         )
         self._flows.expire(self._state.partitions)  # expired keys: in no snapshot
-        made = self._state.checkpoint(n, full=barrier.is_full_snapshot)
         self._time.forward()  # the epoch's last watermark, then its barrier
         forward_barrier(self._txn, barrier, self.spec.task, self.spec.outputs)
-        snapshot, base = (made.data, made.base) if made else (None, None)
+        made = self._state.checkpoint(n, full=barrier.is_full_snapshot)  # made as 1. writes it
+        snapshot, base = (made.pieces, made.base) if made else (None, None)
         ok = participant.pre_commit(n, self._inputs.positions, snapshot, report, base)  # 1.
         if self.spec.stage_index > 0:
             faults.crash_here(FaultPoint.DOWNSTREAM_ACKED, n, self.spec.task)
@@ -294,7 +294,7 @@ class WorkerTask:
     def _roll_back(self, participant: CheckpointParticipant) -> None:
         """Back to the last committed checkpoint (or the recovered start)."""
         cut = participant.abort()
-        self._state.restore(cut.snapshot, self.spec.partitions)
+        self._state.restore(cut.state_files, self.spec.partitions)
         self._inputs.rewind(cut.positions)
         self._time.restart()
         self._since_commit = 0
