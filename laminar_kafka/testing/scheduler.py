@@ -31,6 +31,8 @@ import hashlib
 import random
 import threading
 from collections.abc import Callable
+from operator import attrgetter
+from threading import get_ident
 from typing import Any, TypeVar
 
 from laminar_kafka import waits
@@ -39,6 +41,8 @@ from laminar_kafka.testing.sim_sync import SimCondition, SimEvent, SimLock, SimT
 from laminar_kafka.testing.strand import Strand
 
 T = TypeVar("T")
+
+_PRIORITY = attrgetter("priority")
 
 EPOCH_S = 1_800_000_000.0
 """The virtual wall clock at virtual monotonic 0."""
@@ -75,6 +79,8 @@ class Scheduler:
         self._quantum_s, self._max_virtual_s = quantum_s, max_virtual_s
         self._strands: list[Strand] = []
         self._by_ident: dict[int, Strand] = {}
+        self._awaited: dict[int, int] = {}
+        """How many strands wait for each object (by id): `wake` of any other is a no-op."""
         self._serial = 0
         self._hash = hashlib.blake2b(digest_size=16)
         self._closed = False
@@ -84,7 +90,7 @@ class Scheduler:
 
     # -- the waits world ---------------------------------------------------
     def monotonic(self) -> float:
-        self.turn()
+        self.step(self._by_ident.get(get_ident()))
         return self.now
 
     def wall(self) -> float:
@@ -141,6 +147,7 @@ class Scheduler:
         """A new runnable strand, its real thread waiting for the baton."""
         self._serial += 1
         strand = Strand(self._serial, name, priority=self._rng.random())
+        strand.tag = self._serial.to_bytes(4, "little")
         real = threading.Thread(
             target=self._body, args=(strand, target, args), name=name, daemon=True
         )
@@ -168,7 +175,7 @@ class Scheduler:
             return
         strand.done = True
         self._strands.remove(strand)
-        self._by_ident.pop(threading.get_ident(), None)
+        self._by_ident.pop(get_ident(), None)
         self.wake(strand)
         self._switch(strand, park=False)
 
@@ -188,38 +195,45 @@ class Scheduler:
     # -- turns -------------------------------------------------------------
     def me(self) -> Strand | None:
         """The calling thread's strand (None: a thread outside the run)."""
-        return self._by_ident.get(threading.get_ident())
+        return self._by_ident.get(get_ident())
 
     def turn(self) -> None:
-        """A point where another thread may go (unless the caller holds a lock: a thread
-        interrupted there would only make the others wait for it)."""
-        strand = self.me()
-        if strand is not None and strand.holding:
+        """A point where another thread may go (see `step`)."""
+        self.step(self._by_ident.get(get_ident()))
+
+    def step(self, strand: Strand | None) -> None:
+        """`turn` for a caller that knows its strand: another thread may go, unless the
+        caller holds a lock (a thread interrupted there would only make the others wait)."""
+        if strand is None:
+            if self._closed and get_ident() in {t.ident for t in self._real}:
+                raise Abandoned
+        elif strand.holding:
             self.now += self._quantum_s
-        elif strand is not None:
+        else:
             self._switch(strand)
-        elif self._closed and threading.get_ident() in {t.ident for t in self._real}:
-            raise Abandoned
 
     def block(self, on: object | None, timeout: float | None) -> bool:
         """Wait for `on` to be woken, or `timeout` virtual seconds; whether it was woken."""
-        strand = self.me()
+        strand = self._by_ident.get(get_ident())
         if strand is None:
             if self._closed:
                 raise Abandoned
             raise ScheduleError("a thread outside the run waits on the run's objects")
         strand.waiting, strand.on, strand.woken = True, on, False
+        if on is not None:
+            self._awaited[id(on)] = self._awaited.get(id(on), 0) + 1
         strand.deadline = None if timeout is None else self.now + max(0.0, timeout)
         self._switch(strand)
         return strand.woken
 
     def wake(self, on: object) -> None:
         """Every strand waiting for `on` may go on."""
-        if self._closed:
+        if self._closed or id(on) not in self._awaited:
             return
+        del self._awaited[id(on)]
         for strand in self._strands:
             if strand.waiting and strand.on is on:
-                strand.waiting, strand.on, strand.woken = False, None, True
+                strand.waiting, strand.on, strand.woken, strand.deadline = False, None, True, None
 
     def _switch(self, me: Strand, park: bool = True) -> None:
         if self._closed:
@@ -245,7 +259,7 @@ class Scheduler:
         if len(runnable) > 1:
             pick = self._pick(me, runnable)
             self.choices += 1
-            self._hash.update(pick.serial.to_bytes(4, "little"))
+            self._hash.update(pick.tag)
         if pick is me:
             return
         pick.baton.release()
@@ -261,16 +275,24 @@ class Scheduler:
             return runnable[self._rng.randrange(len(runnable))]
         if not me.waiting and self._rng.random() < self._priorities:
             me.priority = min(s.priority for s in self._strands) - 1.0
-        return max(runnable, key=lambda s: s.priority)
+        return max(runnable, key=_PRIORITY)
 
     def _runnable(self) -> list[Strand]:
-        """The strands that may go, those whose deadline passed woken (not notified)."""
+        """The strands that may go, in the order they were spawned; those whose deadline
+        passed are woken (not notified). A strand that does not wait has no deadline."""
         now, out = self.now, []
         for strand in self._strands:
             if strand.waiting:
-                if strand.deadline is None or strand.deadline > now:
+                deadline = strand.deadline
+                if deadline is None or deadline > now:
                     continue
-                strand.waiting, strand.on, strand.woken = False, None, False
-            strand.deadline = None
+                self._unawait(strand.on)
+                strand.waiting, strand.on, strand.woken, strand.deadline = False, None, False, None
             out.append(strand)
         return out
+
+    def _unawait(self, on: object | None) -> None:
+        if on is not None:
+            left = self._awaited.pop(id(on), 0) - 1
+            if left > 0:
+                self._awaited[id(on)] = left

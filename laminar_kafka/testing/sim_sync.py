@@ -21,6 +21,7 @@ class Scheduler(Protocol):
     def spawn(self, target: Callable[..., object], name: str, args: tuple[Any, ...]) -> Strand: ...
     def me(self) -> Strand | None: ...
     def turn(self) -> None: ...
+    def step(self, strand: Strand | None) -> None: ...
     def block(self, on: object | None, timeout: float | None) -> bool: ...
     def wake(self, on: object) -> None: ...
 
@@ -61,40 +62,40 @@ class SimLock:
         self._owner: object | None = None
         self._count = 0
 
-    def _me(self) -> object:
-        strand = self._scheduler.me()
-        return _OUTSIDE if strand is None else strand
-
     def acquire(self) -> bool:
-        me = self._me()
+        scheduler = self._scheduler
+        strand = scheduler.me()
+        me = _OUTSIDE if strand is None else strand
         if self._owner is me:
             self._count += 1
             return True
-        self._scheduler.turn()
+        scheduler.step(strand)
         while self._owner is not None:
-            if me is _OUTSIDE:
+            if strand is None:
                 raise RuntimeError("a thread outside the run takes a lock the run holds")
-            self._scheduler.block(self, None)
+            scheduler.block(self, None)
         self._owner, self._count = me, 1
-        self._hold(1)
+        if strand is not None:
+            strand.holding += 1
         return True
 
-    def _hold(self, change: int) -> None:
-        if isinstance(self._owner, Strand):
-            self._owner.holding += change
+    __enter__ = acquire
 
     def release(self) -> None:
-        if self._owner is not self._me():
+        strand = self._scheduler.me()
+        if self._owner is not (_OUTSIDE if strand is None else strand):
             raise RuntimeError("release of a lock this thread does not hold")
         self._count -= 1
         if self._count == 0:
-            self._hold(-1)
+            if strand is not None:
+                strand.holding -= 1
             self._owner = None
             self._scheduler.wake(self)
 
     def release_all(self) -> int:
         """Release however often it was taken (for a condition's wait); that count."""
-        self._hold(-1)
+        if isinstance(self._owner, Strand):
+            self._owner.holding -= 1
         count, self._count, self._owner = self._count, 0, None
         self._scheduler.wake(self)
         return count
@@ -102,9 +103,6 @@ class SimLock:
     def take_back(self, count: int) -> None:
         self.acquire()
         self._count = count
-
-    def __enter__(self) -> bool:
-        return self.acquire()
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

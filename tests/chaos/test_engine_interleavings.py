@@ -12,7 +12,8 @@ Seeds run from `LAMINAR_SCHEDULE_SEED` (default 0) for
 `LAMINAR_INTERLEAVING_SHARDS` tests (1 by default; shard k runs every k-th seed)
 that `pytest -n` spreads over its workers, each in
 `LAMINAR_INTERLEAVING_PROCESSES` processes of its own (1 by default: the test's
-own). `.ci/run` gives it 150 seconds in one test of 2 processes, one a core.
+own). `.ci/run` gives it 150 seconds in one test of 2 processes, one a core:
+each process runs its threads on one CPU of its own (`one_cpu`).
 Odd seeds draw threads by priorities with change points, even ones alike; both
 with rare stalls (`testing/scheduler.py`). A failure names its
 seed, and `LAMINAR_SCHEDULE_SEED=<seed> LAMINAR_INTERLEAVING_BUDGET_S=0`
@@ -21,7 +22,6 @@ replays that run, interleaving included.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import multiprocessing
 import os
@@ -29,6 +29,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +46,6 @@ CHANGE_POINTS = float(os.environ.get("LAMINAR_CHANGE_POINTS", "0.002"))
 STALLS = float(os.environ.get("LAMINAR_STALLS", "0.001"))
 SHARDS = int(os.environ.get("LAMINAR_INTERLEAVING_SHARDS", "1"))
 PROCESSES = int(os.environ.get("LAMINAR_INTERLEAVING_PROCESSES", "1"))
-loaded = functools.cache(example)  # a run does not change its pipeline
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def run_interleaved(
 ) -> tuple[RoundResult, Scheduler]:
     """Seed's schedule, its threads interleaved by `interleaving` (default: the seed)."""
     s = schedule(seed)
-    pipeline = loaded(s.example)
+    pipeline = example(s.example)
     load = workload(pipeline, s.records, s.partitions)
     seed_of_run = seed if interleaving is None else interleaving
     scheduler = Scheduler(seed_of_run, CHANGE_POINTS if seed_of_run % 2 else None, STALLS)
@@ -81,7 +81,7 @@ def trace(seed: int, where: Path) -> str:
     found = hashlib.blake2b(scheduler.digest.encode(), digest_size=16)
     for event in result.run.events:  # their times and durations are virtual too
         found.update(event.to_json().encode())
-    for flow in loaded(schedule(seed).example).flows:
+    for flow in example(schedule(seed).example).flows:
         for value in committed_values(result.broker, flow.sink.topic, lambda v: v):
             found.update(value or b"-")
     found.update(repr(result.report).encode())
@@ -122,8 +122,34 @@ class Stint:
     failure: str | None = None
 
 
-def run_stint(first: int, step: int, budget_s: float, where: str) -> Stint:
-    """Run seeds from `first` in steps of `step` until `budget_s` has passed (one at least)."""
+@contextmanager
+def one_cpu(index: int) -> Iterator[None]:
+    """The calling thread, and the threads it starts, on one CPU (the `index`-th of those
+    allowed, round) for the block.
+
+    Under the scheduler one thread runs at a time and hands the baton to the next:
+    on one CPU that is a context switch, across two a wake-up on the other core,
+    several times as long, and a run hands the baton on some 2,000 times.
+    """
+    if not hasattr(os, "sched_setaffinity"):  # not on Linux: as many CPUs as allowed
+        yield
+        return
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {sorted(allowed)[index % len(allowed)]})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
+def run_stint(first: int, step: int, budget_s: float, where: str, cpu: int = 0) -> Stint:
+    """Run seeds from `first` in steps of `step` until `budget_s` has passed (one at least),
+    on the `cpu`-th CPU (`one_cpu`)."""
+    with one_cpu(cpu):
+        return _stint(first, step, budget_s, where)
+
+
+def _stint(first: int, step: int, budget_s: float, where: str) -> Stint:
     started = time.monotonic()
     seed, runs, crashes, fired = first, 0, 0, 0
     while seed == first or time.monotonic() - started < budget_s:
@@ -150,7 +176,7 @@ def test_interleaved_schedules_end_with_what_the_oracle_expects(
     step = SHARDS * PROCESSES
     firsts = [FIRST_SEED + shard + SHARDS * k for k in range(PROCESSES)]
     if PROCESSES == 1:
-        stints = [run_stint(firsts[0], step, BUDGET_S, str(where))]
+        stints = [run_stint(firsts[0], step, BUDGET_S, str(where), shard)]
     else:
         # Fresh interpreters (spawn): the test process's own threads are not copied.
         spawn = multiprocessing.get_context("spawn")
@@ -162,6 +188,7 @@ def test_interleaved_schedules_end_with_what_the_oracle_expects(
                     [step] * PROCESSES,
                     [BUDGET_S] * PROCESSES,
                     [str(where / f"process-{k}") for k in range(PROCESSES)],
+                    [shard * PROCESSES + k for k in range(PROCESSES)],
                 )
             )
     failures = [stint.failure for stint in stints if stint.failure is not None]
