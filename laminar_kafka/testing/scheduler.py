@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 
 from laminar_kafka import waits
 from laminar_kafka.errors import LaminarError
+from laminar_kafka.testing.run_queue import RunQueue
 from laminar_kafka.testing.sim_sync import SimCondition, SimEvent, SimLock, SimThread
 from laminar_kafka.testing.strand import Strand
 
@@ -77,10 +78,8 @@ class Scheduler:
         """Steps where more than one thread could go: where the seed decided."""
         self._rng = random.Random(seed)
         self._quantum_s, self._max_virtual_s = quantum_s, max_virtual_s
-        self._strands: list[Strand] = []
+        self._queue = RunQueue()
         self._by_ident: dict[int, Strand] = {}
-        self._awaited: dict[int, int] = {}
-        """How many strands wait for each object (by id): `wake` of any other is a no-op."""
         self._serial = 0
         self._hash = hashlib.blake2b(digest_size=16)
         self._closed = False
@@ -151,7 +150,7 @@ class Scheduler:
         real = threading.Thread(
             target=self._body, args=(strand, target, args), name=name, daemon=True
         )
-        self._strands.append(strand)
+        self._queue.spawned(strand)
         self._real.append(real)
         real.start()
         strand.ident = real.ident
@@ -174,7 +173,7 @@ class Scheduler:
         if self._closed:
             return
         strand.done = True
-        self._strands.remove(strand)
+        self._queue.ended(strand)
         self._by_ident.pop(get_ident(), None)
         self.wake(strand)
         self._switch(strand, park=False)
@@ -184,7 +183,7 @@ class Scheduler:
         if self._closed:
             return
         self._closed = True
-        for strand in self._strands:
+        for strand in self._queue.strands:
             strand.baton.release()
         self._ended.set()
 
@@ -219,21 +218,15 @@ class Scheduler:
             if self._closed:
                 raise Abandoned
             raise ScheduleError("a thread outside the run waits on the run's objects")
-        strand.waiting, strand.on, strand.woken = True, on, False
-        if on is not None:
-            self._awaited[id(on)] = self._awaited.get(id(on), 0) + 1
-        strand.deadline = None if timeout is None else self.now + max(0.0, timeout)
+        deadline = None if timeout is None else self.now + max(0.0, timeout)
+        self._queue.wait(strand, on, deadline)
         self._switch(strand)
         return strand.woken
 
     def wake(self, on: object) -> None:
         """Every strand waiting for `on` may go on."""
-        if self._closed or id(on) not in self._awaited:
-            return
-        del self._awaited[id(on)]
-        for strand in self._strands:
-            if strand.waiting and strand.on is on:
-                strand.waiting, strand.on, strand.woken, strand.deadline = False, None, True, None
+        if not self._closed:
+            self._queue.wake(on)
 
     def _switch(self, me: Strand, park: bool = True) -> None:
         if self._closed:
@@ -241,17 +234,18 @@ class Scheduler:
         self.steps += 1
         self.now += self._quantum_s
         if park and not me.waiting and self._stalls and self._rng.random() < self._stalls:
-            me.waiting, me.on, me.woken = True, None, False  # descheduled for a while
-            me.deadline = self.now + self._rng.uniform(0.0, self._stall_s)
-        runnable = self._runnable()
+            stall = self._rng.uniform(0.0, self._stall_s)  # descheduled for a while
+            self._queue.wait(me, None, self.now + stall)
+        runnable = self._queue.runnable(self.now)
         if not runnable:
-            deadlines = [s.deadline for s in self._strands if s.deadline is not None]
-            if not deadlines:
-                names = ", ".join(f"{s.name} on {type(s.on).__name__}" for s in self._strands)
+            soonest = self._queue.soonest()
+            if soonest is None:
+                strands = self._queue.strands
+                names = ", ".join(f"{s.name} on {type(s.on).__name__}" for s in strands)
                 self._fail(f"every thread waits for ever: {names}")
                 raise Abandoned
-            self.now = max(self.now, min(deadlines))
-            runnable = self._runnable()
+            self.now = max(self.now, soonest)
+            runnable = self._queue.runnable(self.now)
         if self.now > self._max_virtual_s:
             self._fail(f"no end within {self._max_virtual_s:g}s of virtual time")
             raise Abandoned
@@ -274,25 +268,5 @@ class Scheduler:
         if self._priorities is None:
             return runnable[self._rng.randrange(len(runnable))]
         if not me.waiting and self._rng.random() < self._priorities:
-            me.priority = min(s.priority for s in self._strands) - 1.0
+            me.priority = min(s.priority for s in self._queue.strands) - 1.0
         return max(runnable, key=_PRIORITY)
-
-    def _runnable(self) -> list[Strand]:
-        """The strands that may go, in the order they were spawned; those whose deadline
-        passed are woken (not notified). A strand that does not wait has no deadline."""
-        now, out = self.now, []
-        for strand in self._strands:
-            if strand.waiting:
-                deadline = strand.deadline
-                if deadline is None or deadline > now:
-                    continue
-                self._unawait(strand.on)
-                strand.waiting, strand.on, strand.woken, strand.deadline = False, None, False, None
-            out.append(strand)
-        return out
-
-    def _unawait(self, on: object | None) -> None:
-        if on is not None:
-            left = self._awaited.pop(id(on), 0) - 1
-            if left > 0:
-                self._awaited[id(on)] = left
