@@ -22,6 +22,7 @@ replays that run, interleaving included.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import multiprocessing
 import os
@@ -137,13 +138,26 @@ def one_cpu(index: int) -> Iterator[None]:
         return
     allowed = os.sched_getaffinity(0)
     policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
-    os.sched_setaffinity(0, {sorted(allowed)[index % len(allowed)]})
-    os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    with contextlib.suppress(OSError):  # a sandbox may refuse: the runs are only slower
+        os.sched_setaffinity(0, {sorted(allowed)[index % len(allowed)]})
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     try:
         yield
     finally:
-        os.sched_setscheduler(0, policy, param)
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(0, policy, param)
         os.sched_setaffinity(0, allowed)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux's")
+def test_a_stint_runs_on_one_cpu_and_gives_the_others_back() -> None:
+    allowed = os.sched_getaffinity(0)
+    with one_cpu(1):
+        assert len(os.sched_getaffinity(0)) == 1
+        assert os.sched_getaffinity(0) <= allowed
+        assert os.sched_getscheduler(0) == os.SCHED_BATCH
+    assert os.sched_getaffinity(0) == allowed
+    assert os.sched_getscheduler(0) != os.SCHED_BATCH
 
 
 def run_stint(first: int, step: int, budget_s: float, where: str, cpu: int = 0) -> Stint:
