@@ -48,7 +48,8 @@ class RunQueue:
             self._awaited[id(on)] = self._awaited.get(id(on), 0) + 1
         if deadline is not None:
             self._timed.append(strand)
-            self._soonest = min(self._soonest, deadline)
+            if deadline < self._soonest:
+                self._soonest = deadline
 
     def wake(self, on: object) -> None:
         """Every strand waiting for `on` may go, woken."""

@@ -79,7 +79,8 @@ class Scheduler:
         self._rng = random.Random(seed)
         self._quantum_s, self._max_virtual_s = quantum_s, max_virtual_s
         self._queue = RunQueue()
-        self._by_ident: dict[int, Strand] = {}
+        self.by_ident: dict[int, Strand] = {}
+        """The run's strands by the ident of their thread."""
         self._serial = 0
         self._hash = hashlib.blake2b(digest_size=16)
         self._closed = False
@@ -89,7 +90,11 @@ class Scheduler:
 
     # -- the waits world ---------------------------------------------------
     def monotonic(self) -> float:
-        self.step(self._by_ident.get(get_ident()))
+        strand = self.by_ident.get(get_ident())
+        if strand is not None and not strand.holding:
+            self._switch(strand)  # `step`, inlined: clocks are read at every turn
+        else:
+            self.step(strand)
         return self.now
 
     def wall(self) -> float:
@@ -105,7 +110,7 @@ class Scheduler:
         return SimLock(self)
 
     def condition(self) -> waits.Condition:
-        return SimCondition(self, SimLock(self))
+        return SimCondition(self)
 
     def thread(self, target: Callable[..., object], name: str, args: tuple[Any, ...]) -> SimThread:
         return SimThread(self, target, name, args)
@@ -155,7 +160,7 @@ class Scheduler:
         real.start()
         strand.ident = real.ident
         assert real.ident is not None
-        self._by_ident[real.ident] = strand
+        self.by_ident[real.ident] = strand
         return strand
 
     def _body(self, strand: Strand, target: Callable[..., object], args: tuple[Any, ...]) -> None:
@@ -174,7 +179,7 @@ class Scheduler:
             return
         strand.done = True
         self._queue.ended(strand)
-        self._by_ident.pop(get_ident(), None)
+        self.by_ident.pop(get_ident(), None)
         self.wake(strand)
         self._switch(strand, park=False)
 
@@ -194,11 +199,11 @@ class Scheduler:
     # -- turns -------------------------------------------------------------
     def me(self) -> Strand | None:
         """The calling thread's strand (None: a thread outside the run)."""
-        return self._by_ident.get(get_ident())
+        return self.by_ident.get(get_ident())
 
     def turn(self) -> None:
         """A point where another thread may go (see `step`)."""
-        self.step(self._by_ident.get(get_ident()))
+        self.step(self.by_ident.get(get_ident()))
 
     def step(self, strand: Strand | None) -> None:
         """`turn` for a caller that knows its strand: another thread may go, unless the
@@ -213,12 +218,12 @@ class Scheduler:
 
     def block(self, on: object | None, timeout: float | None) -> bool:
         """Wait for `on` to be woken, or `timeout` virtual seconds; whether it was woken."""
-        strand = self._by_ident.get(get_ident())
+        strand = self.by_ident.get(get_ident())
         if strand is None:
             if self._closed:
                 raise Abandoned
             raise ScheduleError("a thread outside the run waits on the run's objects")
-        deadline = None if timeout is None else self.now + max(0.0, timeout)
+        deadline = None if timeout is None else self.now + (timeout if timeout > 0 else 0.0)
         self._queue.wait(strand, on, deadline)
         self._switch(strand)
         return strand.woken

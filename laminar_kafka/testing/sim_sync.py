@@ -9,6 +9,7 @@ needs a real lock of its own.
 from __future__ import annotations
 
 from collections.abc import Callable
+from threading import get_ident
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -18,8 +19,10 @@ from laminar_kafka.testing.strand import Strand
 class Scheduler(Protocol):
     """What the events, locks and threads here ask of `testing.scheduler.Scheduler`."""
 
+    by_ident: dict[int, Strand]
+    """The run's strands by the ident of their thread."""
+
     def spawn(self, target: Callable[..., object], name: str, args: tuple[Any, ...]) -> Strand: ...
-    def me(self) -> Strand | None: ...
     def turn(self) -> None: ...
     def step(self, strand: Strand | None) -> None: ...
     def block(self, on: object | None, timeout: float | None) -> bool: ...
@@ -59,12 +62,13 @@ class SimLock:
 
     def __init__(self, scheduler: Scheduler) -> None:
         self._scheduler = scheduler
+        self._by_ident = scheduler.by_ident
         self._owner: object | None = None
         self._count = 0
 
     def acquire(self) -> bool:
         scheduler = self._scheduler
-        strand = scheduler.me()
+        strand = self._by_ident.get(get_ident())
         me = _OUTSIDE if strand is None else strand
         if self._owner is me:
             self._count += 1
@@ -82,7 +86,7 @@ class SimLock:
     __enter__ = acquire
 
     def release(self) -> None:
-        strand = self._scheduler.me()
+        strand = self._by_ident.get(get_ident())
         if self._owner is not (_OUTSIDE if strand is None else strand):
             raise RuntimeError("release of a lock this thread does not hold")
         self._count -= 1
@@ -110,29 +114,27 @@ class SimLock:
         self.release()
 
 
-class SimCondition:
-    """`threading.Condition` on a `SimLock`."""
+class ConditionWaiters:
+    """What the threads waiting on a `SimCondition` wait for (its lock's waiters wait
+    for the condition itself)."""
 
-    def __init__(self, scheduler: Scheduler, lock: SimLock) -> None:
-        self._scheduler, self._lock = scheduler, lock
 
-    def __enter__(self) -> bool:
-        return self._lock.acquire()
+class SimCondition(SimLock):
+    """`threading.Condition()`: on a lock of its own, reentrant."""
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._lock.release()
+    def __init__(self, scheduler: Scheduler) -> None:
+        super().__init__(scheduler)
+        self._waiters = ConditionWaiters()
 
     def wait(self, timeout: float | None = None) -> bool:
-        count = self._lock.release_all()
+        count = self.release_all()
         try:
-            return self._scheduler.block(self, timeout)
+            return self._scheduler.block(self._waiters, timeout)
         finally:
-            self._lock.take_back(count)
+            self.take_back(count)
 
     def notify_all(self) -> None:
-        self._scheduler.wake(self)
+        self._scheduler.wake(self._waiters)
 
 
 class SimThread:
