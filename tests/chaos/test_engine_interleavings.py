@@ -13,7 +13,7 @@ Seeds run from `LAMINAR_SCHEDULE_SEED` (default 0) for
 that `pytest -n` spreads over its workers, each in
 `LAMINAR_INTERLEAVING_PROCESSES` processes of its own (1 by default: the test's
 own). `.ci/run` gives it 150 seconds in one test of 2 processes, one a core:
-each process runs its threads on one CPU of its own (`one_cpu`).
+each runs its threads on one CPU, the one others use least (`one_cpu.py`).
 Odd seeds draw threads by priorities with change points, even ones alike; both
 with rare stalls (`testing/scheduler.py`). A failure names its
 seed, and `LAMINAR_SCHEDULE_SEED=<seed> LAMINAR_INTERLEAVING_BUDGET_S=0`
@@ -22,15 +22,13 @@ replays that run, interleaving included.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import multiprocessing
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +38,7 @@ from laminar_kafka.chaos.engine_rounds import RoundResult, committed_values, run
 from laminar_kafka.testing.scheduler import Scheduler
 from tests.chaos.engine_examples import example, workload
 from tests.chaos.engine_schedule import schedule
+from tests.chaos.one_cpu import one_cpu
 
 FIRST_SEED = int(os.environ.get("LAMINAR_SCHEDULE_SEED", "0"))
 BUDGET_S = float(os.environ.get("LAMINAR_INTERLEAVING_BUDGET_S", "10"))
@@ -123,54 +122,20 @@ class Stint:
     failure: str | None = None
 
 
-@contextmanager
-def one_cpu(index: int) -> Iterator[None]:
-    """The calling thread, and the threads it starts, on one CPU (the `index`-th of those
-    allowed, round) and under the batch policy, for the block.
-
-    Under the scheduler one thread runs at a time and hands the baton to the next,
-    some 2,000 times a run. On one CPU a hand-over is a context switch, not a
-    wake-up on another core; under SCHED_BATCH the woken thread does not preempt
-    the one handing over, which would only make it wait for the GIL.
-    """
-    if not hasattr(os, "sched_setaffinity"):  # not on Linux: as the process is
-        yield
-        return
-    allowed = os.sched_getaffinity(0)
-    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
-    with contextlib.suppress(OSError):  # a sandbox may refuse: the runs are only slower
-        os.sched_setaffinity(0, {sorted(allowed)[index % len(allowed)]})
-        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
-    try:
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            os.sched_setscheduler(0, policy, param)
-        os.sched_setaffinity(0, allowed)
-
-
-@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux's")
-def test_a_stint_runs_on_one_cpu_and_gives_the_others_back() -> None:
-    allowed = os.sched_getaffinity(0)
-    with one_cpu(1):
-        assert len(os.sched_getaffinity(0)) == 1
-        assert os.sched_getaffinity(0) <= allowed
-        assert os.sched_getscheduler(0) == os.SCHED_BATCH
-    assert os.sched_getaffinity(0) == allowed
-    assert os.sched_getscheduler(0) != os.SCHED_BATCH
-
-
 def run_stint(first: int, step: int, budget_s: float, where: str, cpu: int = 0) -> Stint:
     """Run seeds from `first` in steps of `step` until `budget_s` has passed (one at least),
     on the `cpu`-th CPU (`one_cpu`)."""
-    with one_cpu(cpu):
-        return _stint(first, step, budget_s, where)
+    with one_cpu(cpu) as kept:
+        return _stint(first, step, budget_s, where, kept.reconsider)
 
 
-def _stint(first: int, step: int, budget_s: float, where: str) -> Stint:
+def _stint(
+    first: int, step: int, budget_s: float, where: str, between: Callable[[], None]
+) -> Stint:
     started = time.monotonic()
     seed, runs, crashes, fired = first, 0, 0, 0
     while seed == first or time.monotonic() - started < budget_s:
+        between()
         try:
             fired += check(seed, Path(where) / f"seed-{seed}")
         except AssertionError as exc:
