@@ -31,14 +31,19 @@ import hashlib
 import random
 import threading
 from collections.abc import Callable
+from operator import attrgetter
+from threading import get_ident
 from typing import Any, TypeVar
 
 from laminar_kafka import waits
 from laminar_kafka.errors import LaminarError
+from laminar_kafka.testing.run_queue import RunQueue
 from laminar_kafka.testing.sim_sync import SimCondition, SimEvent, SimLock, SimThread
 from laminar_kafka.testing.strand import Strand
 
 T = TypeVar("T")
+
+_PRIORITY = attrgetter("priority")
 
 EPOCH_S = 1_800_000_000.0
 """The virtual wall clock at virtual monotonic 0."""
@@ -73,8 +78,9 @@ class Scheduler:
         """Steps where more than one thread could go: where the seed decided."""
         self._rng = random.Random(seed)
         self._quantum_s, self._max_virtual_s = quantum_s, max_virtual_s
-        self._strands: list[Strand] = []
-        self._by_ident: dict[int, Strand] = {}
+        self._queue = RunQueue()
+        self.by_ident: dict[int, Strand] = {}
+        """The run's strands by the ident of their thread."""
         self._serial = 0
         self._hash = hashlib.blake2b(digest_size=16)
         self._closed = False
@@ -84,7 +90,11 @@ class Scheduler:
 
     # -- the waits world ---------------------------------------------------
     def monotonic(self) -> float:
-        self.turn()
+        strand = self.by_ident.get(get_ident())
+        if strand is not None and not strand.holding:
+            self._switch(strand)  # `step`, inlined: clocks are read at every turn
+        else:
+            self.step(strand)
         return self.now
 
     def wall(self) -> float:
@@ -100,7 +110,7 @@ class Scheduler:
         return SimLock(self)
 
     def condition(self) -> waits.Condition:
-        return SimCondition(self, SimLock(self))
+        return SimCondition(self)
 
     def thread(self, target: Callable[..., object], name: str, args: tuple[Any, ...]) -> SimThread:
         return SimThread(self, target, name, args)
@@ -141,15 +151,16 @@ class Scheduler:
         """A new runnable strand, its real thread waiting for the baton."""
         self._serial += 1
         strand = Strand(self._serial, name, priority=self._rng.random())
+        strand.tag = self._serial.to_bytes(4, "little")
         real = threading.Thread(
             target=self._body, args=(strand, target, args), name=name, daemon=True
         )
-        self._strands.append(strand)
+        self._queue.spawned(strand)
         self._real.append(real)
         real.start()
         strand.ident = real.ident
         assert real.ident is not None
-        self._by_ident[real.ident] = strand
+        self.by_ident[real.ident] = strand
         return strand
 
     def _body(self, strand: Strand, target: Callable[..., object], args: tuple[Any, ...]) -> None:
@@ -167,8 +178,8 @@ class Scheduler:
         if self._closed:
             return
         strand.done = True
-        self._strands.remove(strand)
-        self._by_ident.pop(threading.get_ident(), None)
+        self._queue.ended(strand)
+        self.by_ident.pop(get_ident(), None)
         self.wake(strand)
         self._switch(strand, park=False)
 
@@ -177,7 +188,7 @@ class Scheduler:
         if self._closed:
             return
         self._closed = True
-        for strand in self._strands:
+        for strand in self._queue.strands:
             strand.baton.release()
         self._ended.set()
 
@@ -188,38 +199,39 @@ class Scheduler:
     # -- turns -------------------------------------------------------------
     def me(self) -> Strand | None:
         """The calling thread's strand (None: a thread outside the run)."""
-        return self._by_ident.get(threading.get_ident())
+        return self.by_ident.get(get_ident())
 
     def turn(self) -> None:
-        """A point where another thread may go (unless the caller holds a lock: a thread
-        interrupted there would only make the others wait for it)."""
-        strand = self.me()
-        if strand is not None and strand.holding:
+        """A point where another thread may go (see `step`)."""
+        self.step(self.by_ident.get(get_ident()))
+
+    def step(self, strand: Strand | None) -> None:
+        """`turn` for a caller that knows its strand: another thread may go, unless the
+        caller holds a lock (a thread interrupted there would only make the others wait)."""
+        if strand is None:
+            if self._closed and get_ident() in {t.ident for t in self._real}:
+                raise Abandoned
+        elif strand.holding:
             self.now += self._quantum_s
-        elif strand is not None:
+        else:
             self._switch(strand)
-        elif self._closed and threading.get_ident() in {t.ident for t in self._real}:
-            raise Abandoned
 
     def block(self, on: object | None, timeout: float | None) -> bool:
         """Wait for `on` to be woken, or `timeout` virtual seconds; whether it was woken."""
-        strand = self.me()
+        strand = self.by_ident.get(get_ident())
         if strand is None:
             if self._closed:
                 raise Abandoned
             raise ScheduleError("a thread outside the run waits on the run's objects")
-        strand.waiting, strand.on, strand.woken = True, on, False
-        strand.deadline = None if timeout is None else self.now + max(0.0, timeout)
+        deadline = None if timeout is None else self.now + (timeout if timeout > 0 else 0.0)
+        self._queue.wait(strand, on, deadline)
         self._switch(strand)
         return strand.woken
 
     def wake(self, on: object) -> None:
         """Every strand waiting for `on` may go on."""
-        if self._closed:
-            return
-        for strand in self._strands:
-            if strand.waiting and strand.on is on:
-                strand.waiting, strand.on, strand.woken = False, None, True
+        if not self._closed:
+            self._queue.wake(on)
 
     def _switch(self, me: Strand, park: bool = True) -> None:
         if self._closed:
@@ -227,17 +239,18 @@ class Scheduler:
         self.steps += 1
         self.now += self._quantum_s
         if park and not me.waiting and self._stalls and self._rng.random() < self._stalls:
-            me.waiting, me.on, me.woken = True, None, False  # descheduled for a while
-            me.deadline = self.now + self._rng.uniform(0.0, self._stall_s)
-        runnable = self._runnable()
+            stall = self._rng.uniform(0.0, self._stall_s)  # descheduled for a while
+            self._queue.wait(me, None, self.now + stall)
+        runnable = self._queue.runnable(self.now)
         if not runnable:
-            deadlines = [s.deadline for s in self._strands if s.deadline is not None]
-            if not deadlines:
-                names = ", ".join(f"{s.name} on {type(s.on).__name__}" for s in self._strands)
+            soonest = self._queue.soonest()
+            if soonest is None:
+                strands = self._queue.strands
+                names = ", ".join(f"{s.name} on {type(s.on).__name__}" for s in strands)
                 self._fail(f"every thread waits for ever: {names}")
                 raise Abandoned
-            self.now = max(self.now, min(deadlines))
-            runnable = self._runnable()
+            self.now = max(self.now, soonest)
+            runnable = self._queue.runnable(self.now)
         if self.now > self._max_virtual_s:
             self._fail(f"no end within {self._max_virtual_s:g}s of virtual time")
             raise Abandoned
@@ -245,7 +258,7 @@ class Scheduler:
         if len(runnable) > 1:
             pick = self._pick(me, runnable)
             self.choices += 1
-            self._hash.update(pick.serial.to_bytes(4, "little"))
+            self._hash.update(pick.tag)
         if pick is me:
             return
         pick.baton.release()
@@ -260,17 +273,5 @@ class Scheduler:
         if self._priorities is None:
             return runnable[self._rng.randrange(len(runnable))]
         if not me.waiting and self._rng.random() < self._priorities:
-            me.priority = min(s.priority for s in self._strands) - 1.0
-        return max(runnable, key=lambda s: s.priority)
-
-    def _runnable(self) -> list[Strand]:
-        """The strands that may go, those whose deadline passed woken (not notified)."""
-        now, out = self.now, []
-        for strand in self._strands:
-            if strand.waiting:
-                if strand.deadline is None or strand.deadline > now:
-                    continue
-                strand.waiting, strand.on, strand.woken = False, None, False
-            strand.deadline = None
-            out.append(strand)
-        return out
+            me.priority = min(s.priority for s in self._queue.strands) - 1.0
+        return max(runnable, key=_PRIORITY)

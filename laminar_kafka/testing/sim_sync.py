@@ -9,6 +9,7 @@ needs a real lock of its own.
 from __future__ import annotations
 
 from collections.abc import Callable
+from threading import get_ident
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -18,9 +19,12 @@ from laminar_kafka.testing.strand import Strand
 class Scheduler(Protocol):
     """What the events, locks and threads here ask of `testing.scheduler.Scheduler`."""
 
+    by_ident: dict[int, Strand]
+    """The run's strands by the ident of their thread."""
+
     def spawn(self, target: Callable[..., object], name: str, args: tuple[Any, ...]) -> Strand: ...
-    def me(self) -> Strand | None: ...
     def turn(self) -> None: ...
+    def step(self, strand: Strand | None) -> None: ...
     def block(self, on: object | None, timeout: float | None) -> bool: ...
     def wake(self, on: object) -> None: ...
 
@@ -58,43 +62,44 @@ class SimLock:
 
     def __init__(self, scheduler: Scheduler) -> None:
         self._scheduler = scheduler
+        self._by_ident = scheduler.by_ident
         self._owner: object | None = None
         self._count = 0
 
-    def _me(self) -> object:
-        strand = self._scheduler.me()
-        return _OUTSIDE if strand is None else strand
-
     def acquire(self) -> bool:
-        me = self._me()
+        scheduler = self._scheduler
+        strand = self._by_ident.get(get_ident())
+        me = _OUTSIDE if strand is None else strand
         if self._owner is me:
             self._count += 1
             return True
-        self._scheduler.turn()
+        scheduler.step(strand)
         while self._owner is not None:
-            if me is _OUTSIDE:
+            if strand is None:
                 raise RuntimeError("a thread outside the run takes a lock the run holds")
-            self._scheduler.block(self, None)
+            scheduler.block(self, None)
         self._owner, self._count = me, 1
-        self._hold(1)
+        if strand is not None:
+            strand.holding += 1
         return True
 
-    def _hold(self, change: int) -> None:
-        if isinstance(self._owner, Strand):
-            self._owner.holding += change
+    __enter__ = acquire
 
     def release(self) -> None:
-        if self._owner is not self._me():
+        strand = self._by_ident.get(get_ident())
+        if self._owner is not (_OUTSIDE if strand is None else strand):
             raise RuntimeError("release of a lock this thread does not hold")
         self._count -= 1
         if self._count == 0:
-            self._hold(-1)
+            if strand is not None:
+                strand.holding -= 1
             self._owner = None
             self._scheduler.wake(self)
 
     def release_all(self) -> int:
         """Release however often it was taken (for a condition's wait); that count."""
-        self._hold(-1)
+        if isinstance(self._owner, Strand):
+            self._owner.holding -= 1
         count, self._count, self._owner = self._count, 0, None
         self._scheduler.wake(self)
         return count
@@ -103,38 +108,33 @@ class SimLock:
         self.acquire()
         self._count = count
 
-    def __enter__(self) -> bool:
-        return self.acquire()
-
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.release()
 
 
-class SimCondition:
-    """`threading.Condition` on a `SimLock`."""
+class ConditionWaiters:
+    """What the threads waiting on a `SimCondition` wait for (its lock's waiters wait
+    for the condition itself)."""
 
-    def __init__(self, scheduler: Scheduler, lock: SimLock) -> None:
-        self._scheduler, self._lock = scheduler, lock
 
-    def __enter__(self) -> bool:
-        return self._lock.acquire()
+class SimCondition(SimLock):
+    """`threading.Condition()`: on a lock of its own, reentrant."""
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._lock.release()
+    def __init__(self, scheduler: Scheduler) -> None:
+        super().__init__(scheduler)
+        self._waiters = ConditionWaiters()
 
     def wait(self, timeout: float | None = None) -> bool:
-        count = self._lock.release_all()
+        count = self.release_all()
         try:
-            return self._scheduler.block(self, timeout)
+            return self._scheduler.block(self._waiters, timeout)
         finally:
-            self._lock.take_back(count)
+            self.take_back(count)
 
     def notify_all(self) -> None:
-        self._scheduler.wake(self)
+        self._scheduler.wake(self._waiters)
 
 
 class SimThread:

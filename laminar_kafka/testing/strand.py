@@ -12,7 +12,7 @@ def _taken() -> threading.Lock:
     return lock
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Strand:
     """One thread of the run, as the scheduler sees it."""
 
@@ -31,3 +31,5 @@ class Strand:
     """How many of the run's locks it holds: it is not interrupted while it holds one."""
     priority: float = 0.0
     """Under priorities (`Scheduler(priorities=...)`): the highest runnable goes."""
+    tag: bytes = b""
+    """Its serial as the scheduler's digest records it."""

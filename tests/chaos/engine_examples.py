@@ -6,6 +6,7 @@ as-of join), or, for the silent-sensors example, sensor readings
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,9 @@ MINUTE = 60_000
 BASE = 1_700_000_000_000 - 1_700_000_000_000 % MINUTE
 
 
+@functools.cache
 def example(name: str) -> Pipeline:
+    """The example pipeline `name`, loaded once (a run does not change its pipeline)."""
     return load_pipeline(str(PIPELINES / f"{name}.py"))
 
 

@@ -27,7 +27,7 @@ class Schedule:
 
 @functools.cache
 def points_of(name: str) -> list[FaultPoint]:
-    return in_process_points(example(name))  # loading the example file takes a while
+    return in_process_points(example(name))
 
 
 def schedule(seed: int) -> Schedule:

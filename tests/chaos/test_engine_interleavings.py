@@ -12,7 +12,8 @@ Seeds run from `LAMINAR_SCHEDULE_SEED` (default 0) for
 `LAMINAR_INTERLEAVING_SHARDS` tests (1 by default; shard k runs every k-th seed)
 that `pytest -n` spreads over its workers, each in
 `LAMINAR_INTERLEAVING_PROCESSES` processes of its own (1 by default: the test's
-own). `.ci/run` gives it 150 seconds in one test of 2 processes, one a core.
+own). `.ci/run` gives it 150 seconds in one test of 2 processes, one a core:
+each runs its threads on one CPU, the one others use least (`one_cpu.py`).
 Odd seeds draw threads by priorities with change points, even ones alike; both
 with rare stalls (`testing/scheduler.py`). A failure names its
 seed, and `LAMINAR_SCHEDULE_SEED=<seed> LAMINAR_INTERLEAVING_BUDGET_S=0`
@@ -21,13 +22,12 @@ replays that run, interleaving included.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import multiprocessing
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +38,7 @@ from laminar_kafka.chaos.engine_rounds import RoundResult, committed_values, run
 from laminar_kafka.testing.scheduler import Scheduler
 from tests.chaos.engine_examples import example, workload
 from tests.chaos.engine_schedule import schedule
+from tests.chaos.one_cpu import one_cpu
 
 FIRST_SEED = int(os.environ.get("LAMINAR_SCHEDULE_SEED", "0"))
 BUDGET_S = float(os.environ.get("LAMINAR_INTERLEAVING_BUDGET_S", "10"))
@@ -45,7 +46,6 @@ CHANGE_POINTS = float(os.environ.get("LAMINAR_CHANGE_POINTS", "0.002"))
 STALLS = float(os.environ.get("LAMINAR_STALLS", "0.001"))
 SHARDS = int(os.environ.get("LAMINAR_INTERLEAVING_SHARDS", "1"))
 PROCESSES = int(os.environ.get("LAMINAR_INTERLEAVING_PROCESSES", "1"))
-loaded = functools.cache(example)  # a run does not change its pipeline
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def run_interleaved(
 ) -> tuple[RoundResult, Scheduler]:
     """Seed's schedule, its threads interleaved by `interleaving` (default: the seed)."""
     s = schedule(seed)
-    pipeline = loaded(s.example)
+    pipeline = example(s.example)
     load = workload(pipeline, s.records, s.partitions)
     seed_of_run = seed if interleaving is None else interleaving
     scheduler = Scheduler(seed_of_run, CHANGE_POINTS if seed_of_run % 2 else None, STALLS)
@@ -81,7 +81,7 @@ def trace(seed: int, where: Path) -> str:
     found = hashlib.blake2b(scheduler.digest.encode(), digest_size=16)
     for event in result.run.events:  # their times and durations are virtual too
         found.update(event.to_json().encode())
-    for flow in loaded(schedule(seed).example).flows:
+    for flow in example(schedule(seed).example).flows:
         for value in committed_values(result.broker, flow.sink.topic, lambda v: v):
             found.update(value or b"-")
     found.update(repr(result.report).encode())
@@ -122,11 +122,20 @@ class Stint:
     failure: str | None = None
 
 
-def run_stint(first: int, step: int, budget_s: float, where: str) -> Stint:
-    """Run seeds from `first` in steps of `step` until `budget_s` has passed (one at least)."""
+def run_stint(first: int, step: int, budget_s: float, where: str, cpu: int = 0) -> Stint:
+    """Run seeds from `first` in steps of `step` until `budget_s` has passed (one at least),
+    on the `cpu`-th CPU (`one_cpu`)."""
+    with one_cpu(cpu) as kept:
+        return _stint(first, step, budget_s, where, kept.reconsider)
+
+
+def _stint(
+    first: int, step: int, budget_s: float, where: str, between: Callable[[], None]
+) -> Stint:
     started = time.monotonic()
     seed, runs, crashes, fired = first, 0, 0, 0
     while seed == first or time.monotonic() - started < budget_s:
+        between()
         try:
             fired += check(seed, Path(where) / f"seed-{seed}")
         except AssertionError as exc:
@@ -150,7 +159,7 @@ def test_interleaved_schedules_end_with_what_the_oracle_expects(
     step = SHARDS * PROCESSES
     firsts = [FIRST_SEED + shard + SHARDS * k for k in range(PROCESSES)]
     if PROCESSES == 1:
-        stints = [run_stint(firsts[0], step, BUDGET_S, str(where))]
+        stints = [run_stint(firsts[0], step, BUDGET_S, str(where), shard)]
     else:
         # Fresh interpreters (spawn): the test process's own threads are not copied.
         spawn = multiprocessing.get_context("spawn")
@@ -162,6 +171,7 @@ def test_interleaved_schedules_end_with_what_the_oracle_expects(
                     [step] * PROCESSES,
                     [BUDGET_S] * PROCESSES,
                     [str(where / f"process-{k}") for k in range(PROCESSES)],
+                    [shard * PROCESSES + k for k in range(PROCESSES)],
                 )
             )
     failures = [stint.failure for stint in stints if stint.failure is not None]
