@@ -12,7 +12,7 @@ Seeds run from `LAMINAR_SCHEDULE_SEED` (default 0) for
 `LAMINAR_INTERLEAVING_SHARDS` tests (1 by default; shard k runs every k-th seed)
 that `pytest -n` spreads over its workers, each in
 `LAMINAR_INTERLEAVING_PROCESSES` processes of its own (1 by default: the test's
-own). `.ci/run` gives it 150 seconds in one test of 2 processes, one a core:
+own). `.ci/run` gives it 120 seconds in one test of 2 processes, one a core:
 each runs its threads on one CPU, the one others use least (`one_cpu.py`).
 Odd seeds draw threads by priorities with change points, even ones alike; both
 with rare stalls (`testing/scheduler.py`). A failure names its
