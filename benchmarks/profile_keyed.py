@@ -44,6 +44,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 
 from confluent_kafka import Message, Producer
@@ -298,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for store in args.state_stores.split(",")
     }
     systems: dict[str, Callable[[], float]] = {
-        name: (lambda s=setting: laminar_run(ours, args.checkpoint_every, None, s))
+        name: partial(laminar_run, ours, args.checkpoint_every, None, setting)
         for name, setting in stores.items()
     }
     systems["ceiling"] = lambda: ceiling_run(loops)
