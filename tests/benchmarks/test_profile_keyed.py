@@ -39,10 +39,8 @@ def test_an_unknown_store_is_refused() -> None:
 def test_both_stores_side_by_side_give_their_runs_and_paired_ratios(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    profile_keyed.main(
-        ["--records", "2000", "--repeat", "2", "--checkpoint-every", "300"]
-        + ["--state-stores", "memory,disk", "--full-snapshot-every", "2", "--steps"]
-    )
+    stores = ["--state-stores", "memory,disk", "--full-snapshot-every", "2", "--steps"]
+    profile_keyed.main(["--records", "2000", "--repeat", "2", "--checkpoint-every", "300", *stores])
 
     found = json.loads(capsys.readouterr().out)
     for name in ("laminar", "laminar_disk", "ceiling"):
