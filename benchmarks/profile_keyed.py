@@ -4,7 +4,7 @@
         [--state-stores memory,disk] [--full-snapshot-every 1] [--cache-keys 100000]
 
 One process, no broker and no Spark: the keyed input of a task's four partitions
-(of 8, by murmur2 of the key), 1,000 keys, in polls made of runs of `--run`
+(of 8, by murmur2 of the key), 1,000 keys (`--keys`), in polls made of runs of `--run`
 records per partition, as librdkafka's `consume` returns them. Each poll's
 confluent-kafka `Message`s are made before its timed span (a consumer makes them
 in C); both sides produce into a real `Producer` that reaches no broker (the
@@ -77,11 +77,12 @@ Row = tuple[str, int, int, bytes, bytes]
 Poll = list[Row]
 
 
-def polls(records: int, size: int, run: int) -> list[Poll]:
-    """The task's share of `records` keyed inputs, in polls of `size` made of runs of `run`."""
+def polls(records: int, size: int, run: int, keys: int = DEFAULT_NUM_KEYS) -> list[Poll]:
+    """The task's share of `records` keyed inputs over `keys` keys, in polls of `size` made of
+    runs of `run`."""
     by_partition: dict[int, list[Row]] = {p: [] for p in MINE}
     for i in range(records):
-        record = make_record(i, DEFAULT_NUM_KEYS)
+        record = make_record(i, keys)
         key = record["key"].encode()
         p = murmur2_partition(key, PARTITIONS)
         if p in by_partition:
@@ -283,6 +284,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--records", type=int, default=240_000, help="of all 8 partitions")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--run", type=int, default=500, help="records per partition run")
+    parser.add_argument("--keys", type=int, default=DEFAULT_NUM_KEYS, help="of all 8 partitions")
     parser.add_argument("--checkpoint-every", type=int, default=50_000)
     parser.add_argument("--state-stores", default="memory", help="memory, disk or both: a,b")
     parser.add_argument("--full-snapshot-every", type=int, default=1, help="1: no deltas")
@@ -292,7 +294,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     import pyspark.worker  # noqa: F401  (the heap of a Spark Python worker)
 
-    ours, loops = polls(args.records, 5_000, args.run), polls(args.records, 10_000, args.run)
+    ours = polls(args.records, 5_000, args.run, args.keys)
+    loops = polls(args.records, 10_000, args.run, args.keys)
     n = sum(map(len, ours))
     stores = {
         _name(store): StateSetting(store, args.full_snapshot_every, args.cache_keys)
