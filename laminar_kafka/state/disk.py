@@ -89,15 +89,16 @@ class DiskStore:
         self._prefixes: dict[str, bytes] = {}
         self._seq = 0
 
-    def table(self, name: str, contents: dict[Any, Any]) -> DiskTable:
-        """Table `name`, emptied, then filled with `contents` in their order."""
+    def table(self, name: str, contents: dict[Any, Any], track: bool = True) -> DiskTable:
+        """Table `name`, emptied, then filled with `contents` in their order; recording its
+        changes when `track` (`DiskTable`)."""
         prefix = self._prefixes.setdefault(name, len(self._prefixes).to_bytes(4, "big"))
         for db in (self.main, self.order):
             cursor = self.txn.cursor(db)
             if cursor.set_range(prefix):
                 while cursor.key().startswith(prefix) and cursor.delete():
                     pass
-        made = DiskTable(self, prefix)
+        made = DiskTable(self, prefix, track)
         for key, value in contents.items():
             made.put(key, value)
         made.reset()

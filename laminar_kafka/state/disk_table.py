@@ -33,14 +33,15 @@ _NO_KEY = object()
 
 class DiskTable(MutableMapping[Any, Any]):
     """A running aggregate's table in a `DiskStore`: a dict's interface and order, recording
-    the keys set (`changed`) and deleted (`deleted`) since `reset` like `TrackedTable`.
+    the keys set (`changed`) and deleted (`deleted`) since `reset` like `TrackedTable` when
+    `track` (incremental checkpoints: the only reader of those).
 
     Writes stay in the cache (write-back) until their key is evicted or the table is
     iterated; deletes go to the store at once.
     """
 
-    def __init__(self, store: DiskStore, prefix: bytes) -> None:
-        self._store, self._prefix = store, prefix
+    def __init__(self, store: DiskStore, prefix: bytes, track: bool = True) -> None:
+        self._store, self._prefix, self._track = store, prefix, track
         self._cache: OrderedDict[Any, list[Any]] = OrderedDict()
         """key → [sequence number, value, _CLEAN | _DIRTY | _NEW], least recently used first."""
         self._len = 0
@@ -175,9 +176,13 @@ class DiskTable(MutableMapping[Any, Any]):
                 entry[2] = _DIRTY
 
     def __getitem__(self, key: Any) -> Any:
-        entry = self._entry(key)
+        entry = self._cache.get(key)  # as `get`: a delta reads each changed key
         if entry is None:
-            raise KeyError(key)
+            entry = self._read(key)
+            if entry is None:
+                raise KeyError(key)
+            return entry[1]
+        self._cache.move_to_end(key)
         return entry[1]
 
     def get(self, key: Any, default: Any = None) -> Any:
@@ -199,9 +204,10 @@ class DiskTable(MutableMapping[Any, Any]):
             entry[1] = value
             if entry[2] == _CLEAN:
                 entry[2] = _DIRTY
-        self.changed[key] = None
-        if self.deleted:
-            self.deleted.discard(key)
+        if self._track:
+            self.changed[key] = None
+            if self.deleted:
+                self.deleted.discard(key)
 
     def __delitem__(self, key: Any) -> None:
         entry = self._entry(key)
@@ -215,8 +221,9 @@ class DiskTable(MutableMapping[Any, Any]):
             self._stored -= 1
             store.wrote()
         self._len -= 1
-        self.changed.pop(key, None)
-        self.deleted.add(key)
+        if self._track:
+            self.changed.pop(key, None)
+            self.deleted.add(key)
 
     def __iter__(self) -> Iterator[Any]:
         """The keys in insertion order (a key set again keeps its place, as in a dict)."""

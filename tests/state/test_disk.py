@@ -160,3 +160,12 @@ def test_a_flush_writes_its_entries_in_chunks_in_order(
         assert dict(table.scan())[0] == 100 and len(table) == 11
     finally:
         store.close()
+
+
+def test_a_table_of_whole_checkpoints_records_no_changes(store: DiskStore) -> None:
+    table = store.table("t:0/s", {"a": 1, "b": 2}, track=False)
+    table["a"] = 10
+    table["c"] = 3
+    del table["b"]
+    assert not table.changed and not table.deleted  # nothing reads them: no delta
+    assert list(table.items()) == [("a", 10), ("c", 3)]
