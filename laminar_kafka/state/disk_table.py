@@ -193,6 +193,17 @@ class DiskTable(MutableMapping[Any, Any]):
         self._cache.move_to_end(key)
         return entry[1]
 
+    def changed_items(self) -> Iterator[tuple[Any, Any]]:
+        """The entries of the keys in `changed`, in its order (a delta's), each where it is:
+        the cache (left in its place there) or LMDB."""
+        cache, read = self._cache, self._read
+        for key in self.changed:
+            entry = cache.get(key)
+            if entry is None:
+                entry = read(key)
+                assert entry is not None, "a changed key is in the table"
+            yield key, entry[1]
+
     def __contains__(self, key: object) -> bool:
         return self._entry(key) is not None
 
