@@ -15,10 +15,7 @@ import itertools
 import pickle
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, MutableMapping
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from laminar_kafka.state.disk import DiskStore
+from typing import Any, Protocol
 
 P = pickle.HIGHEST_PROTOCOL
 SEQ = 8
@@ -31,8 +28,22 @@ _CLEAN, _DIRTY, _NEW = 0, 1, 2
 _NO_KEY = object()
 
 
+class TableStore(Protocol):
+    """What a table uses of its `state/disk.DiskStore`: the LMDB write transaction and
+    tables, the cache's size, sequence numbers, and the count of writes."""
+
+    txn: Any
+    main: Any
+    order: Any
+    cache_keys: int
+
+    def next_seq(self) -> bytes: ...
+    def next_seqs(self, count: int) -> list[bytes]: ...
+    def wrote(self, count: int = 1) -> None: ...
+
+
 class DiskTable(MutableMapping[Any, Any]):
-    """A running aggregate's table in a `DiskStore`: a dict's interface and order, recording
+    """A running aggregate's table in a `DiskStore` (state/disk.py): a dict's interface and order, recording
     the keys set (`changed`) and deleted (`deleted`) since `reset` like `TrackedTable` when
     `track` (incremental checkpoints: the only reader of those).
 
@@ -40,7 +51,7 @@ class DiskTable(MutableMapping[Any, Any]):
     iterated; deletes go to the store at once.
     """
 
-    def __init__(self, store: DiskStore, prefix: bytes, track: bool = True) -> None:
+    def __init__(self, store: TableStore, prefix: bytes, track: bool = True) -> None:
         self._store, self._prefix, self._track = store, prefix, track
         self._cache: OrderedDict[Any, list[Any]] = OrderedDict()
         """key → [sequence number, value, _CLEAN | _DIRTY | _NEW], least recently used first."""
