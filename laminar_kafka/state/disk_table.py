@@ -43,7 +43,7 @@ class TableStore(Protocol):
 
 
 class DiskTable(MutableMapping[Any, Any]):
-    """A running aggregate's table in a `DiskStore` (state/disk.py): a dict's interface and order, recording
+    """A running aggregate's table in a `DiskStore`: a dict's interface and order, recording
     the keys set (`changed`) and deleted (`deleted`) since `reset` like `TrackedTable` when
     `track` (incremental checkpoints: the only reader of those).
 
