@@ -92,7 +92,8 @@ def encode_delta(table: ChangeTracking) -> bytes:
     stream = io.BytesIO()
     header = (DELTA_FORMAT, len(table.changed), list(table.deleted))
     pickle.dump(header, stream, pickle.HIGHEST_PROTOCOL)
-    entries = ((k, table[k]) for k in table.changed)
+    items = getattr(table, "changed_items", None)  # a `DiskTable`'s: read where they are
+    entries = items() if items is not None else ((k, table[k]) for k in table.changed)
     while chunk := dict(islice(entries, CHUNK_KEYS)):
         pickle.dump(chunk, stream, pickle.HIGHEST_PROTOCOL)
     return stream.getvalue()

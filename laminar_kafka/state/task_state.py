@@ -77,9 +77,10 @@ class TaskState:
         self, key: PartitionKey, step: str, contents: dict[Any, Any]
     ) -> dict[Any, Any]:
         """The table of running aggregate `step` of partition `key`, holding `contents`: on
-        disk with a `DiskStore`, else in memory; either records its changes."""
+        disk with a `DiskStore`, else in memory; either records its changes with
+        incremental checkpoints (the disk's only then: a whole file reads none)."""
         if self.disk is not None:
-            table = self.disk.table(f"{key[0]}:{key[1]}/{step}", contents)
+            table = self.disk.table(f"{key[0]}:{key[1]}/{step}", contents, self.incremental)
             return cast("dict[Any, Any]", table)  # a dict's interface, not a dict
         return TrackedTable(contents)
 
@@ -90,7 +91,8 @@ class TaskState:
         disk = self.disk
         if disk is None:
             return (lambda step: TrackedTable()) if self.incremental else None
-        return lambda step: disk.table(f"{key[0]}:{key[1]}/{step}", {})
+        track = self.incremental
+        return lambda step: disk.table(f"{key[0]}:{key[1]}/{step}", {}, track)
 
     def close(self) -> None:
         """Remove the local store, if any (the task ends)."""

@@ -6,12 +6,13 @@ import os
 import random
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from laminar_kafka.errors import ConfigError
 from laminar_kafka.operators.ttl import expire
-from laminar_kafka.state import disk
+from laminar_kafka.state import disk, disk_table
 from laminar_kafka.state.delta import apply_delta, encode_delta
 from laminar_kafka.state.disk import DiskStore
 from laminar_kafka.state.keyed_state import KeyedState
@@ -110,3 +111,61 @@ def test_stores_of_older_generations_are_removed(tmp_path: Path) -> None:
     finally:
         for s in (other, new):
             s.close()
+
+
+class _CountedReads:
+    """A write transaction that counts its reads (`get`)."""
+
+    def __init__(self, txn: Any) -> None:
+        self.txn, self.reads = txn, 0
+
+    def get(self, *args: Any, **kwargs: Any) -> Any:
+        self.reads += 1
+        return self.txn.get(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.txn, name)
+
+
+def test_a_new_key_is_read_from_lmdb_at_most_once(tmp_path: Path) -> None:
+    store = DiskStore("reads", cache_keys=2, root=str(tmp_path))
+    try:
+        table = store.table("t:0/s", {})
+        counted = store.txn = _CountedReads(store.txn)
+        for key in "ab":  # as an aggregate does: get, then set
+            table[key] = table.get(key, 0) + 1
+        assert counted.reads == 0  # nothing in LMDB yet: nothing to look up
+        table["c"] = table.get("c", 0) + 1  # evicts "a" to LMDB
+        assert counted.reads == 0
+        table["d"] = table.get("d", 0) + 1  # one read finds it absent; the set reads nothing
+        assert counted.reads == 1
+        assert table["a"] == 1 and counted.reads == 2  # an evicted key is read back
+        assert dict(table) == {"a": 1, "b": 1, "c": 1, "d": 1}
+    finally:
+        store.close()
+
+
+def test_a_flush_writes_its_entries_in_chunks_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(disk_table, "FLUSH_CHUNK", 3)
+    store = DiskStore("chunks", cache_keys=100, root=str(tmp_path))
+    try:
+        table = store.table("t:0/s", {i: i for i in range(5)})
+        for i in range(3, 11):
+            table[i] = -i  # 3 and 4 changed, 5 to 10 new
+        expected = {i: i for i in range(3)} | {i: -i for i in range(3, 11)}
+        assert list(table.scan()) == list(expected.items())
+        table[0] = 100  # clean after the flush: changed again
+        assert dict(table.scan())[0] == 100 and len(table) == 11
+    finally:
+        store.close()
+
+
+def test_a_table_of_whole_checkpoints_records_no_changes(store: DiskStore) -> None:
+    table = store.table("t:0/s", {"a": 1, "b": 2}, track=False)
+    table["a"] = 10
+    table["c"] = 3
+    del table["b"]
+    assert not table.changed and not table.deleted  # nothing reads them: no delta
+    assert list(table.items()) == [("a", 10), ("c", 3)]

@@ -15,7 +15,8 @@ from laminar_kafka.errors import CheckpointError, CheckpointIntegrityError
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.state.chain import read_partition
 from laminar_kafka.state.delta import TrackedTable
-from laminar_kafka.state.disk import DiskStore, DiskTable
+from laminar_kafka.state.disk import DiskStore
+from laminar_kafka.state.disk_table import DiskTable
 from laminar_kafka.state.frames import FRAMED, decode_framed, encode_framed
 from laminar_kafka.state.keyed_state import CHUNK_KEYS, KeyedState
 from laminar_kafka.state.snapshot import encode_task_snapshot
