@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-__all__ = ["RSS_INTERVAL_S", "PeakRss", "process_rss_bytes", "tree_rss_bytes"]
+__all__ = ["RSS_INTERVAL_S", "PeakRss", "process_rss_bytes", "tree_rss_bytes", "tree_sum"]
 
 RSS_INTERVAL_S: Final = 0.5
 """Default sampling interval of `PeakRss`."""
@@ -21,8 +21,14 @@ RSS_INTERVAL_S: Final = 0.5
 
 def tree_rss_bytes(root: int) -> int:
     """Summed RSS of process `root` and all its descendants, from /proc (Linux)."""
+    return tree_sum(root, lambda fields: int(fields[21])) * os.sysconf("SC_PAGE_SIZE")
+
+
+def tree_sum(root: int, value: Callable[[list[bytes]], int]) -> int:
+    """`value` of each /proc/<pid>/stat (its fields after the command name, so field 3
+    of stat is index 0) summed over process `root` and all its descendants."""
     parents: dict[int, int] = {}
-    rss: dict[int, int] = {}
+    values: dict[int, int] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -33,16 +39,16 @@ def tree_rss_bytes(root: int) -> int:
             continue
         pid = int(entry.name)
         parents[pid] = int(fields[1])  # field 4 of stat: ppid
-        rss[pid] = int(fields[21])  # field 24: resident pages
+        values[pid] = value(fields)
     children: dict[int, list[int]] = {}
     for pid, ppid in parents.items():
         children.setdefault(ppid, []).append(pid)
     total, todo = 0, [root]
     while todo:
         pid = todo.pop()
-        total += rss.get(pid, 0)
+        total += values.get(pid, 0)
         todo.extend(children.get(pid, ()))
-    return total * os.sysconf("SC_PAGE_SIZE")
+    return total
 
 
 def process_rss_bytes(pid: int) -> int:

@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from typing import Final
 
-from benchmarks.memory import PeakRss
+from benchmarks.memory import PeakRss, tree_sum
 
 __all__ = ["CPU_INTERVAL_S", "cpu_in_span", "sample_tree_cpu", "tree_cpu_ticks"]
 
@@ -24,29 +24,8 @@ TICKS_PER_S: Final = os.sysconf("SC_CLK_TCK")
 
 def tree_cpu_ticks(root: int) -> int:
     """Clock ticks of CPU used by `root` and its descendants, the reaped ones included."""
-    parents: dict[int, int] = {}
-    ticks: dict[int, int] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except OSError:  # the process ended while we looked
-            continue
-        pid = int(entry.name)
-        parents[pid] = int(fields[1])  # field 4 of stat: ppid
-        # Fields 14-17: utime, stime, and cutime, cstime of waited-for children.
-        ticks[pid] = sum(int(f) for f in fields[11:15])
-    children: dict[int, list[int]] = {}
-    for pid, ppid in parents.items():
-        children.setdefault(ppid, []).append(pid)
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += ticks.get(pid, 0)
-        todo.extend(children.get(pid, ()))
-    return total
+    # Fields 14-17 of stat: utime, stime, and cutime, cstime of waited-for children.
+    return tree_sum(root, lambda fields: sum(int(f) for f in fields[11:15]))
 
 
 def sample_tree_cpu(root: int) -> PeakRss:
