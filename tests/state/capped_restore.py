@@ -17,6 +17,7 @@ import itertools
 import resource
 import sys
 import tempfile
+from typing import Any
 
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.kafka.names import PartitionKey
@@ -37,16 +38,22 @@ def _vm_size_mib() -> int:
     return int(line.split()[1]) // 1024
 
 
-def build(store: CheckpointStore, keys: int) -> None:
-    disk = DiskStore("build", 1_000, tempfile.mkdtemp(), MAP_BYTES)
-    path_of = lambda n, b: str(store.snapshot_path(n, 0, 1, b))  # noqa: E731
-    state = TaskState(True, 5, path_of, store.read_snapshot, disk, store.open_snapshot)
+def fill(state: TaskState, keys: int) -> Any:
+    """`state`'s one table with `keys` keys, loaded a chunk at a time; the table."""
     state.load({KEY: {}})
     table = state.running_table(KEY, STEP, {})
     entries = ((f"key-{i:08d}", i) for i in range(keys))
     while chunk := list(itertools.islice(entries, 10_000)):
-        table.load(chunk)  # type: ignore[attr-defined]
+        table.load(chunk)
     state.of(KEY)[STEP] = KeyedState(table=table)
+    return table
+
+
+def build(store: CheckpointStore, keys: int) -> None:
+    disk = DiskStore("build", 1_000, tempfile.mkdtemp(), MAP_BYTES)
+    path_of = lambda n, b: str(store.snapshot_path(n, 0, 1, b))  # noqa: E731
+    state = TaskState(True, 5, path_of, store.read_snapshot, disk, store.open_snapshot)
+    table = fill(state, keys)
     for n in (1, 2):  # a base, then a delta
         made = state.checkpoint(n)
         assert made is not None

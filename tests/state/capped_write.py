@@ -12,7 +12,6 @@ sealed, then written). The last line says `ok <bytes of the state>` or
 
 from __future__ import annotations
 
-import itertools
 import resource
 import sys
 import tempfile
@@ -21,10 +20,9 @@ from laminar_kafka.checkpoint.signing import STATE, CheckpointKey, Signer
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.state.disk import DiskStore
 from laminar_kafka.state.frames import encode_framed
-from laminar_kafka.state.keyed_state import KeyedState
 from laminar_kafka.state.task_state import TaskState
 from laminar_kafka.storage.locations import write_whole
-from tests.state.capped_restore import KEY, MAP_BYTES, STEP, _vm_size_mib
+from tests.state.capped_restore import MAP_BYTES, _vm_size_mib, fill
 
 SECRET = CheckpointKey(b"a-key-of-32-characters-for-tests")
 
@@ -33,12 +31,7 @@ def built(keys: int) -> TaskState:
     """A task's state of `keys` keys in a disk store, loaded a chunk at a time."""
     disk = DiskStore("write", 1_000, tempfile.mkdtemp(), MAP_BYTES)
     state = TaskState(True, disk=disk)
-    state.load({KEY: {}})
-    table = state.running_table(KEY, STEP, {})
-    entries = ((f"key-{i:08d}", i) for i in range(keys))
-    while chunk := list(itertools.islice(entries, 10_000)):
-        table.load(chunk)  # type: ignore[attr-defined]
-    state.of(KEY)[STEP] = KeyedState(table=table)
+    fill(state, keys)
     return state
 
 
