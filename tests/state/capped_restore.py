@@ -44,7 +44,7 @@ def fill(state: TaskState, keys: int) -> Any:
     table = state.running_table(KEY, STEP, {})
     entries = ((f"key-{i:08d}", i) for i in range(keys))
     while chunk := list(itertools.islice(entries, 10_000)):
-        table.load(chunk)
+        table.load(chunk)  # type: ignore[attr-defined]
     state.of(KEY)[STEP] = KeyedState(table=table)
     return table
 
