@@ -80,8 +80,12 @@ def local_s3() -> Iterator[LocalS3]:
 
 
 @pytest.fixture
-def s3_bucket(local_s3: LocalS3) -> str:
+def s3_bucket(request: pytest.FixtureRequest, local_s3: LocalS3) -> str:
     """A fresh bucket's URL, `s3://laminar-<random>`."""
+    # A parameter that asks for a bucket at run time escapes the marking below.
+    assert request.node.get_closest_marker("integration"), (
+        f"{request.node.nodeid} starts an S3 server: mark it (or its parameter) integration"
+    )
     return local_s3.bucket()
 
 

@@ -8,7 +8,7 @@ seed replays one run exactly, and the committed output of each must be what the
 workload's oracle expects.
 
 Seeds run from `LAMINAR_SCHEDULE_SEED` (default 0) for
-`LAMINAR_INTERLEAVING_BUDGET_S` seconds (10 by default, for the fast tier), in
+`LAMINAR_INTERLEAVING_BUDGET_S` seconds (6 by default, for the fast tier), in
 `LAMINAR_INTERLEAVING_SHARDS` tests (1 by default; shard k runs every k-th seed)
 that `pytest -n` spreads over its workers, each in
 `LAMINAR_INTERLEAVING_PROCESSES` processes of its own (1 by default: the test's
@@ -41,7 +41,7 @@ from tests.chaos.engine_schedule import schedule
 from tests.chaos.one_cpu import one_cpu
 
 FIRST_SEED = int(os.environ.get("LAMINAR_SCHEDULE_SEED", "0"))
-BUDGET_S = float(os.environ.get("LAMINAR_INTERLEAVING_BUDGET_S", "10"))
+BUDGET_S = float(os.environ.get("LAMINAR_INTERLEAVING_BUDGET_S", "6"))
 CHANGE_POINTS = float(os.environ.get("LAMINAR_CHANGE_POINTS", "0.002"))
 STALLS = float(os.environ.get("LAMINAR_STALLS", "0.001"))
 SHARDS = int(os.environ.get("LAMINAR_INTERLEAVING_SHARDS", "1"))

@@ -5,7 +5,7 @@ parallelism, how many chunks the input arrives in between checkpoints, the
 checkpoint interval, and one or two crashes (point, checkpoint, task). The
 run's committed output must be what the workload's oracle expects. Seeds run
 from `LAMINAR_SCHEDULE_SEED` (default 0) for `LAMINAR_SCHEDULE_BUDGET_S`
-seconds (default 10; at least one seed); a failure names its seed, which
+seconds (default 6; at least one seed); a failure names its seed, which
 replays its schedule: `LAMINAR_SCHEDULE_SEED=<seed> LAMINAR_SCHEDULE_BUDGET_S=0`.
 
 The seed fixes the schedule, not the threads' interleaving: tasks, the driver
@@ -29,7 +29,7 @@ from tests.chaos.engine_examples import EXAMPLES, example, workload
 from tests.chaos.engine_schedule import schedule
 
 FIRST_SEED = int(os.environ.get("LAMINAR_SCHEDULE_SEED", "0"))
-BUDGET_S = float(os.environ.get("LAMINAR_SCHEDULE_BUDGET_S", "10"))
+BUDGET_S = float(os.environ.get("LAMINAR_SCHEDULE_BUDGET_S", "6"))
 
 
 def run_schedule(seed: int, where: Path) -> int:

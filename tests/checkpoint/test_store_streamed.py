@@ -21,7 +21,7 @@ from laminar_kafka.testing.object_store import LocalS3
 KEY = CheckpointKey(b"a-key-of-32-characters-for-tests")
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.integration)])
 def root(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "s3":
         return f"{request.getfixturevalue('s3_bucket')}/checkpoints"

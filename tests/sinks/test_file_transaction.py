@@ -58,7 +58,7 @@ def markers(found: dict[PartitionKey, Committed | None]) -> Callable[..., Any]:
     return read
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.integration)])
 def sink_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "local":
         return str(tmp_path / "out")

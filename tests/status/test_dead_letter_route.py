@@ -59,7 +59,7 @@ def api(server: RouteServer, query: str = "") -> tuple[int, dict[str, Any]]:
 @pytest.fixture
 def page() -> Iterator[RouteServer]:
     # A reader of a broker nobody asks: a bad query is refused before any read.
-    server = served(DeadLetterReader(KafkaConnection("127.0.0.1:1"), "orders.dlq", 1.0))
+    server = served(DeadLetterReader(KafkaConnection("127.0.0.1:1"), "orders.dlq", 0.5))
     try:
         yield server
     finally:
@@ -97,7 +97,7 @@ def test_a_broker_that_does_not_answer_is_a_503_with_a_json_error() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
-    server = served(DeadLetterReader(KafkaConnection(f"127.0.0.1:{port}"), "orders.dlq", 1.0))
+    server = served(DeadLetterReader(KafkaConnection(f"127.0.0.1:{port}"), "orders.dlq", 0.5))
     try:
         status, body = api(server, "?limit=5")
         assert status == 503 and body["error"].startswith("cannot read orders.dlq")
@@ -109,7 +109,7 @@ def test_the_page_answers_while_a_read_waits_for_the_broker() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = served(DeadLetterReader(KafkaConnection(f"127.0.0.1:{port}"), "orders.dlq", 3.0))
+    server = served(DeadLetterReader(KafkaConnection(f"127.0.0.1:{port}"), "orders.dlq", 2.0))
     try:
         with ThreadPoolExecutor(1) as pool:
             waiting = pool.submit(api, server, "?limit=5")
