@@ -12,7 +12,7 @@ import pytest
 
 from laminar_kafka.errors import CheckpointError, TransactionError
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.sinks import published_epochs, read_published
+from laminar_kafka.sinks import file_transaction, published_epochs, read_published
 from laminar_kafka.sinks.file_layout import FileSinkLayout
 from laminar_kafka.sinks.file_output import FileOutput
 from laminar_kafka.sinks.file_reader import staged_epochs
@@ -204,6 +204,31 @@ def test_a_publish_cut_short_in_its_staging_delete_can_be_repeated(sink_url: str
     assert sorted(r["n"] for r in read_published(sink_url)) == [1, 2]
     assert not [p for p in files_under(store_path(sink_url)) if "staging" in str(p)]
     assert resolve_staged(layout, [0], found) == (0, 0)
+
+
+def test_a_publish_that_races_another_of_the_same_epoch_ends_published(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A task of the old generation, not yet stopped, publishes epoch 6 while the new
+    # generation's recovery publishes it too: the old one finishes first, in the middle
+    # of the recovery's copies, and deletes the staging folder under it.
+    url = str(tmp_path / "out")
+    old, layout = staged(url, 6, rows(1, 2))
+    copy = file_transaction.copy_whole
+    raced: list[bool] = []
+
+    def copy_racing(source: Any, target: Any) -> None:
+        if not raced:
+            raced.append(True)
+            old.commit()
+        copy(source, target)
+
+    monkeypatch.setattr(file_transaction, "copy_whole", copy_racing)
+    found = markers({("orders", 0): (6, 1), ("orders", 1): (6, 1)})
+    assert resolve_staged(layout, [0], found) == (1, 0)
+    assert raced
+    assert sorted(r["n"] for r in read_published(url)) == [1, 2]
+    assert not [p for p in files_under(store_path(url)) if "staging" in str(p)]
 
 
 def test_a_publish_refuses_to_overwrite_another_epochs_commit_record(tmp_path: Path) -> None:
