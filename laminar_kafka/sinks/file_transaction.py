@@ -84,7 +84,9 @@ def publish(layout: FileSinkLayout, epoch: StagedEpoch) -> None:
     """Steps 3-5: make a committed epoch's staged files visible, then forget the staging.
 
     An epoch whose commit record is there copies nothing: step 4 ran, so step 3 ran
-    whole, and step 5 may have deleted staged files since.
+    whole, and step 5 may have deleted staged files since. Two may publish one epoch
+    at once (a task of the old generation not yet stopped, and the new one's
+    recovery): a staged file gone mid-copy is fine once the other wrote the record.
     """
     folder = layout.staging(epoch.task, epoch.checkpoint_id, epoch.generation)
     record = layout.commit_record(epoch.checkpoint_id, epoch.task)
@@ -93,11 +95,14 @@ def publish(layout: FileSinkLayout, epoch: StagedEpoch) -> None:
             for name in epoch.files:  # 3.
                 copy_whole(folder / name, _final(layout.root, name))
         except FileNotFoundError:
-            raise CheckpointError(
-                f"checkpoint {epoch.checkpoint_id} of task {epoch.task} committed, but its files "
-                f"are neither staged nor published in {layout.root}: they were deleted by hand"
-            ) from None
-        write_whole(record, epoch.encode())  # 4.
+            if not _published(record, epoch):
+                raise CheckpointError(
+                    f"checkpoint {epoch.checkpoint_id} of task {epoch.task} committed, but its "
+                    f"files are neither staged nor published in {layout.root}: they were "
+                    "deleted by hand"
+                ) from None
+        else:
+            write_whole(record, epoch.encode())  # 4.
     _delete_staging(folder, epoch)  # 5.
 
 
