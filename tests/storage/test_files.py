@@ -9,11 +9,13 @@ The spy records what `os.fsync` is called on and still syncs for real.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
+from typing import IO
 
 import pytest
 
-from laminar_kafka.storage.files import make_dirs, write_atomic
+from laminar_kafka.storage.files import make_dirs, write_atomic, write_filled
 
 _real_fsync = os.fsync
 
@@ -73,3 +75,28 @@ def test_a_failed_write_leaves_no_temporary_and_the_old_file_intact(tmp_path: Pa
         write_atomic(target, b"new")
     assert os.listdir(tmp_path) == ["MANIFEST.json"]
     assert target.is_dir()
+
+
+def test_two_threads_writing_one_file_at_once_both_succeed(tmp_path: Path) -> None:
+    # In one process (the in-process engine, a test's tasks) two writers of one name,
+    # say an old generation's task and its successor publishing the same epoch, must
+    # not share a temporary file: the second's rename would leave the first none.
+    target = tmp_path / "part-0.parquet"
+    failures: list[BaseException] = []
+
+    def other() -> None:
+        try:
+            write_atomic(target, b"the same bytes")
+        except BaseException as exc:  # the assertion below reports it
+            failures.append(exc)
+
+    def fill(out: IO[bytes]) -> None:
+        out.write(b"the same bytes")
+        writer = threading.Thread(target=other)
+        writer.start()
+        writer.join()
+
+    write_filled(target, fill)
+    assert failures == []
+    assert target.read_bytes() == b"the same bytes"
+    assert [p.name for p in tmp_path.iterdir()] == ["part-0.parquet"]
