@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TypeVar
 
 T = TypeVar("T")
+
+
+def _writer() -> str:
+    """This process and thread: two writers of one name never share a temporary file."""
+    return f"{os.getpid()}-{threading.get_ident()}"
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -26,7 +32,7 @@ def write_filled(path: Path, fill: Callable[[IO[bytes]], T]) -> T:
     """Replace `path` atomically and durably with what `fill` writes into a new file (open
     for reading and writing, so `fill` may seek back); what `fill` returns."""
     make_dirs(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{_writer()}.tmp")
     try:
         with open(tmp, "w+b") as out:
             made = fill(out)
@@ -49,7 +55,7 @@ def create_exclusive(path: Path, data: bytes) -> None:
     sees a file without all of its bytes.
     """
     make_dirs(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.new")
+    tmp = path.with_name(f".{path.name}.{_writer()}.new")
     try:
         with open(tmp, "wb") as out:
             out.write(data)
