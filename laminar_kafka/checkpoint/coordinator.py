@@ -86,6 +86,7 @@ class CheckpointCoordinator:
         topology: Mapping[str, str] | None = None,
         stages: Sequence[frozenset[int]] | None = None,
         explain: Callable[[Sequence[int]], str] = lambda tasks: "",
+        arrival_s: float = 0.2,
     ) -> None:
         self.pipeline = pipeline
         self.generation = generation
@@ -101,6 +102,7 @@ class CheckpointCoordinator:
         self._lowest_marker = lowest_marker
         self._topology = dict(topology or {})
         self._explain = explain  # what tasks that did not ack were doing (their heartbeats)
+        self._arrival_s = arrival_s  # how long an Ack already written may take to arrive
         self.ready_spread_s = 0.0
 
     def _announce(self, checkpoint_id: int, phase: Phase, **extra: object) -> None:
@@ -205,10 +207,10 @@ class CheckpointCoordinator:
             for ack in self._control.receive(0.05):
                 self._file(pending, ack)
 
-    def check_incurable(self, timeout_s: float = 0.2) -> None:
+    def check_incurable(self) -> None:
         """Once the worker job is lost: raise IncurableError if one of its tasks said it
         failed for good before it died (read what arrived; other Acks are of no use now)."""
-        while received := self._control.receive(timeout_s):
+        while received := self._control.receive(self._arrival_s):
             for ack in received:
                 self._check_incurable(ack)
 

@@ -65,6 +65,9 @@ class WantedRecords:
 class ControlChannel:
     """Writes control records and reads those of the kinds in `reads`."""
 
+    arrival_s = 0.2
+    """How long a record another process has written may take to reach `receive`."""
+
     def __init__(
         self,
         kafka: KafkaConnection,

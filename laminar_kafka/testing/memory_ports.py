@@ -60,15 +60,17 @@ class MemoryReader:
         self._paused &= found.keys()  # as librdkafka: a pause outlives a new assignment
 
     def poll(self, timeout_s: float) -> list[MemoryMessage]:
-        """Up to a batch of committed records, waiting up to `timeout_s` for the first."""
-        deadline = waits.monotonic() + timeout_s
+        """Up to a batch of committed records, waiting up to `timeout_s` for the first.
+
+        Like a consumer's poll it may return nothing early: here at the broker's first
+        change, so that a task waiting for input sees a control record at once.
+        """
         with self._broker.changed:
-            while True:
-                out = self._read()
-                remaining = deadline - waits.monotonic()
-                if out or remaining <= 0:
-                    return out
-                self._broker.changed.wait(remaining)
+            out = self._read()
+            if out or timeout_s <= 0:
+                return out
+            self._broker.changed.wait(timeout_s)
+            return self._read()
 
     def _read(self) -> list[MemoryMessage]:
         keys = [k for k in self._next if k not in self._paused]
@@ -111,6 +113,9 @@ class MemoryReader:
 
 class MemoryControl:
     """The pipeline's control log (the `ControlLink` port), on partition 0 of `topic`."""
+
+    arrival_s = 0.0
+    """A written record is readable at once."""
 
     def __init__(
         self,

@@ -29,6 +29,7 @@ def _coordinator(
     first_id: int = 1,
     lowest_marker: int | None = None,
     timeout_s: float = 5.0,
+    arrival_s: float = 0.2,
 ) -> CheckpointCoordinator:
     store = CheckpointStore(str(tmp_path), "p")
     return CheckpointCoordinator(
@@ -42,6 +43,7 @@ def _coordinator(
         2,
         first_id,
         lowest_marker=lambda: lowest_marker,
+        arrival_s=arrival_s,
     )
 
 
@@ -199,9 +201,27 @@ def test_a_task_that_failed_for_good_stops_the_start_with_its_error(tmp_path: Pa
     # Once running, a lost job whose task said so before it died is read the same way.
     control.arriving = [[ack(0, 0)], [failed]]
     with pytest.raises(IncurableError, match="Broker: Transaction"):
-        coordinator.check_incurable(timeout_s=0)
+        coordinator.check_incurable()
     control.arriving = [[Ack("p", 0, 0, 1, ok=False, error="an older generation's")]]
-    coordinator.check_incurable(timeout_s=0)
+    coordinator.check_incurable()
+
+
+def test_a_lost_job_reads_late_acks_for_as_long_as_its_control_log_takes_to_deliver(
+    tmp_path: Path,
+) -> None:
+    waited: list[float] = []
+
+    class Timed(FakeControl):
+        def receive(self, timeout_s: float) -> list[Any]:
+            waited.append(timeout_s)
+            return super().receive(timeout_s)
+
+    control = Timed(arriving=[[ack(0, 0)]])
+    _coordinator(tmp_path, control, arrival_s=0.7).check_incurable()
+    assert waited == [0.7, 0.7]  # until a read finds nothing
+    waited.clear()
+    _coordinator(tmp_path, Timed(), arrival_s=0.0).check_incurable()
+    assert waited == [0.0]
 
 
 def test_a_refused_injection_stops_the_run(tmp_path: Path) -> None:

@@ -31,6 +31,8 @@ class Cluster:
     """The control topic as the driver sees it: away until `back_at` on the fake clock,
     then beats of the tasks, with their main loops stalled for `stalled_ms` each."""
 
+    arrival_s = 0.0
+
     clock: Clock
     back_at: float
     stalled_ms: dict[int, int] = field(default_factory=dict)

@@ -31,6 +31,8 @@ class Clock:
 class FakeChannel:
     """The control topic: batches that arrive one per read; each read moves the clock."""
 
+    arrival_s = 0.0
+
     clock: Clock
     arriving: list[list[Any]] = field(default_factory=list)
     reads: int = 0

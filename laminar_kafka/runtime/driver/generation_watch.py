@@ -31,6 +31,8 @@ class WatchedControl(ControlLink, Protocol):
     (`ControlChannel`)."""
 
     topic: str
+    arrival_s: float
+    """How long a record a task has written may take to reach `receive`."""
 
     def reachable(self, timeout_s: float) -> bool:
         """Whether the log answers at all (a silent task or a broker away?)."""
@@ -48,6 +50,7 @@ class GenerationWatch:
         stages: Sequence[frozenset[int]] = (),
     ) -> None:
         self._channel = channel
+        self.arrival_s = channel.arrival_s
         self.tracker = tracker
         self._stages = tuple(stages)  # the task ids of each stage, stage 0 first
         self._suspect_s = suspect_s

@@ -194,6 +194,7 @@ class PipelineRunner:
             topology=self.pipeline.topology(),
             stages=stages,
             explain=watch.explain,
+            arrival_s=watch.arrival_s,
         )
         coordinator.announce_generation()  # each step after the lease check (the store's fence)
         self._store.check_fence()
