@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -342,7 +343,8 @@ def test_store_write_failures_are_checkpoint_errors(store: CheckpointStore) -> N
     with pytest.raises(CheckpointError, match=r"generation\.json: unreadable"):
         store.next_generation(1)
     os.rmdir(store.home / "generation.json")
-    (store.home / f".generation.json.{os.getpid()}.tmp").mkdir()  # blocks the temporary file
+    writer = f"{os.getpid()}-{threading.get_ident()}"
+    (store.home / f".generation.json.{writer}.tmp").mkdir()  # blocks the temporary file
     with pytest.raises(CheckpointError, match=r"generation\.json: cannot be written"):
         store.next_generation(1)
     blocked = store.checkpoint_dir(9)
