@@ -9,9 +9,10 @@ universal-pathlib); writing and deleting differ:
 - on an object store one PUT makes the whole object visible or nothing (S3 has
   read-after-write consistency), so it is written in place; there are no
   directories to create or sync. A file written a piece at a time
-  (`write_streamed`: a state file) is spooled to a local temporary file and
-  uploaded from there, in parts of `PART_BYTES` (a multipart upload, visible
-  once complete) when it is large.
+  (`write_streamed`: a state file) is spooled to a local file (on Linux one
+  without a name, freed however the process ends: `spool`) and uploaded from
+  there, in parts of `PART_BYTES` (a multipart upload, visible once complete)
+  when it is large.
 
 A file that must be created once and never replaced (`create_whole`) is linked
 into place locally, which fails if the name exists, and on S3 put with
@@ -24,10 +25,8 @@ AWS tool reads them (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, TypeAlias, TypeVar
@@ -36,6 +35,7 @@ from upath import UPath
 
 from laminar_kafka.errors import CheckpointError, LaminarError
 from laminar_kafka.storage.files import create_exclusive, write_atomic, write_filled
+from laminar_kafka.storage.spool import spool_file
 
 StorePath: TypeAlias = "Path | UPath"
 T = TypeVar("T")
@@ -90,18 +90,16 @@ def write_streamed(
     new one; memory holds what `fill` holds, and on an object store an upload's parts.
 
     Locally the file is written under a temporary name and renamed (`write_filled`); on
-    an object store it is written to a temporary file in `spool_dir` first, then uploaded.
+    an object store it is written to a local file in `spool_dir` first, then uploaded: on
+    Linux a file without a name, which a killed process does not leave behind (`spool`).
     """
     if isinstance(path, Path):
         return write_filled(path, fill)
-    handle, spool = tempfile.mkstemp(prefix=".laminar-upload-", dir=spool_dir)
-    try:
-        with os.fdopen(handle, "w+b") as out:
-            made = fill(out)
-        path.fs.put_file(spool, path.path, **_upload_options(path, os.path.getsize(spool)))
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(spool)
+    with spool_file(spool_dir) as (out, local):
+        made = fill(out)
+        out.flush()
+        size = os.fstat(out.fileno()).st_size
+        path.fs.put_file(local, path.path, **_upload_options(path, size))
     return made
 
 
