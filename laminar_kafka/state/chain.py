@@ -8,17 +8,23 @@ for a table that records its changes, or a whole table for any other. A chain
 is a whole file (its base) and the delta files after it, each naming its
 parent; a delta file's name also carries its base's checkpoint
 (`checkpoint/store.py`), which is all retention needs to keep the chain.
-Restore reads the newest file, follows the parents back to the base, and
-applies the deltas from the oldest on, for all of a task's partitions in one
-read of each file.
+Restore walks from the newest file back to the base, then applies the deltas
+from the oldest on, for all of a task's partitions at once. The walk takes a
+delta's parent from the head of its pickle (the marker and the parent come
+before the tables, `_parent_in_head`) and keeps only addresses; each delta is
+opened again when its turn comes, so a restore holds one delta file's tables
+at a time, not the chain's. Each file is verified at every open; the base is
+opened once.
 """
 
 from __future__ import annotations
 
 import io
 import pickle
+import pickletools
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
+from itertools import islice
 from typing import IO
 
 from laminar_kafka.control.records import partition_key
@@ -32,6 +38,10 @@ from laminar_kafka.state.snapshot import PartitionTables, decode_partition_snaps
 DELTA_FILE = "laminar-delta-1"
 MAX_CHAIN = 10_000
 """More files than this in one chain is a loop of parents (a damaged store)."""
+_HEAD_OPCODES = 12
+"""How far into a pickle a delta file's marker and parent are looked for."""
+_FRAMING = frozenset(("PROTO", "FRAME", "MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"))
+"""Opcodes before, between and after a pickle's first strings that build no object."""
 
 Reader = Callable[[str], bytes]
 """Reads (and verifies) the state file at an address: `CheckpointStore.read_snapshot`."""
@@ -96,36 +106,92 @@ def read_partitions(
     make: Callable[[PartitionKey], TableMaker | None],
     open_file: Opener | None = None,
 ) -> dict[PartitionKey, PartitionTables]:
-    """`read_partition` of each of `keys` (tracked tables into `make(key)(step)`), each file
-    of the chain opened, verified and read once for them all: a task's state files hold
-    all of its partitions. The deltas of the chain wait in memory for their base."""
+    """`read_partition` of each of `keys` (tracked tables into `make(key)(step)`), all in one
+    restore: a task's state files hold all of its partitions. The walk to the base keeps
+    only the deltas' addresses; each delta is then opened (and verified) again and applied,
+    oldest first, so one delta file's tables are in memory at a time."""
     opener = open_file or opener_of(_given(read))
-    deltas: list[tuple[str, dict[PartitionKey, dict[str, bytes]]]] = []
+    deltas: list[tuple[str, str]] = []  # (address, parent), newest first
     address = handle
-    while True:
-        with opener(address) as stream:
-            head = stream.read(len(FRAMED))
-            stream.seek(-len(head), io.SEEK_CUR)
-            if is_framed(head):
-                restored = read_framed_partitions(stream, keys, address, make)
-                break
-            data = stream.read()
-        try:
-            found = delta_parent(data)
-        except Exception as exc:
-            raise CheckpointError(f"{address}: unreadable state file: {exc}") from None
-        if found is None:
-            restored = {key: decode_partition_snapshot(data, key, address) for key in keys}
-            break
-        parent, partitions = found
-        deltas.append((address, {key: _tables_in(partitions, key, address) for key in keys}))
+    while not isinstance(found := _base_or_parent(opener, address, keys, make), dict):
+        deltas.append((address, found))
         if len(deltas) > MAX_CHAIN:
             raise CheckpointError(f"{handle}: its chain of state files does not end in a base")
-        address = parent
-    for where, tables in reversed(deltas):
-        for key, delta in tables.items():
-            restored[key] = _applied(restored[key], delta, where)
+        address = found
+    restored = found
+    for where, parent in reversed(deltas):
+        _apply_file(opener, where, parent, restored)
     return restored
+
+
+def _base_or_parent(
+    opener: Opener,
+    address: str,
+    keys: Collection[PartitionKey],
+    make: Callable[[PartitionKey], TableMaker | None],
+) -> dict[PartitionKey, PartitionTables] | str:
+    """The partitions of the base at `address` (framed: read a chunk at a time), or the
+    parent's address of the delta file there."""
+    with opener(address) as stream:
+        start = stream.tell()
+        head = stream.read(len(FRAMED))
+        stream.seek(start)
+        if is_framed(head):
+            return read_framed_partitions(stream, keys, address, make)
+        parent = _parent_in_head(stream)
+        if parent is not None:
+            return parent
+        stream.seek(start)
+        data = stream.read()
+    found = _decoded(data, address)
+    if found is None:
+        return {key: decode_partition_snapshot(data, key, address) for key in keys}
+    return found[0]
+
+
+def _parent_in_head(stream: IO[bytes]) -> str | None:
+    """A delta file's parent, from the first opcodes of its pickle (the marker, then the
+    parent, before any table): its tables are neither read nor unpickled. None when the
+    head is not a delta file's as `encode_delta_file` writes it (the caller reads it whole);
+    the parent found is checked against the whole file when it is applied."""
+    strings: list[str] = []
+    try:
+        for op, arg, _ in islice(pickletools.genops(stream), _HEAD_OPCODES):
+            if isinstance(arg, str) and "UNICODE" in op.name:
+                strings.append(arg)
+                if len(strings) == 2:
+                    break
+            elif op.name not in _FRAMING:
+                return None
+    except Exception:  # not a pickle's head: the whole read says what is wrong
+        return None
+    return strings[1] if len(strings) == 2 and strings[0] == DELTA_FILE else None
+
+
+def _apply_file(
+    opener: Opener, address: str, parent: str, restored: dict[PartitionKey, PartitionTables]
+) -> None:
+    """The delta file at `address`, whose head named `parent`, applied to the tables of
+    `restored`'s partitions; its bytes and tables are dropped on return."""
+    with opener(address) as stream:
+        data = stream.read()
+    found = _decoded(data, address)
+    del data  # its tables are in `found` now
+    if found is None or found[0] != parent:
+        raise CheckpointError(
+            f"{address}: not the delta file on {parent} that the walk to its base read"
+        )
+    partitions = found[1]
+    for key, tables in restored.items():
+        restored[key] = _applied(tables, _tables_in(partitions, key, address), address)
+
+
+def _decoded(data: bytes, address: str) -> tuple[str, dict[str, dict[str, bytes]]] | None:
+    """`delta_parent` of the file read from `address`; its errors are CheckpointErrors."""
+    try:
+        return delta_parent(data)
+    except Exception as exc:
+        raise CheckpointError(f"{address}: unreadable state file: {exc}") from None
 
 
 def read_named(

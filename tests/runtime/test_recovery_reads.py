@@ -16,7 +16,7 @@ from laminar_kafka.checkpoint.signing import CheckpointKey, Signer
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import partition_key
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.runtime.task.recovery import plan_starts
+from laminar_kafka.runtime.task.recovery import PartitionStart, plan_starts
 from laminar_kafka.state.keyed_state import KeyedState
 from laminar_kafka.state.task_state import TaskState
 
@@ -62,8 +62,32 @@ def _store_with_checkpoint_4(tmp_path: Path) -> tuple[CheckpointStore, str]:
     return store, str(path)
 
 
-def test_a_task_reads_its_base_once_for_all_its_partitions(tmp_path: Path) -> None:
-    store, path = _store_with_checkpoint_4(tmp_path)
+def _store_with_a_chain_to_4(tmp_path: Path) -> tuple[CheckpointStore, str, str]:
+    """Checkpoint 3's base, then checkpoint 4's delta on it, which the manifest names."""
+    store = CheckpointStore(str(tmp_path), "p", Signer("p", CheckpointKey(b"k" * 32)))
+    state = TaskState(
+        True,
+        10,
+        path_of=lambda n, base: str(store.snapshot_path(n, 0, 2, base)),
+        open_file=store.open_snapshot,
+    )
+    state.load({key: {STEP: KeyedState(state.running_table(key, STEP, {}))} for key in KEYS[:2]})
+    for n in (3, 4):
+        for key in KEYS[:2]:
+            state.of(key)[STEP].table[f"{key[1]}-a"] = n
+        made = state.checkpoint(n)
+        assert made is not None
+        store.write_snapshot(store.snapshot_path(n, 0, 2, made.base), made.pieces)
+        state.committed()
+    base, delta = str(store.snapshot_path(3, 0, 2)), str(store.snapshot_path(4, 0, 2, 3))
+    held = {partition_key(*key): delta for key in KEYS[:2]}
+    offsets = {partition_key(*key): 10 * (key[1] + 1) for key in KEYS[:2]}
+    store.write_manifest(Manifest("p", 4, 2, 0, offsets, offsets, snapshots=held))
+    return store, base, delta
+
+
+def _counted_starts(store: CheckpointStore) -> tuple[dict[PartitionKey, PartitionStart], list[str]]:
+    """The starts planned from `store`, and the state files opened for them, in order."""
     opened: list[str] = []
     open_snapshot = store.open_snapshot
 
@@ -75,6 +99,12 @@ def test_a_task_reads_its_base_once_for_all_its_partitions(tmp_path: Path) -> No
 
     store.open_snapshot = counted  # type: ignore[method-assign]
     starts = plan_starts(MarkedReader(), store, tuple(KEYS), {}, Logs())  # type: ignore[arg-type]
+    return starts, opened
+
+
+def test_a_task_reads_its_base_once_for_all_its_partitions(tmp_path: Path) -> None:
+    store, path = _store_with_checkpoint_4(tmp_path)
+    starts, opened = _counted_starts(store)
 
     assert opened == [path]  # verified and read once, not once per partition
     assert {k: s.states[STEP].table for k, s in starts.items() if s.states} == {
@@ -86,3 +116,19 @@ def test_a_task_reads_its_base_once_for_all_its_partitions(tmp_path: Path) -> No
         (20, 4, path),
         (0, None, None),  # new: empty state, from no file, at the source's start
     ]
+
+
+def test_a_task_walks_its_chain_once_and_opens_each_delta_again_to_apply_it(
+    tmp_path: Path,
+) -> None:
+    store, base, delta = _store_with_a_chain_to_4(tmp_path)
+    starts, opened = _counted_starts(store)
+
+    # For all the partitions at once: the walk (the delta's head, then the base, read
+    # whole), then the delta again, applied; so one delta's tables are held at a time.
+    assert opened == [delta, base, delta]
+    assert {k: dict(s.states[STEP].table) for k, s in starts.items() if s.states} == {
+        KEYS[0]: {"0-a": 4},
+        KEYS[1]: {"1-a": 4},
+    }
+    assert [s.state_file for s in starts.values()] == [delta, delta, None]

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import io
+import pickle
 import tracemalloc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+import pytest
+
 from laminar_kafka.checkpoint.signing import CheckpointKey, Signer
 from laminar_kafka.checkpoint.store import CheckpointStore
+from laminar_kafka.errors import CheckpointError
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.state.chain import read_partition
+from laminar_kafka.state.chain import _parent_in_head, read_partition
 from laminar_kafka.state.delta import TrackedTable
 from laminar_kafka.state.keyed_state import KeyedState
 from laminar_kafka.state.task_state import TaskState
@@ -80,3 +85,48 @@ def test_the_base_is_opened_once_and_each_delta_again_oldest_first(tmp_path: Pat
     assert len(restored[STEP].table) == KEYS
     # The walk to the base (newest first), then the deltas applied (oldest first).
     assert opened == addresses[::-1] + addresses[1:]
+
+
+def _in_memory_chain() -> tuple[dict[str, bytes], str]:
+    """A base and two deltas in a dict (address → bytes); the newest's address."""
+    files: dict[str, bytes] = {}
+    state = TaskState(True, 10, path_of=lambda n, base: f"chk-{n}.{base}", read=files.__getitem__)
+    table = TrackedTable({"a": 0, "b": 0})
+    state.load({KEY: {STEP: KeyedState(table)}})
+    for n in (1, 2, 3):
+        table["a"] = n
+        made = state.checkpoint(n)
+        assert made is not None
+        files[f"chk-{n}.{made.base}"] = b"".join(made.pieces)
+        state.committed()
+    return files, "chk-3.1"
+
+
+def test_a_delta_pickled_another_way_is_read_whole_on_the_walk() -> None:
+    files, newest = _in_memory_chain()
+    for address in ("chk-2.1", "chk-3.1"):  # protocol 2: no frames, BINPUT after each string
+        files[address] = pickle.dumps(pickle.loads(files[address]), protocol=2)
+        assert _parent_in_head(io.BytesIO(files[address])) is not None
+    files["chk-2.1"] = pickle.dumps(pickle.loads(files["chk-2.1"]), protocol=0)
+    assert _parent_in_head(io.BytesIO(files["chk-2.1"])) is None  # text opcodes: read whole
+
+    restored = read_partition(files.__getitem__, newest, KEY)
+
+    assert dict(restored[STEP].table) == {"a": 3, "b": 0}
+
+
+def test_a_delta_that_names_another_parent_when_applied_is_refused() -> None:
+    files, newest = _in_memory_chain()
+    seen: list[str] = []
+    other = pickle.loads(files["chk-2.1"])
+    replaced = pickle.dumps((other[0], "chk-0.None", other[2]))
+
+    @contextmanager
+    def swapping(address: str) -> Iterator[IO[bytes]]:
+        # The second open of chk-2.1 (to apply it) finds another file than the walk did.
+        again = address in seen
+        seen.append(address)
+        yield io.BytesIO(replaced if again and address == "chk-2.1" else files[address])
+
+    with pytest.raises(CheckpointError, match=r"chk-2\.1: not the delta file on chk-1\.None"):
+        read_partition(None, newest, KEY, open_file=swapping)
