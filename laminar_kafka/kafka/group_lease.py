@@ -4,16 +4,19 @@ The holder is the group member assigned partition 0 of a one-partition topic. Wi
 the cooperative-sticky assignor a member that joins later never takes the partition
 from a live holder: it joins with nothing assigned and is refused. A holder that
 dies (even by SIGKILL) leaves the group when its session times out, and the
-partition passes to whoever waits. A holder that was cut off long enough (paused,
+partition passes to whoever waits. The member is static (`group.instance.id`):
+after a group coordinator fails over it rejoins under the same id and is handed
+the partition back at once; a clean release leaves its id to the successor
+(`kafka/lease_release.py`). A holder that was cut off long enough (paused,
 partitioned) loses the partition the same way; `check` then raises once the group
 shows a successor, so it stops before it writes anything a newer holder owns. A
 holder cut off by a broker outage waits for the group and keeps or rejoins the
-lease if nobody took it (the rule: `kafka/lease_verdict.py`). A holder that was stopped as a
-whole (SIGSTOP, a VM freeze) wakes before its poller has met the rebalance:
-`check` sees the gap in its polls, waits for a poll, and asks the group whether
-this member still holds the partition. The lease alone cannot tell a
-holder whether someone held it while it was cut off and has left since: the
-runner checks the store's generation for that as well.
+lease if nobody took it (the rule: `kafka/lease_verdict.py`). A holder stopped as a
+whole (SIGSTOP, a VM freeze) wakes before its poller has met the rebalance: `check`
+sees the gap in its polls, waits for a poll, and asks the group whether this member
+still holds the partition. The lease alone cannot tell a holder whether someone
+held it while it was cut off and has left since: the runner checks the store's
+generation for that as well.
 
 Unlike a lock file, this works whatever the checkpoint store is (an object store
 has no `flock`), and it needs nothing but the cluster the pipeline already uses.
@@ -27,6 +30,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -34,6 +38,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from laminar_kafka.errors import FencedError
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.group_view import GroupAskFailed, describe_group
+from laminar_kafka.kafka.lease_release import instance_to_join, write_release
 from laminar_kafka.kafka.lease_verdict import LeaseVerdict, lease_verdict
 
 log = logging.getLogger(__name__)
@@ -55,12 +60,9 @@ def holder_name() -> str:
 LEASE_SESSION_MS = 6_000
 """The lease group's session: the brokers' least (`group.min.session.timeout.ms`).
 
-A holder's consumer whose session lapsed in a broker outage rejoins as a new
-member once the broker is back, and the group gives the partition back only when
-the session of its member from before the outage (restarted by the reloading
-coordinator) expires: every checkpoint waits for that, about a session after the
-broker's return. Heartbeats come from librdkafka's own thread, so only a stop of
-the whole process (or the network) lets a session lapse.
+How long a successor waits for a holder that died. Heartbeats come from
+librdkafka's own thread: only a stop of the whole process (or the network, or the
+group coordinator) lets a session lapse, and then the static member rejoins at once.
 """
 
 
@@ -81,18 +83,19 @@ class GroupLease:
         self.outage_s = outage_s
         """How long a holder that lost the lease waits for a group that answers."""
         self._kafka = kafka
-        self._consumer = Consumer(
-            kafka.settings(
-                {"session.timeout.ms": session_timeout_ms, "heartbeat.interval.ms": 1000},
-                {
-                    "group.id": group,
-                    "client.id": holder_name(),
-                    "partition.assignment.strategy": "cooperative-sticky",
-                    "enable.auto.commit": False,
-                    "auto.offset.reset": "latest",
-                },
-            )
+        self._settings = kafka.settings(
+            {"session.timeout.ms": session_timeout_ms, "heartbeat.interval.ms": 1000},
+            {
+                "group.id": group,
+                "client.id": holder_name(),
+                "partition.assignment.strategy": "cooperative-sticky",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "latest",
+            },
         )
+        self._consumer: Consumer | None = None
+        self.instance_id: str | None = None
+        """The static member's id (`group.instance.id`), chosen by `acquire`."""
         self._held = threading.Event()
         self._lost = threading.Event()
         self._stop = threading.Event()
@@ -108,8 +111,7 @@ class GroupLease:
         self.regained = 0
         """How often the group gave the lease back after it was lost."""
         self.stalls = 0
-        """How often polling stopped for half a session or more: the lease may have
-        lapsed and passed through another holder without this one seeing it."""
+        """Polling stopped half a session or more: the lease may have passed meanwhile."""
 
     # -- rebalance callbacks (run inside poll, on the poller thread) ---------
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -131,8 +133,11 @@ class GroupLease:
         # Polling serves the rebalances; the topic's records are not wanted, so the
         # partition is paused each time it is assigned.
         while not self._stop.is_set():
+            assert self._consumer is not None
             try:
-                self._consumer.poll(0.2)
+                msg = self._consumer.poll(0.2)  # fatal: fenced, another took our instance id
+                if msg is not None and (err := msg.error()) is not None and err.fatal():
+                    raise KafkaException(err)
                 # Read here, between polls: from another thread it can block on the group.
                 self._member_id = self._consumer.memberid()
                 if self._member_id:
@@ -160,6 +165,9 @@ class GroupLease:
         that died to be dropped by the group.
         """
         wait_s = self.session_timeout_s * 1.5 + 5 if wait_s is None else wait_s
+        fresh = f"{holder_name()}-{uuid.uuid4().hex[:8]}"
+        self.instance_id = instance_to_join(self._kafka, self.topic, self.group, fresh)
+        self._consumer = Consumer({**self._settings, "group.instance.id": self.instance_id})
         self._consumer.subscribe(
             [self.topic],
             on_assign=self._on_assign,
@@ -192,11 +200,9 @@ class GroupLease:
     def _look_at_group(self) -> tuple[str | None, str | None]:
         """(live holder, previous member) as the group shows them now.
 
-        The live holder is another member that kept the partition through a
-        rebalance we took part in: only once we are a member of the stable group,
-        since before our join completes the group may still list a holder that died
-        and whose session has not expired. That one is the previous member, which
-        the wait is for.
+        The live holder is another member that kept the partition through a rebalance
+        we took part in (before our join completes the group may still list a holder
+        that died, the previous member, which the wait is for).
         """
         try:
             found = describe_group(self._kafka, self.group)
@@ -209,20 +215,14 @@ class GroupLease:
         if not found.stable or not me or me not in {m.member_id for m in found.members}:
             return None, previous
         for member in found.members:
-            if member.member_id in others and self._holds(member.assigned):
+            if member.member_id in others and (self.topic, 0) in member.assigned:
                 return others[member.member_id], previous
         return None, previous
 
-    def _holds(self, assigned: tuple[tuple[str, int], ...]) -> bool:
-        return (self.topic, 0) in assigned
-
     def check(self, regain_s: float | None = None) -> None:
-        """Raise FencedError if the lease is lost and not regained.
-
-        A loss gets `regain_s` (default: a session) for the group to give the lease
-        back; then `_settle` waits for the group's verdict (brokers unreachable: up
-        to `outage_s`).
-        """
+        """Raise FencedError if the lease is lost and not regained: a loss gets `regain_s`
+        (default: a session) for the group to give the lease back; then `_settle` waits
+        for the group's verdict (brokers unreachable: up to `outage_s`)."""
         regain_s = self.session_timeout_s if regain_s is None else regain_s
         stalled = time.monotonic() - self._last_poll > self.session_timeout_s / 2
         if stalled or self._stalled.is_set():  # the poller may have resumed first
@@ -244,10 +244,8 @@ class GroupLease:
     def _settle(self) -> None:
         """Wait for the group to show the lease held again, or taken (`lease_verdict`).
 
-        A group that answers but leaves the lease open gets two sessions and some
-        to give it back (a member of ours from before the outage to expire, our
-        consumer to rejoin); `on_assign` then clears the loss.
-        """
+        A group that answers but leaves the lease open gets two sessions and some to
+        give it back (our consumer to rejoin); `on_assign` then clears the loss."""
         deadline = time.monotonic() + self.outage_s
         answered: float | None = None
         while self._lost.is_set():
@@ -277,10 +275,8 @@ class GroupLease:
             self._held.wait(0.5)
 
     def _after_stall(self) -> None:
-        """This process stood still for half a session or more: find out from the group.
-
-        The poller serves the rebalance callbacks and stood still too: once it polled
-        again, the lease is in doubt until the group's verdict (`_settle`)."""
+        """This process stood still for half a session or more: once the poller (which
+        stood still too) polled again, the lease is in doubt until `_settle`'s verdict."""
         self.stalls += 1
         self._polled.clear()
         self._polled.wait(self.session_timeout_s)
@@ -290,11 +286,14 @@ class GroupLease:
             self._settle()
 
     def release(self) -> None:
-        """Leave the group at once, so that a successor need not wait for the session timeout."""
+        """Close the consumer; a holder leaves its id to a successor, which need not wait."""
+        holding = self._held.is_set() and not self._lost.is_set()
         self._stop.set()
         if self._poller is not None and self._poller is not threading.current_thread():
             self._poller.join(5)
+        if self._consumer is None:
+            return
         with contextlib.suppress(RuntimeError, KafkaException):  # already closed
-            # Unsubscribed first, even a member holding nothing leaves at once (close: not).
-            self._consumer.unsubscribe()
             self._consumer.close()
+        if holding and self.instance_id is not None:
+            write_release(self._kafka, self.topic, self.group, self.instance_id)

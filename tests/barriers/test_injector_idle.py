@@ -4,8 +4,11 @@ arrived, and nowhere else."""
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import ListOffsetsResultInfo  # type: ignore[attr-defined]
 
 from laminar_kafka.barriers.injector import ENDS_TIMEOUT_S, BarrierInjector
 from laminar_kafka.control import Barrier, BarrierFlags
@@ -106,5 +109,45 @@ def test_end_offsets_are_asked_within_a_short_budget_and_their_absence_skips_not
         monkeypatch.setattr(injector._admin, "list_offsets", unanswered)
         assert sorted(injector.inject(_barrier(1), TIMEOUT_S).offsets) == parts
         assert asked and max(asked) <= ENDS_TIMEOUT_S
+    finally:
+        injector.close()
+
+
+def test_an_end_left_unanswered_counts_as_moved_and_the_leaders_are_reloaded_each_time(
+    kafka_bootstrap: str, topic_factory: TopicFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """librdkafka answers a partition whose (cached) leader died with offset -1001 once
+    the timeout passed: that partition gets its barrier. The admin client reloads the
+    topic's leaders before each ask, or every ask after a leader died would wait on the
+    dead one again."""
+    topic = topic_factory.create("idle", partitions=2)
+    parts = [(topic, p) for p in range(2)]
+    injector = BarrierInjector(KafkaConnection(kafka_bootstrap), parts, ends_timeout_s=TIMEOUT_S)
+    admin = injector._admin
+    assert admin is not None
+    asked = admin.list_offsets
+    reload = admin.list_topics
+    calls: list[str] = []
+
+    def one_unanswered(requests: dict[TopicPartition, object], request_timeout: float) -> object:
+        calls.append("ends")
+        futures = asked(requests, request_timeout=request_timeout)
+        lost = next(tp for tp in futures if tp.partition == 1)
+        dead: Future[ListOffsetsResultInfo] = Future()
+        dead.set_result(ListOffsetsResultInfo(OFFSET_INVALID, -1, -1))
+        return {**futures, lost: dead}
+
+    def reloading(name: str, timeout: float) -> object:
+        calls.append(f"leaders of {name}")
+        return reload(name, timeout=timeout)
+
+    try:
+        injector.inject(_barrier(1), TIMEOUT_S)  # (a new topic's ends may not be known yet)
+        monkeypatch.setattr(admin, "list_offsets", one_unanswered)
+        monkeypatch.setattr(admin, "list_topics", reloading)
+        # Neither moved since Barrier(1), but nobody could tell of partition 1: it gets
+        # Barrier(2).
+        assert sorted(injector.inject(_barrier(2), TIMEOUT_S).offsets) == [(topic, 1)]
+        assert calls == [f"leaders of {topic}", "ends"]
     finally:
         injector.close()

@@ -1,6 +1,7 @@
 """The driver lease through a Kafka consumer group, on a real broker: one holder, a
-second refused while it lives, the lease passed on when the holder is killed, and a
-holder that was paused past its session finds out that it lost the lease."""
+second refused while it lives, the lease (and its static member's id) passed on at
+once after a clean release, after a session when the holder is killed, and a holder
+that was paused past its session finds out that it lost the lease."""
 
 from __future__ import annotations
 
@@ -69,8 +70,15 @@ def test_a_second_member_is_refused_while_the_holder_lives_and_takes_over_after_
     third = lease_of(kafka_bootstrap, topic)
     waits: list[str] = []
     third.acquire(on_wait=waits.append)
-    # A clean release leaves the group at once: no session timeout to wait out.
+    # A clean release hands the static member's id on: no session timeout to wait out.
     assert waits == []
+    assert third.instance_id == first.instance_id != second.instance_id
+    third.check()
+    # Taken up and claimed: a later driver joins under an id of its own and is refused.
+    fourth = lease_of(kafka_bootstrap, topic)
+    with pytest.raises(LeaseHeld):
+        fourth.acquire()
+    assert fourth.instance_id != third.instance_id
     third.check()
     third.release()
 
@@ -86,6 +94,7 @@ def test_the_lease_passes_on_when_its_holder_is_killed(
     waits: list[str] = []
     successor.acquire(on_wait=waits.append)
     assert waits, "the successor took the lease without waiting for the dead holder's session"
+    assert successor.instance_id is not None and str(holder.pid) not in successor.instance_id
     successor.check()
     successor.release()
 
