@@ -36,10 +36,7 @@ def schedule(seed: int) -> Schedule:
     partitions = rng.randint(1, 4)
     parallelism = rng.randint(1, partitions)
     points = points_of(name)
-    crashes = tuple(
-        ThreadCrash(rng.choice(points), rng.randint(1, 4), rng.choice([None, *range(parallelism)]))
-        for _ in range(rng.choice([1, 1, 2]))
-    )
+    crashes = tuple(_crash(rng, points, parallelism) for _ in range(rng.choice([1, 1, 2])))
     return Schedule(
         name,
         rng.randint(20, 120),  # a windowed round needs 3 windows a partition
@@ -49,3 +46,14 @@ def schedule(seed: int) -> Schedule:
         rng.choice([0.0005, 0.002, 0.01]),
         crashes,
     )
+
+
+def _crash(rng: random.Random, points: list[FaultPoint], parallelism: int) -> ThreadCrash:
+    """A crash at a point, checkpoint 1 to 4 or later, in any task or in one of the first
+    stage's: stage 1's for `downstream_acked`, which only a downstream task reaches (a
+    crash that cannot fire would hold the input's tail back, a record a checkpoint)."""
+    point, checkpoint = rng.choice(points), rng.randint(1, 4)
+    task = rng.choice([None, *range(parallelism)])
+    if point is FaultPoint.DOWNSTREAM_ACKED and task is not None:
+        task += parallelism
+    return ThreadCrash(point, checkpoint, task)
