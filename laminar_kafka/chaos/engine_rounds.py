@@ -151,9 +151,11 @@ def run_round(
     parallelism: int = 2,
     chunks: int = 3,
     interval_s: float = 0.001,
+    timeout_s: float = 30.0,
 ) -> RoundResult:
     """Run `pipeline` in one process on `workload`'s input (planned for `partitions`),
-    its files and checkpoints under `where`, with `crashes` armed; check its output."""
+    its files and checkpoints under `where`, with `crashes` armed; check its output.
+    The run must drain within `timeout_s`."""
     files = {s.url: str(where / f"files-{i}") for i, s in enumerate(pipeline.file_sinks)}
     run_as = retarget(pipeline, pipeline.name, files)
     sinks = {a.sink.topic: b.sink for a, b in zip(pipeline.flows, run_as.flows, strict=True)}
@@ -167,7 +169,7 @@ def run_round(
         feed = _Feed(broker, planned, chunks, workload.watermarked_from, lambda: fired() >= crashed)
         feed.step()
         run = run_in_process(
-            run_as, broker, config, checkpoints=2, listener=feed.heard, until=feed.done
+            run_as, broker, config, 2, timeout_s, listener=feed.heard, until=feed.done
         )
         count = fired()
     return RoundResult(_verdict(workload, sinks, broker), count, run, broker)

@@ -46,6 +46,10 @@ CHANGE_POINTS = float(os.environ.get("LAMINAR_CHANGE_POINTS", "0.002"))
 STALLS = float(os.environ.get("LAMINAR_STALLS", "0.001"))
 SHARDS = int(os.environ.get("LAMINAR_INTERLEAVING_SHARDS", "1"))
 PROCESSES = int(os.environ.get("LAMINAR_INTERLEAVING_PROCESSES", "1"))
+DRAIN_S = 120.0
+"""A run's virtual time to drain. Each of the scheduler's steps moves the clock on, so
+a round of many tasks whose crash never fires (its input's tail then comes a record a
+checkpoint) takes some 30 virtual seconds where real threads take one."""
 
 
 @pytest.fixture
@@ -69,7 +73,15 @@ def run_interleaved(
     scheduler = Scheduler(seed_of_run, CHANGE_POINTS if seed_of_run % 2 else None, STALLS)
     result = scheduler.run(
         lambda: run_round(
-            pipeline, load, where, s.crashes, s.partitions, s.parallelism, s.chunks, s.interval_s
+            pipeline,
+            load,
+            where,
+            s.crashes,
+            s.partitions,
+            s.parallelism,
+            s.chunks,
+            s.interval_s,
+            DRAIN_S,
         )
     )
     return result, scheduler
