@@ -60,12 +60,17 @@ def idempotent_producer(kafka: KafkaConnection) -> Producer:
     return Producer(kafka.settings({"linger.ms": 0}, {"enable.idempotence": True, "acks": "all"}))
 
 
-def heartbeat_producer(kafka: KafkaConnection, expire_ms: int) -> Producer:
-    """For a task's heartbeats: one small record a second, useless once `expire_ms` old.
+def unbatched_producer(kafka: KafkaConnection, delivery_timeout_ms: int) -> Producer:
+    """For a few small records, each useless once `delivery_timeout_ms` old: a task's
+    heartbeats, a lease's release record.
 
-    A beat that cannot be delivered in time is dropped, not queued.
+    Each record is sent at once (no batching) and written by all in-sync replicas;
+    no idempotence, so no producer id to fence. A record that cannot be delivered
+    in time is dropped with an error report, not queued.
     """
-    return Producer(kafka.settings({"linger.ms": 0}, {"message.timeout.ms": expire_ms}))
+    return Producer(
+        kafka.settings({"linger.ms": 0}, {"acks": "all", "message.timeout.ms": delivery_timeout_ms})
+    )
 
 
 def transactional_producer_settings(

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import logging
 
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException
 
 from laminar_kafka.errors import BrokerError
-from laminar_kafka.kafka.clients import KafkaConnection
+from laminar_kafka.kafka.clients import KafkaConnection, unbatched_producer
 from laminar_kafka.kafka.topic_tail import TailRecord, read_tail
 
 log = logging.getLogger(__name__)
@@ -74,11 +74,7 @@ def write_release(kafka: KafkaConnection, topic: str, group: str, instance_id: s
 
 
 def _append(kafka: KafkaConnection, topic: str, header: str, group: str, instance_id: str) -> bool:
-    producer = Producer(
-        kafka.settings(
-            {"linger.ms": 0}, {"acks": "all", "message.timeout.ms": int(WRITE_TIMEOUT_S * 1000)}
-        )
-    )
+    producer = unbatched_producer(kafka, delivery_timeout_ms=int(WRITE_TIMEOUT_S * 1000))
     failed: list[str] = []
 
     def delivered(err: KafkaError | None, _msg: object) -> None:

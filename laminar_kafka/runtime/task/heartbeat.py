@@ -38,7 +38,7 @@ from laminar_kafka.control.codec import encode
 from laminar_kafka.control.headers import CONTROL_KEY, control_headers
 from laminar_kafka.control.records import Heartbeat
 from laminar_kafka.errors import FencedError
-from laminar_kafka.kafka.clients import KafkaConnection, heartbeat_producer
+from laminar_kafka.kafka.clients import KafkaConnection, unbatched_producer
 from laminar_kafka.runtime.task_spec import TaskSpec
 
 __all__ = ["BeatSender", "ControlTopicBeats", "TaskLiveness", "UserCode"]
@@ -83,7 +83,7 @@ class ControlTopicBeats:
     the task's control channel must not wait for beats, nor beats for it."""
 
     def __init__(self, kafka: KafkaConnection, topic: str, expire_s: float) -> None:
-        self._producer = heartbeat_producer(kafka, expire_ms=int(expire_s * 1000))
+        self._producer = unbatched_producer(kafka, delivery_timeout_ms=int(expire_s * 1000))
         self._topic = topic
 
     def send(self, beat: Heartbeat) -> None:
