@@ -22,13 +22,13 @@ without a key.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
 
+from laminar_kafka import waits
 from laminar_kafka.barriers.injection import Injection
 from laminar_kafka.control.codec import encode
 from laminar_kafka.control.headers import CONTROL_KEY, control_headers
@@ -74,13 +74,13 @@ class BarrierInjector:
         """The partitions' end offsets; none when they cannot be read (or skipping is off)."""
         if self._admin is None or not partitions:
             return {}
-        deadline = time.monotonic() + timeout_s
+        deadline = waits.monotonic() + timeout_s
         self._reload_leaders({t for t, _p in partitions}, deadline)
         latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
         asked = {TopicPartition(t, p): latest for t, p in partitions}
         ends: dict[PartitionKey, int] = {}
         try:
-            left = max(0.1, deadline - time.monotonic())
+            left = max(0.1, deadline - waits.monotonic())
             futures = self._admin.list_offsets(asked, request_timeout=left)
         except (KafkaException, ValueError):
             futures = {}
@@ -101,7 +101,7 @@ class BarrierInjector:
         """
         assert self._admin is not None
         for topic in sorted(topics):
-            left = deadline - time.monotonic()
+            left = deadline - waits.monotonic()
             if left <= 0:
                 return
             with contextlib.suppress(KafkaException):
