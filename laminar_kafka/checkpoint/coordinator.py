@@ -82,11 +82,12 @@ class CheckpointCoordinator:
         timeout_s: float,
         retained: int,
         first_checkpoint_id: int,
+        *,
+        arrival_s: float,
         lowest_marker: LowestMarker = lambda: None,
         topology: Mapping[str, str] | None = None,
         stages: Sequence[frozenset[int]] | None = None,
         explain: Callable[[Sequence[int]], str] = lambda tasks: "",
-        arrival_s: float = 0.2,
     ) -> None:
         self.pipeline = pipeline
         self.generation = generation
@@ -102,7 +103,8 @@ class CheckpointCoordinator:
         self._lowest_marker = lowest_marker
         self._topology = dict(topology or {})
         self._explain = explain  # what tasks that did not ack were doing (their heartbeats)
-        self._arrival_s = arrival_s  # how long an Ack already written may take to arrive
+        # How long an Ack already written may take to arrive: the control link's own.
+        self._arrival_s = arrival_s
         self.ready_spread_s = 0.0
 
     def _announce(self, checkpoint_id: int, phase: Phase, **extra: object) -> None:

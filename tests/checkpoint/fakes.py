@@ -59,6 +59,8 @@ class FakeControl:
     sent: list[ControlRecord] = field(default_factory=list)
     arriving: list[list[Any]] = field(default_factory=list)
     on_send: Callable[[ControlRecord], list[Any]] | None = None
+    arrival_s: float = 0.0
+    """How long a record written may take to arrive (nothing is in flight here)."""
 
     def send(self, record: ControlRecord, timeout_s: float = 30.0) -> None:
         self.sent.append(record)

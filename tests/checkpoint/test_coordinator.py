@@ -29,7 +29,6 @@ def _coordinator(
     first_id: int = 1,
     lowest_marker: int | None = None,
     timeout_s: float = 5.0,
-    arrival_s: float = 0.2,
 ) -> CheckpointCoordinator:
     store = CheckpointStore(str(tmp_path), "p")
     return CheckpointCoordinator(
@@ -42,8 +41,8 @@ def _coordinator(
         timeout_s,
         2,
         first_id,
+        arrival_s=control.arrival_s,
         lowest_marker=lambda: lowest_marker,
-        arrival_s=arrival_s,
     )
 
 
@@ -111,7 +110,17 @@ def test_a_timeout_says_what_the_tasks_that_did_not_ack_were_doing(tmp_path: Pat
 
     store = CheckpointStore(str(tmp_path), "p")
     coordinator = CheckpointCoordinator(
-        "p", 1, TASKS, store, FakeInjector(), FakeControl(), 0.2, 2, 1, explain=explain
+        "p",
+        1,
+        TASKS,
+        store,
+        FakeInjector(),
+        FakeControl(),
+        0.2,
+        2,
+        1,
+        arrival_s=0.0,
+        explain=explain,
     )
     result = coordinator.run_checkpoint(_alive)
     assert result.reason == (
@@ -216,11 +225,11 @@ def test_a_lost_job_reads_late_acks_for_as_long_as_its_control_log_takes_to_deli
             waited.append(timeout_s)
             return super().receive(timeout_s)
 
-    control = Timed(arriving=[[ack(0, 0)]])
-    _coordinator(tmp_path, control, arrival_s=0.7).check_incurable()
+    control = Timed(arriving=[[ack(0, 0)]], arrival_s=0.7)
+    _coordinator(tmp_path, control).check_incurable()
     assert waited == [0.7, 0.7]  # until a read finds nothing
     waited.clear()
-    _coordinator(tmp_path, Timed(), arrival_s=0.0).check_incurable()
+    _coordinator(tmp_path, Timed(arrival_s=0.0)).check_incurable()
     assert waited == [0.0]
 
 

@@ -39,7 +39,17 @@ def _coordinator(
     tasks = 3 if stages is STAGES else 2
     store = CheckpointStore(str(tmp_path), "p")
     return CheckpointCoordinator(
-        "p", 1, tasks, store, FakeInjector(), control, timeout_s, retained, 1, stages=stages
+        "p",
+        1,
+        tasks,
+        store,
+        FakeInjector(),
+        control,
+        timeout_s,
+        retained,
+        1,
+        arrival_s=control.arrival_s,
+        stages=stages,
     )
 
 
@@ -292,7 +302,7 @@ def test_stages_must_split_the_tasks(tmp_path: Path, stages: tuple[frozenset[int
     store = CheckpointStore(str(tmp_path), "p")
     with pytest.raises(LaminarError, match="stage"):
         CheckpointCoordinator(
-            "p", 1, 3, store, FakeInjector(), FakeControl(), 1.0, 2, 1, stages=stages
+            "p", 1, 3, store, FakeInjector(), FakeControl(), 1.0, 2, 1, arrival_s=0.0, stages=stages
         )
 
 
@@ -305,7 +315,7 @@ def test_the_commit_opening_the_next_stage_names_the_partitions_the_barrier_skip
     store = CheckpointStore(str(tmp_path), "p")
     injector = FakeInjector(idle=frozenset({("orders", 1)}))
     coordinator = CheckpointCoordinator(
-        "p", 1, 3, store, injector, control, 5.0, 2, 1, stages=STAGES
+        "p", 1, 3, store, injector, control, 5.0, 2, 1, arrival_s=control.arrival_s, stages=STAGES
     )
     assert coordinator.run_checkpoint(_alive).committed
     commits = [r for r in control.sent if isinstance(r, Announcement) and r.is_commit]

@@ -24,7 +24,16 @@ def _coordinator(
     store: CheckpointStore, generation: int, control: FakeControl
 ) -> CheckpointCoordinator:
     return CheckpointCoordinator(
-        "p", generation, TASKS, store, FakeInjector(), control, 0.2, 2, store.highest_id() + 1
+        "p",
+        generation,
+        TASKS,
+        store,
+        FakeInjector(),
+        control,
+        0.2,
+        2,
+        store.highest_id() + 1,
+        arrival_s=control.arrival_s,
     )
 
 
