@@ -26,11 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -38,6 +35,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from laminar_kafka.errors import FencedError
 from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.group_view import GroupAskFailed, describe_group
+from laminar_kafka.kafka.lease_member import LEASE_SESSION_MS, fresh_instance_id, lease_consumer
 from laminar_kafka.kafka.lease_release import instance_to_join, write_release
 from laminar_kafka.kafka.lease_verdict import LeaseVerdict, lease_verdict
 
@@ -50,20 +48,6 @@ class LeaseHeld(FencedError):
     def __init__(self, holder: str) -> None:
         super().__init__(f"held by {holder}")
         self.holder = holder
-
-
-def holder_name() -> str:
-    """How the holder shows up to the one refused: host and pid."""
-    return f"laminar-driver@{socket.gethostname()}:{os.getpid()}"
-
-
-LEASE_SESSION_MS = 6_000
-"""The lease group's session: the brokers' least (`group.min.session.timeout.ms`).
-
-How long a successor waits for a holder that died. Heartbeats come from
-librdkafka's own thread: only a stop of the whole process (or the network, or the
-group coordinator) lets a session lapse, and then the static member rejoins at once.
-"""
 
 
 class GroupLease:
@@ -83,16 +67,7 @@ class GroupLease:
         self.outage_s = outage_s
         """How long a holder that lost the lease waits for a group that answers."""
         self._kafka = kafka
-        self._settings = kafka.settings(
-            {"session.timeout.ms": session_timeout_ms, "heartbeat.interval.ms": 1000},
-            {
-                "group.id": group,
-                "client.id": holder_name(),
-                "partition.assignment.strategy": "cooperative-sticky",
-                "enable.auto.commit": False,
-                "auto.offset.reset": "latest",
-            },
-        )
+        self._session_timeout_ms = session_timeout_ms
         self._consumer: Consumer | None = None
         self.instance_id: str | None = None
         """The static member's id (`group.instance.id`), chosen by `acquire`."""
@@ -165,9 +140,11 @@ class GroupLease:
         that died to be dropped by the group.
         """
         wait_s = self.session_timeout_s * 1.5 + 5 if wait_s is None else wait_s
-        fresh = f"{holder_name()}-{uuid.uuid4().hex[:8]}"
+        fresh = fresh_instance_id()  # unless the last holder left its own
         self.instance_id = instance_to_join(self._kafka, self.topic, self.group, fresh)
-        self._consumer = Consumer({**self._settings, "group.instance.id": self.instance_id})
+        self._consumer = lease_consumer(
+            self._kafka, self.group, self.instance_id, self._session_timeout_ms
+        )
         self._consumer.subscribe(
             [self.topic],
             on_assign=self._on_assign,
