@@ -5,7 +5,8 @@ Part of `checkpoint.inspection`. A file's kind, task and base come from its name
 so listing them for every checkpoint reads no file, only its size. The chain of
 a delta of the newest checkpoint is followed through the parents the files
 name, as a restore follows it (state/chain.py): each file is verified (a signed
-store, given the key) before it is unpickled.
+store, given the key; a block at a time), then its parent is read from the head
+of its pickle (`parent_in_head`): its tables are not unpickled.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from pathlib import PurePosixPath
 from laminar_kafka.checkpoint.inspection_report import BASE, DELTA, ChainLink, CheckpointFile
 from laminar_kafka.checkpoint.manifest import Manifest
 from laminar_kafka.checkpoint.retention import delta_base
-from laminar_kafka.checkpoint.signing import STATE
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import CheckpointIntegrityError
-from laminar_kafka.state.chain import MAX_CHAIN, delta_parent
+from laminar_kafka.state.chain import MAX_CHAIN, delta_parent, parent_in_head
+from laminar_kafka.state.frames import FRAMED, is_framed
 from laminar_kafka.storage.locations import store_path
 
 _STATE_FILE = re.compile(r"task-([0-9]+)-g([0-9]+)\.(?:state|base-[0-9]+\.delta)")
@@ -71,10 +72,10 @@ def chain_of(
     """The files a restore of the state file `path` reads, its base first and `path` last.
 
     `parent` is the file that `path` (a delta) names; None for a base, whose chain is
-    itself. Each parent is read, verified and asked for its own parent, back to a
-    base. A file missing, refused or unreadable on the way, or a chain that does not
-    start at the base the name gives (which retention keeps), is a problem; a chain
-    broken on the way is ().
+    itself. Each parent is verified and asked for its own parent, back to a base. A
+    file missing, refused or unreadable on the way, or a chain that does not start at
+    the base the name gives (which retention keeps), is a problem; a chain broken on
+    the way is ().
     """
     links = [ChainLink(checkpoint_of(path), path, size)]
     address = parent
@@ -83,8 +84,8 @@ def chain_of(
             problems.append(f"state file {path}: its chain of deltas does not end in a base")
             return ()
         try:
-            data = store_path(address).read_bytes()
-            found = delta_parent(store.signer.open(address, STATE, data, f"state file {address}"))
+            size = store_path(address).stat().st_size
+            found = _parent(store, address)
         except FileNotFoundError:
             problems.append(
                 f"state file {path}: its chain needs {address}, which is missing: the state "
@@ -97,8 +98,8 @@ def chain_of(
         except Exception as exc:
             problems.append(f"state file {path}: its chain needs {address}, unreadable: {exc}")
             return ()
-        links.append(ChainLink(checkpoint_of(address), address, len(data)))
-        address = found[0] if found is not None else None
+        links.append(ChainLink(checkpoint_of(address), address, size))
+        address = found
     links.reverse()
     named = delta_base(path)
     starts = links[0].checkpoint_id if len(links) > 1 else None
@@ -108,6 +109,25 @@ def chain_of(
             f"{links[0].file}: retention keeps what the name says"
         )
     return tuple(links)
+
+
+def _parent(store: CheckpointStore, address: str) -> str | None:
+    """The parent the state file at `address` names (None: a base), once it is verified.
+
+    A restore's walk reads it the same way: a framed base by its first bytes, a delta
+    from the head of its pickle; a file whose head is neither is unpickled whole.
+    """
+    with store.open_snapshot(address) as stream:
+        start = stream.tell()
+        if is_framed(stream.read(len(FRAMED))):
+            return None
+        stream.seek(start)
+        parent = parent_in_head(stream)
+        if parent is not None:
+            return parent
+        stream.seek(start)
+        found = delta_parent(stream.read())
+    return found[0] if found is not None else None
 
 
 def _opt(checkpoint_id: int | None) -> str:

@@ -11,7 +11,7 @@ parent; a delta file's name also carries its base's checkpoint
 Restore walks from the newest file back to the base, then applies the deltas
 from the oldest on, for all of a task's partitions at once. The walk takes a
 delta's parent from the head of its pickle (the marker and the parent come
-before the tables, `_parent_in_head`) and keeps only addresses; each delta is
+before the tables, `parent_in_head`) and keeps only addresses; each delta is
 opened again when its turn comes, so a restore holds one delta file's tables
 at a time, not the chain's. Each file is verified at every open; the base is
 opened once.
@@ -138,7 +138,7 @@ def _base_or_parent(
         stream.seek(start)
         if is_framed(head):
             return read_framed_partitions(stream, keys, address, make)
-        parent = _parent_in_head(stream)
+        parent = parent_in_head(stream)
         if parent is not None:
             return parent
         stream.seek(start)
@@ -149,11 +149,11 @@ def _base_or_parent(
     return found[0]
 
 
-def _parent_in_head(stream: IO[bytes]) -> str | None:
+def parent_in_head(stream: IO[bytes]) -> str | None:
     """A delta file's parent, from the first opcodes of its pickle (the marker, then the
     parent, before any table): its tables are neither read nor unpickled. None when the
     head is not a delta file's as `encode_delta_file` writes it (the caller reads it whole);
-    the parent found is checked against the whole file when it is applied."""
+    a restore checks the parent found against the whole file when it applies it."""
     strings: list[str] = []
     try:
         for op, arg, _ in islice(pickletools.genops(stream), _HEAD_OPCODES):

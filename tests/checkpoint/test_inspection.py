@@ -405,7 +405,7 @@ def test_a_signed_chain_is_verified_before_any_file_of_it_is_unpickled(tmp_path:
     assert [link.checkpoint_id for link in report.newest.state_files[0].chain] == [1, 2, 3]
 
     planted = store.snapshot_path(2, 0, 2, 1)  # in the chain of the newest file of task 0
-    planted.write_bytes(pickle.dumps((DELTA_FILE, str(store.snapshot_path(1, 0, 2)), Planted())))
+    planted.write_bytes(pickle.dumps(Planted()))  # not a delta's head: unpickled whole
     report = inspect_store(str(tmp_path), key=key).pipelines[0]
 
     assert RAN == [], "a file that does not verify is never unpickled"
@@ -418,6 +418,23 @@ def test_a_signed_chain_is_verified_before_any_file_of_it_is_unpickled(tmp_path:
 
     inspect_store(str(tmp_path))  # no key: read as a run without the key reads it
     assert RAN == ["unpickled"], "the planted file would run code where nothing verifies"
+
+
+def test_a_chain_is_followed_through_its_deltas_heads_without_unpickling_their_tables(
+    tmp_path: Path,
+) -> None:
+    RAN.clear()
+    store = build_chain(tmp_path, checkpoints=3, every=10)
+    planted = store.snapshot_path(2, 0, 2, 1)  # in the chain of the newest file of task 0
+    planted.write_bytes(pickle.dumps((DELTA_FILE, str(store.snapshot_path(1, 0, 2)), Planted())))
+    report = only(tmp_path)
+
+    assert RAN == [], "a delta's parent comes from the head of its pickle, before its tables"
+    assert report.newest is not None
+    assert [link.checkpoint_id for link in report.newest.state_files[0].chain] == [1, 2, 3]
+    assert [link.bytes for link in report.newest.state_files[0].chain] == [
+        Path(link.file).stat().st_size for link in report.newest.state_files[0].chain
+    ]
 
 
 # -- committed markers ----------------------------------------------------------------

@@ -16,7 +16,7 @@ from laminar_kafka.checkpoint.signing import CheckpointKey, Signer
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import CheckpointError
 from laminar_kafka.kafka.names import PartitionKey
-from laminar_kafka.state.chain import _parent_in_head, read_partition
+from laminar_kafka.state.chain import parent_in_head, read_partition
 from laminar_kafka.state.delta import TrackedTable
 from laminar_kafka.state.keyed_state import KeyedState
 from laminar_kafka.state.task_state import TaskState
@@ -106,9 +106,9 @@ def test_a_delta_pickled_another_way_is_read_whole_on_the_walk() -> None:
     files, newest = _in_memory_chain()
     for address in ("chk-2.1", "chk-3.1"):  # protocol 2: no frames, BINPUT after each string
         files[address] = pickle.dumps(pickle.loads(files[address]), protocol=2)
-        assert _parent_in_head(io.BytesIO(files[address])) is not None
+        assert parent_in_head(io.BytesIO(files[address])) is not None
     files["chk-2.1"] = pickle.dumps(pickle.loads(files["chk-2.1"]), protocol=0)
-    assert _parent_in_head(io.BytesIO(files["chk-2.1"])) is None  # text opcodes: read whole
+    assert parent_in_head(io.BytesIO(files["chk-2.1"])) is None  # text opcodes: read whole
 
     restored = read_partition(files.__getitem__, newest, KEY)
 
