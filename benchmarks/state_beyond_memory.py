@@ -1,6 +1,6 @@
 """A job whose state is many times a task's memory runs, checkpoints and recovers, exactly once.
 
-    python -m benchmarks.state_beyond_memory --keys 20000000 --cap-mib 200
+    python -m benchmarks.state_beyond_memory --keys 20000000 --cap-mib 170 --cache-keys 10000
 
 1. Produce N orders of N distinct customers into a new topic of 4 partitions,
    keyed by customer (`benchmarks.distinct_totals`).
