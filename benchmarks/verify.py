@@ -5,9 +5,10 @@ A benchmark number is only printed after its output has been read back with
 mangled records fails with `PipelineError` instead of reporting a speed.
 
 `read_topic` reads every partition to its end (the last stable offset under
-`read_committed`), so its count is final once the writer has stopped.
-`OutputWatcher` follows a topic while a system under test is still writing and
-says when the expected count has become visible.
+`read_committed`), so its count is final once the writer has stopped;
+`scan_topic` hands each record to a function instead, for outputs too large
+to hold. `OutputWatcher` follows a topic while a system under test is still
+writing and says when the expected count has become visible.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ __all__ = [
     "count_topic",
     "read_committed_consumer",
     "read_topic",
+    "scan_topic",
 ]
 
 KeyValue = tuple[bytes | None, bytes]
@@ -71,7 +73,7 @@ def _assign_all(consumer: Consumer, topic: str) -> int:
     return len(meta.partitions)
 
 
-def _scan(
+def scan_topic(
     bootstrap: str, topic: str, handle: Callable[[bytes | None, bytes], None], label: str
 ) -> int:
     """Feed every committed record of `topic` to `handle`; return how many there were."""
@@ -109,13 +111,13 @@ def _scan(
 def read_topic(bootstrap: str, topic: str) -> list[KeyValue]:
     """Every committed `(key, value)` of `topic`, partition by partition in offset order."""
     out: list[KeyValue] = []
-    _scan(bootstrap, topic, lambda k, v: out.append((k, v)), topic)
+    scan_topic(bootstrap, topic, lambda k, v: out.append((k, v)), topic)
     return out
 
 
 def count_topic(bootstrap: str, topic: str) -> int:
     """How many committed records `topic` holds."""
-    return _scan(bootstrap, topic, lambda _k, _v: None, topic)
+    return scan_topic(bootstrap, topic, lambda _k, _v: None, topic)
 
 
 def _fail(workload: Workload, problem: str) -> PipelineError:
