@@ -132,8 +132,16 @@ def heartbeat_to_avro(r: Heartbeat) -> dict[str, Any]:
         "task": r.task,
         "user_code_ms": r.user_code_ms,
         "stalled_ms": r.stalled_ms,
+        "coordinator_ms": r.coordinator_ms,
     }
 
 
 def heartbeat_from_avro(d: dict[str, Any]) -> Heartbeat:
-    return Heartbeat(d["pipeline"], d["generation"], d["task"], d["user_code_ms"], d["stalled_ms"])
+    return Heartbeat(
+        d["pipeline"],
+        d["generation"],
+        d["task"],
+        d["user_code_ms"],
+        d["stalled_ms"],
+        d["coordinator_ms"],
+    )

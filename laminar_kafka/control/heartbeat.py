@@ -19,7 +19,9 @@ __all__ = ["Heartbeat"]
 @dataclass(frozen=True)
 class Heartbeat:
     """Task `task` of `generation` lives; `user_code_ms`: how long its main loop has been
-    in one call of user code (0: not in one); `stalled_ms`: since the loop last went round."""
+    in one call of user code (0: not in one); `stalled_ms`: since the loop last went round;
+    `coordinator_ms`: how long it has waited for its group coordinator to take a
+    checkpoint's offsets (0: not waiting)."""
 
     kind: ClassVar[str] = "heartbeat"
 
@@ -28,6 +30,7 @@ class Heartbeat:
     task: int
     user_code_ms: int = 0
     stalled_ms: int = 0
+    coordinator_ms: int = 0
 
     def __post_init__(self) -> None:
         check_str(self, "pipeline")
@@ -35,3 +38,4 @@ class Heartbeat:
         check_int(self, "task", minimum=0)
         check_long(self, "user_code_ms", minimum=0)
         check_long(self, "stalled_ms", minimum=0)
+        check_long(self, "coordinator_ms", minimum=0)

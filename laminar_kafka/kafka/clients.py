@@ -98,6 +98,15 @@ def transactional_producer_settings(
             # ignored (librdkafka #5511, #5456). Without re-bootstrap the known
             # broker reconnects and serves the TxnOffsetCommit.
             "metadata.recovery.strategy": "none",
+            # Once the consumer group's coordinator has left the cluster's metadata,
+            # a send_offsets_to_transaction waiting for it looks the coordinator up
+            # again only when another of the producer's connections goes up or
+            # down (librdkafka #5511); it would wait for good. While a task waits
+            # there it sends nothing, so its connections fall idle: closing them
+            # after 1 s is that change, and the call finds the new coordinator
+            # 1-2 s after the old one was fenced. The price: a connection that is
+            # idle for a second is opened again when it is next needed.
+            "connections.max.idle.ms": 1000,
         },
         {
             "transactional.id": txn_id,

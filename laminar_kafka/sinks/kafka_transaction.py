@@ -63,6 +63,7 @@ class KafkaTransaction:
         self._delivery_error: KafkaError | None = None
         self._fenced = False
         self.produced = 0
+        self.offsets_since: float | None = None
         self._staged: list[Callable[[], None]] = []
         """What was produced while PREPARED, as the calls that produce it (batches whole)."""
         self._staged_records = 0
@@ -240,7 +241,7 @@ class KafkaTransaction:
         self._to("prepare")
         try:
             if offsets:
-                self._producer.send_offsets_to_transaction(list(offsets), group_metadata, timeout_s)
+                self._send_offsets(offsets, group_metadata, timeout_s)
             remaining = self._producer.flush(timeout_s)
         except KafkaException as exc:
             self._raise("prepare", exc)
@@ -252,6 +253,23 @@ class KafkaTransaction:
             if self._fenced:
                 raise FencedError(f"prepare: producer {self.txn_id} was fenced by a newer one")
             raise TransactionError(f"a record was not delivered: {self._delivery_error.str()}")
+
+    def _send_offsets(
+        self, offsets: Sequence[TopicPartition], group_metadata: Any, timeout_s: float
+    ) -> None:
+        """Add the offsets to the transaction, at the consumer group's coordinator.
+
+        librdkafka ignores `timeout_s` here (#5456) and, once the coordinator's broker
+        has left the cluster's metadata, may wait for it forever (#5511): no other
+        broker changes state to make it look the coordinator up again. The call's
+        start is kept in `offsets_since` for the heartbeat, so the driver can replace
+        a task that waits here longer than its heartbeat timeout.
+        """
+        self.offsets_since = waits.monotonic()
+        try:
+            self._producer.send_offsets_to_transaction(list(offsets), group_metadata, timeout_s)
+        finally:
+            self.offsets_since = None
 
     def commit(self, timeout_s: float, attempts: int = 10) -> None:
         """Commit the prepared transaction; a timeout is retried, never turned into abort."""

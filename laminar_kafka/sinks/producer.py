@@ -22,6 +22,10 @@ class TransactionalProducer(Protocol):
     """
 
     txn_id: str
+    offsets_since: float | None
+    """When (`waits.monotonic`) the call that hands the offsets of the prepared checkpoint to
+    the consumer group's coordinator began, while it runs; None otherwise. The task's
+    heartbeat reports it: librdkafka can hold that call forever (see `KafkaTransaction`)."""
 
     def init(self, timeout_s: float = 60.0) -> None:
         """Fence older producers of this id and abort what they left open."""

@@ -24,6 +24,7 @@ class MemoryTransaction:
 
     def __init__(self, broker: MemoryBroker, txn_id: str) -> None:
         self.txn_id = txn_id
+        self.offsets_since: float | None = None  # the memory broker answers at once
         self.state = TxnState.NEW
         self._broker = broker
         self._epoch = 0

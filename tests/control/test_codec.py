@@ -53,7 +53,7 @@ SAMPLES: list[ControlRecord] = [
     *(Announcement("orders", 9, 4, phase, stage=2) for phase in Phase),
     Announcement("orders", 9, 4, Phase.COMMIT, stage=INT_MAX),
     Heartbeat("orders", 3, 0),
-    Heartbeat("é€😀", LONG_MAX, INT_MAX, user_code_ms=95_000, stalled_ms=LONG_MAX),
+    Heartbeat("é€😀", LONG_MAX, INT_MAX, 95_000, stalled_ms=LONG_MAX, coordinator_ms=LONG_MAX),
     Ack("orders", 5, 1, 0, True),
     Ack("orders", 5, 1, 2, False, error="snapshot write failed: disk full"),
     Ack(
@@ -298,6 +298,7 @@ ADDED_FIELDS: dict[type[ControlRecord], list[str]] = {
         "dead_letter_reasons",
         "snapshot_bytes",
     ],
+    Heartbeat: ["coordinator_ms"],
 }
 
 
@@ -324,6 +325,7 @@ def _old_frame(record: ControlRecord) -> bytes:
 
 
 OLD_RECORDS: list[ControlRecord] = [
+    Heartbeat("orders", 5, 1, user_code_ms=2, stalled_ms=3),
     Barrier("orders", 7, 2, BarrierFlags.DRAIN, 1_700_000_000_000),
     Announcement("orders", 9, 4, Phase.COMMIT, 5, "why", BarrierFlags.FULL_SNAPSHOT),
     Ack(

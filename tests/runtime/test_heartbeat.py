@@ -57,6 +57,19 @@ def test_a_beat_says_how_long_the_loop_has_been_in_user_code_and_since_it_went_r
     assert live.beat() == Heartbeat("p", 4, 2, user_code_ms=0, stalled_ms=0)
 
 
+def test_a_beat_says_how_long_the_loop_has_waited_for_its_group_coordinator() -> None:
+    clock = Clock()
+    since: list[float | None] = [None]
+    live = TaskLiveness("p", 4, 2, 1.0, Beats(), clock, lambda: since[0])
+    live.check()
+    since[0] = clock.now  # the producer hands the checkpoint's offsets to the coordinator
+    clock.now += 7.25
+    assert live.beat() == Heartbeat("p", 4, 2, stalled_ms=7250, coordinator_ms=7250)
+    since[0] = None
+    live.check()
+    assert live.beat() == Heartbeat("p", 4, 2)
+
+
 def test_the_thread_beats_while_the_main_loop_is_in_a_long_user_function() -> None:
     beats = Beats(fail_first=1)  # a failed send does not stop the thread
     live = TaskLiveness("p", 1, 0, 0.01, beats)

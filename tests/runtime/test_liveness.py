@@ -39,8 +39,14 @@ def tracker(tasks: int = 2, generation: int = 3) -> tuple[LivenessTracker, Clock
     return LivenessTracker(generation, tasks, TIMEOUT_S, INTERVAL_S, probe, clock), clock, probe
 
 
-def beat(task: int, generation: int = 3, user_code_ms: int = 0, stalled_ms: int = 0) -> Heartbeat:
-    return Heartbeat("p", generation, task, user_code_ms, stalled_ms)
+def beat(
+    task: int,
+    generation: int = 3,
+    user_code_ms: int = 0,
+    stalled_ms: int = 0,
+    coordinator_ms: int = 0,
+) -> Heartbeat:
+    return Heartbeat("p", generation, task, user_code_ms, stalled_ms, coordinator_ms)
 
 
 def run(
@@ -149,6 +155,54 @@ def test_a_driver_that_did_not_look_gives_the_tasks_a_full_timeout() -> None:
     t.heard(beat(0))
     t.heard(beat(1))
     assert run(t, clock, 10) is None
+
+
+def waiting(
+    t: LivenessTracker, clock: Clock, seconds: float, since: float | None
+) -> tuple[str | None, float]:
+    """Like `run`, both tasks beating, task 1 waiting for its group coordinator since
+    `since` (None: not waiting); the first reason and when it was given."""
+    for step in range(1, round(seconds * 10) + 1):
+        clock.now += 0.1
+        if step % 10 == 0:
+            t.heard(beat(0))
+            waited_ms = 0 if since is None else round((clock.now - since) * 1000)
+            t.heard(beat(1, stalled_ms=waited_ms, coordinator_ms=waited_ms))
+        if (reason := t.silent()) is not None:
+            return reason, clock.now
+    return None, clock.now
+
+
+def test_a_task_waiting_for_its_group_coordinator_past_the_timeout_is_lost() -> None:
+    t, clock, _ = tracker()
+    t.start()
+    assert run(t, clock, 3) is None
+    began = clock.now
+    reason, at = waiting(t, clock, 20, since=began)
+    assert reason is not None, "a task that beats but waits on a dead coordinator"
+    assert reason.startswith("task 1 has waited 6.0s for its consumer group's coordinator")
+    assert TIMEOUT_S < at - began <= TIMEOUT_S + INTERVAL_S + 1e-6
+
+
+def test_a_wait_for_the_coordinator_that_ends_in_time_loses_nothing() -> None:
+    t, clock, _ = tracker()
+    t.start()
+    assert waiting(t, clock, TIMEOUT_S, since=clock.now)[0] is None  # the coordinator moved
+    assert waiting(t, clock, 30, since=None)[0] is None  # answered: the loop goes on
+
+
+def test_a_coordinator_wait_through_a_broker_outage_counts_from_the_return() -> None:
+    t, clock, probe = tracker()
+    t.start()
+    began = clock.now
+    probe.answers = False  # the broker is away: no beat arrives, the driver is blind
+    assert run(t, clock, 20, beating=()) is None
+    probe.answers = True
+    back = clock.now
+    # The first beat after the return says 21 s of waiting; only what the driver saw counts.
+    reason, at = waiting(t, clock, 20, since=began)
+    assert reason is not None and reason.startswith("task 1 has waited")
+    assert at - back > TIMEOUT_S
 
 
 def test_explain_names_what_the_last_beats_said() -> None:

@@ -180,6 +180,7 @@ def test_offsets_and_marker_commit_atomically_with_the_output(
 
     txn = new_txn(_unique_id())
     txn.init(TIMEOUT_S)
+    waits_seen = _WaitsSeen(txn)
     try:
         for checkpoint_id, (p0, p1), decision in [
             (1, (42, 7), "commit"),
@@ -202,9 +203,29 @@ def test_offsets_and_marker_commit_atomically_with_the_output(
 
         assert committed() == [(61, marker(3, 1)), (12, marker(3, 1))]
         assert _read(kafka_bootstrap, out, until=b"out-3") == [b"out-1", b"out-3"]
+        # The heartbeat saw each wait for the group coordinator while it lasted.
+        assert len(waits_seen.during) == 3 and all(w is not None for w in waits_seen.during)
+        assert txn.offsets_since is None
     finally:
         member.close()
         checker.close()
+
+
+class _WaitsSeen:
+    """The producer of `txn`, noting `txn.offsets_since` as each call to the group
+    coordinator begins (what a heartbeat taken then would report)."""
+
+    def __init__(self, txn: KafkaTransaction) -> None:
+        self._txn, self._producer = txn, txn._producer
+        self.during: list[float | None] = []
+        txn._producer = self  # type: ignore[assignment]
+
+    def send_offsets_to_transaction(self, *args: object) -> None:
+        self.during.append(self._txn.offsets_since)
+        self._producer.send_offsets_to_transaction(*args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._producer, name)
 
 
 def test_an_abortable_failure_is_aborted_and_the_next_transaction_commits(

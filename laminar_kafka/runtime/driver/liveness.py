@@ -18,7 +18,12 @@ as it does for a lost worker job, whether a checkpoint is in flight or not:
 A task that beats is alive, even if it never acks: a user function that never
 returns or a deadlock keeps its heartbeat thread running. The checkpoint
 timeout replaces such a task, and `explain` names the cause from its last beat
-("task 3 has been in a user function for 95 s").
+("task 3 has been in a user function for 95 s"). One wait is known to last
+for good: a task's beats that say it has waited for its consumer group's
+coordinator to take a checkpoint's offsets for `timeout_s` (counted, like
+silence, while the driver can see) lose the generation at once. librdkafka can
+hold that call forever once the coordinator's broker has left the cluster
+(librdkafka #5511), and a live coordinator answers it in milliseconds.
 """
 
 from __future__ import annotations
@@ -99,6 +104,8 @@ class LivenessTracker:
             self._ask_topic(now)
         if self._blind:
             return None
+        if waiting := self._waiting_on_coordinator():
+            return waiting
         quiet = [
             t
             for t in range(self.tasks)
@@ -171,6 +178,22 @@ class LivenessTracker:
                     "(outside user code: a client call?)"
                 )
         return "; ".join(notes)
+
+    def _waiting_on_coordinator(self) -> str | None:
+        """Why the generation is lost when a task's last beat says it has waited for its
+        group coordinator for `timeout_s` while the driver could see, else None."""
+        for task, (received, beat) in sorted(self._beats.items()):
+            if not beat.coordinator_ms or task in self._finished:
+                continue
+            began = received - beat.coordinator_ms / 1000
+            if received - max(began, self._counted_from) > self.timeout_s:
+                return (
+                    f"task {task} has waited {beat.coordinator_ms / 1000:.1f}s for its consumer "
+                    f"group's coordinator to take checkpoint offsets (timeout {self.timeout_s:g}s);"
+                    " librdkafka keeps waiting for good once that coordinator's broker has left"
+                    " the cluster"
+                )
+        return None
 
     def _ask_topic(self, now: float) -> None:
         """3. No task heard lately: whether the driver sees the control topic (once an interval)."""

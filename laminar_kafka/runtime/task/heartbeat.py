@@ -9,8 +9,12 @@ the main loop has been in its current call of user code (`user_code`, marked
 by the task around its flows) and since it last went round (`check`): a task
 that beats but never acks (a user function that never returns, a deadlock) is
 alive, so the checkpoint timeout replaces it, and these durations name the
-cause in the abort's reason. Python switches threads at least every 5 ms, so
-only a C extension that holds the GIL for seconds could starve the beats.
+cause in the abort's reason. A beat also says how long the loop has waited for
+its consumer group's coordinator to take a checkpoint's offsets: a call that
+librdkafka can hold forever after that coordinator's broker is gone, so the
+driver replaces a task that waits there longer than the heartbeat timeout.
+Python switches threads at least every 5 ms, so only a C extension that holds
+the GIL for seconds could starve the beats.
 
 Why the control topic rather than, say, a socket to the driver: every task
 and the driver already reach it (a Spark cluster's executors need not reach
@@ -107,8 +111,11 @@ class TaskLiveness:
         interval_s: float,
         sender: BeatSender,
         clock: Clock = waits.monotonic,
+        coordinator_since: Callable[[], float | None] = lambda: None,
     ) -> None:
         self._pipeline, self._generation, self._task = pipeline, generation, task
+        self._coordinator_since = coordinator_since
+        """When the main loop's wait for the group coordinator began (None: not waiting)."""
         self._interval_s = interval_s
         self._sender = sender
         self._clock = clock
@@ -122,10 +129,17 @@ class TaskLiveness:
         """The `_went_round` of the stall whose stack was logged."""
 
     @classmethod
-    def for_task(cls, spec: TaskSpec, sender: BeatSender, clock: Clock) -> TaskLiveness:
+    def for_task(
+        cls,
+        spec: TaskSpec,
+        sender: BeatSender,
+        clock: Clock,
+        coordinator_since: Callable[[], float | None],
+    ) -> TaskLiveness:
         """Beats of the task `spec` describes, at its configured interval."""
         interval_s = spec.config.heartbeat_interval_s
-        return cls(spec.pipeline.name, spec.generation, spec.task, interval_s, sender, clock)
+        name, generation, task = spec.pipeline.name, spec.generation, spec.task
+        return cls(name, generation, task, interval_s, sender, clock, coordinator_since)
 
     def check(self) -> None:
         """The main loop went round: note it, and raise FencedError if the Spark worker
@@ -138,14 +152,14 @@ class TaskLiveness:
         """The Heartbeat as of now."""
         now = self._clock()
         since = self.user_code.since  # read once: the main thread may clear it meanwhile
-        in_code = 0 if since is None else now - since
-        stalled = now - self._went_round
+        waiting = self._coordinator_since()
         return Heartbeat(
             self._pipeline,
             self._generation,
             self._task,
-            max(0, int(in_code * 1000)),
-            max(0, int(stalled * 1000)),
+            _ms(0 if since is None else now - since),
+            _ms(now - self._went_round),
+            _ms(0 if waiting is None else now - waiting),
         )
 
     def start(self) -> None:
@@ -195,3 +209,7 @@ class TaskLiveness:
         if self._thread is not None:
             self._thread.join(self._interval_s + 1.0)
         self._sender.close()
+
+
+def _ms(seconds: float) -> int:
+    return max(0, int(seconds * 1000))
