@@ -229,11 +229,8 @@ class KafkaTransaction:
         timeout_s: float,
         checkpoint_id: int = 0,
     ) -> None:
-        """Pre-commit: add the offset marker, flush every record, check delivery.
-
-        After this returns, all output of the epoch is on the brokers and only
-        the EndTxn of `commit` is left.
-        """
+        """Pre-commit: add the offset marker, flush every record, check delivery. After
+        this, all output of the epoch is on the brokers: only `commit`'s EndTxn is left."""
         if faults.should_fire(FailurePoint.PREPARE_FAILS, checkpoint_id):
             # As if a record was refused: the transaction fails and must be aborted.
             self._to("fail")
@@ -254,20 +251,12 @@ class KafkaTransaction:
                 raise FencedError(f"prepare: producer {self.txn_id} was fenced by a newer one")
             raise TransactionError(f"a record was not delivered: {self._delivery_error.str()}")
 
-    def _send_offsets(
-        self, offsets: Sequence[TopicPartition], group_metadata: Any, timeout_s: float
-    ) -> None:
-        """Add the offsets to the transaction, at the consumer group's coordinator.
-
-        librdkafka ignores `timeout_s` here (#5456) and, once the coordinator's broker
-        has left the cluster's metadata, may wait for it forever (#5511): no other
-        broker changes state to make it look the coordinator up again. The call's
-        start is kept in `offsets_since` for the heartbeat, so the driver can replace
-        a task that waits here longer than its heartbeat timeout.
-        """
+    def _send_offsets(self, offsets: Sequence[TopicPartition], meta: Any, timeout_s: float) -> None:
+        """Add the offsets at the group coordinator; `offsets_since` tells the heartbeat since
+        when: librdkafka can wait for a fenced coordinator for good (#5456, #5511)."""
         self.offsets_since = waits.monotonic()
         try:
-            self._producer.send_offsets_to_transaction(list(offsets), group_metadata, timeout_s)
+            self._producer.send_offsets_to_transaction(list(offsets), meta, timeout_s)
         finally:
             self.offsets_since = None
 

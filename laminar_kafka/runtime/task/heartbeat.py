@@ -44,6 +44,7 @@ from laminar_kafka.control.records import Heartbeat
 from laminar_kafka.errors import FencedError
 from laminar_kafka.kafka.clients import KafkaConnection, unbatched_producer
 from laminar_kafka.runtime.task_spec import TaskSpec
+from laminar_kafka.sinks.producer import TransactionalProducer
 
 __all__ = ["BeatSender", "ControlTopicBeats", "TaskLiveness", "UserCode"]
 
@@ -134,12 +135,14 @@ class TaskLiveness:
         spec: TaskSpec,
         sender: BeatSender,
         clock: Clock,
-        coordinator_since: Callable[[], float | None],
+        producer: TransactionalProducer,
     ) -> TaskLiveness:
-        """Beats of the task `spec` describes, at its configured interval."""
+        """Beats of the task `spec` describes, at its configured interval, with the
+        waits of its `producer` for the group coordinator."""
         interval_s = spec.config.heartbeat_interval_s
         name, generation, task = spec.pipeline.name, spec.generation, spec.task
-        return cls(name, generation, task, interval_s, sender, clock, coordinator_since)
+        waiting = lambda: producer.offsets_since  # noqa: E731
+        return cls(name, generation, task, interval_s, sender, clock, waiting)
 
     def check(self) -> None:
         """The main loop went round: note it, and raise FencedError if the Spark worker

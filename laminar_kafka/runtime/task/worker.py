@@ -78,10 +78,7 @@ class WorkerTask:
         self._since_commit = 0
         self._participant: CheckpointParticipant | None = None
         # Heartbeats; checks that its Spark worker lives.
-        producer = self._sinks.kafka
-        self._live = TaskLiveness.for_task(
-            spec, ports.beats, ports.clock, lambda: producer.offsets_since
-        )
+        self._live = TaskLiveness.for_task(spec, ports.beats, ports.clock, self._sinks.kafka)
 
     def run(self) -> TaskSummary:
         faults.write_pid_file(self.spec.pipeline.name, self.spec.generation, self.spec.task)
