@@ -1,24 +1,30 @@
 """A local three-node KRaft cluster: it forms, replicates, and an exactly-once pipeline on
 it survives a SIGKILL of the node that leads its control topic or coordinates its
-transactions, and that node's return."""
+transactions, and that node's return; a task's producer hands a checkpoint's offsets
+to the group coordinator that replaced a dead one."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import logging
+import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from laminar_kafka import JsonFormat, RuntimeConfig
 from laminar_kafka.chaos.broker import BounceableBroker
 from laminar_kafka.cli.main import main
 from laminar_kafka.errors import ConfigError
+from laminar_kafka.kafka.clients import KafkaConnection
 from laminar_kafka.kafka.names import consumer_group, transactional_id
 from laminar_kafka.local.broker import LocalCluster
 from laminar_kafka.runtime.driver.events import CheckpointCommitted
@@ -26,6 +32,7 @@ from laminar_kafka.runtime.driver.preflight import (
     broker_max_transaction_timeout_ms,
     check_transaction_timeout,
 )
+from laminar_kafka.sinks import KafkaTransaction
 from laminar_kafka.testing import TopicFactory
 from laminar_kafka.testing.orders import (
     compare_totals,
@@ -221,3 +228,72 @@ def test_broker_bounce_of_a_cluster_home_kills_one_node_at_a_time(cluster: Local
     assert after.nodes[1] is not None and after.nodes[1].pid != node_1.pid
     assert after.nodes[2] == before.nodes[2] and after.nodes[3] == before.nodes[3]
     print(f"\nnode 1 bounced: back in {bounce.down_s:.1f}s")
+
+
+@pytest.mark.parametrize("idle_ms", [None, 0], ids=["task-settings", "idle-connections-kept"])
+def test_offsets_reach_the_group_coordinator_that_replaced_a_dead_one(
+    cluster: LocalCluster, idle_ms: int | None
+) -> None:
+    """librdkafka #5511: once the fence drops the group coordinator's node from the
+    producer's metadata, send_offsets_to_transaction waits on it for good, unless a
+    connection of the producer goes down. A task's producer closes idle ones."""
+    bootstrap = _bootstrap(cluster)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic, group = f"coord-{uuid.uuid4().hex[:8]}", f"coord-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(30)
+    _partition(admin, topic, 2)
+    member = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    settings = {} if idle_ms is None else {"connections.max.idle.ms": str(idle_ms)}
+    txn = KafkaTransaction(KafkaConnection(bootstrap, settings), f"t-{group}", 60_000)
+    offsets = [TopicPartition(topic, 0, 5)]
+
+    def transaction(prepare: Any) -> None:
+        txn.begin()
+        for partition in range(3):
+            txn.produce(topic, b"x", partition=partition)
+        txn._producer.flush(30)  # delivered: the producer knows the partitions' leaders now
+        prepare()
+
+    txn.init(30)
+    transaction(lambda: txn.prepare(offsets, member.consumer_group_metadata(), 10))
+    txn.commit(10)
+    victim = _partition(admin, "__consumer_offsets", _coordinator_partition(group)).leader
+    cluster.kill_node(victim)
+    returned = threading.Event()
+    try:
+        _await(lambda: len(_live_brokers(admin)) == 2, 60, "the dead node fenced")
+
+        def prepare() -> None:
+            txn.prepare(offsets, member.consumer_group_metadata(), 10)
+            returned.set()
+
+        began = time.monotonic()
+        waiter = threading.Thread(
+            target=transaction, args=(prepare,), name="send-offsets", daemon=True
+        )
+        waiter.start()
+        waiter.join(15)
+        waited_s = time.monotonic() - began
+    finally:
+        cluster.start_node(victim)
+    if idle_ms is None:
+        assert returned.is_set(), f"send_offsets_to_transaction still waits after {waited_s:.0f}s"
+        txn.commit(10)
+        checker = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+        assert checker.committed(offsets, 10)[0].offset == 5
+        checker.close()
+        print(f"\noffsets taken by the new coordinator {waited_s:.1f}s after the fence")
+    else:  # the bug itself: the same call, with idle connections kept, waits on
+        assert not returned.is_set(), "the dead coordinator no longer holds the call"
+        waiter.join(60)  # the node's return is a state change: the call goes on
+    member.close()
+    txn.close()
+    _await(lambda: sorted(_partition(admin, topic).isrs) == [1, 2, 3], 120, "ISR of 3")
+
+
+def _live_brokers(admin: AdminClient) -> list[int]:
+    """The nodes in the cluster's metadata (a fenced node is not); [all] when unanswered."""
+    try:
+        return list(admin.list_topics(timeout=2).brokers)
+    except Exception:
+        return [0, 0, 0]  # the request went to the dead node: ask again
