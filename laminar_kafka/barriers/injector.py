@@ -35,6 +35,7 @@ from laminar_kafka.control.headers import CONTROL_KEY, control_headers
 from laminar_kafka.control.records import Barrier
 from laminar_kafka.errors import ConfigError, LaminarError
 from laminar_kafka.kafka.clients import KafkaConnection, admin_client, idempotent_producer
+from laminar_kafka.kafka.flushing import flush_following_leaders
 from laminar_kafka.kafka.names import PartitionKey
 
 ENDS_TIMEOUT_S = 2.0
@@ -153,7 +154,8 @@ class BarrierInjector:
                 headers=headers,
                 on_delivery=delivered,
             )
-        remaining = self._producer.flush(timeout_s)
+        written = {t for t, p in self.partitions if (t, p) not in skipped}
+        remaining = flush_following_leaders(self._producer, written, timeout_s)
         if refused:
             raise ConfigError(
                 f"the pipeline may not write barriers into {sorted(set(refused))} "

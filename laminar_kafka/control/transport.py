@@ -26,6 +26,7 @@ from laminar_kafka.kafka.clients import (
     idempotent_producer,
     load_metadata,
 )
+from laminar_kafka.kafka.flushing import flush_following_leaders
 from laminar_kafka.kafka.names import control_group
 
 log = logging.getLogger(__name__)
@@ -101,7 +102,7 @@ class ControlChannel:
             headers=control_headers(record),
             on_delivery=delivered,
         )
-        if self._producer.flush(timeout_s) or failure:
+        if flush_following_leaders(self._producer, [self.topic], timeout_s) or failure:
             reason = failure[0].str() if failure else "timed out"
             raise LaminarError(f"cannot write {record.kind} to {self.topic}: {reason}")
 

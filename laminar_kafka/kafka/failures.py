@@ -28,3 +28,14 @@ INCURABLE_CODES = frozenset(
 def is_incurable(err: KafkaError) -> bool:
     """Whether every restart would meet `err` again."""
     return err.code() in INCURABLE_CODES
+
+
+def transaction_timeout_hint(err: KafkaError, timeout_ms: int) -> str:
+    """What to change when the brokers refused a run's transaction timeout; "" otherwise."""
+    if err.code() != KafkaError.INVALID_TRANSACTION_TIMEOUT:
+        return ""
+    return (
+        f" (this run's transaction.timeout.ms is {timeout_ms}: use a shorter "
+        "--checkpoint-interval or --checkpoint-timeout, or raise "
+        "transaction.max.timeout.ms on every broker)"
+    )

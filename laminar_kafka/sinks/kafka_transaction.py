@@ -25,7 +25,8 @@ from laminar_kafka import faults, waits
 from laminar_kafka.errors import FencedError, IncurableError, TransactionError
 from laminar_kafka.faults import FailurePoint
 from laminar_kafka.kafka.clients import KafkaConnection, transactional_producer_settings
-from laminar_kafka.kafka.failures import is_incurable
+from laminar_kafka.kafka.failures import is_incurable, transaction_timeout_hint
+from laminar_kafka.kafka.flushing import flush_following_leaders
 from laminar_kafka.sinks.transaction_state import TxnState, check_transition
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ class KafkaTransaction:
         self._fenced = False
         self.produced = 0
         self.offsets_since: float | None = None
+        self._topics: set[str] = set()  # written since the producer started
         self._staged: list[Callable[[], None]] = []
         """What was produced while PREPARED, as the calls that produce it (batches whole)."""
         self._staged_records = 0
@@ -94,13 +96,7 @@ class KafkaTransaction:
         if self._fenced:
             raise FencedError(f"{what}: producer {self.txn_id} was fenced by a newer one") from None
         if is_incurable(err):
-            hint = ""
-            if err.code() == KafkaError.INVALID_TRANSACTION_TIMEOUT:
-                hint = (
-                    f" (this run's transaction.timeout.ms is {self._timeout_ms}: use a shorter "
-                    "--checkpoint-interval or --checkpoint-timeout, or raise "
-                    "transaction.max.timeout.ms on every broker)"
-                )
+            hint = transaction_timeout_hint(err, self._timeout_ms)
             raise IncurableError(f"{what} failed for {self.txn_id}: {err.str()}{hint}") from None
         raise TransactionError(f"{what} failed for {self.txn_id}: {err.str()}") from None
 
@@ -151,6 +147,7 @@ class KafkaTransaction:
             return
         if self.state is not TxnState.OPEN:
             self._to("produce")
+        self._topics.add(topic)
         extra: dict[str, Any] = {}
         if partition is not None:
             extra["partition"] = partition
@@ -192,6 +189,7 @@ class KafkaTransaction:
             return
         if self.state is not TxnState.OPEN:
             self._to("produce")
+        self._topics.add(topic)
         produce = self._producer.produce
         n = len(values)
         i = 0
@@ -239,7 +237,7 @@ class KafkaTransaction:
         try:
             if offsets:
                 self._send_offsets(offsets, group_metadata, timeout_s)
-            remaining = self._producer.flush(timeout_s)
+            remaining = flush_following_leaders(self._producer, self._topics, timeout_s)
         except KafkaException as exc:
             self._raise("prepare", exc)
         if remaining:
