@@ -6,7 +6,7 @@ so listing them for every checkpoint reads no file, only its size. The chain of
 a delta of the newest checkpoint is followed through the parents the files
 name, as a restore follows it (state/chain.py): each file is verified (a signed
 store, given the key; a block at a time), then its parent is read from the head
-of its pickle (`parent_in_head`): its tables are not unpickled.
+of its pickle (`state.chain.head_of`): its tables are not unpickled.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from laminar_kafka.checkpoint.manifest import Manifest
 from laminar_kafka.checkpoint.retention import delta_base
 from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.errors import CheckpointIntegrityError
-from laminar_kafka.state.chain import MAX_CHAIN, delta_parent, parent_in_head
-from laminar_kafka.state.frames import FRAMED, is_framed
+from laminar_kafka.state.chain import MAX_CHAIN, delta_parent, head_of
 from laminar_kafka.storage.locations import store_path
 
 _STATE_FILE = re.compile(r"task-([0-9]+)-g([0-9]+)\.(?:state|base-[0-9]+\.delta)")
@@ -112,21 +111,13 @@ def chain_of(
 
 
 def _parent(store: CheckpointStore, address: str) -> str | None:
-    """The parent the state file at `address` names (None: a base), once it is verified.
-
-    A restore's walk reads it the same way: a framed base by its first bytes, a delta
-    from the head of its pickle; a file whose head is neither is unpickled whole.
-    """
+    """The parent the state file at `address` names (None: a base), once it is verified,
+    read as a restore's walk reads it (`head_of`)."""
     with store.open_snapshot(address) as stream:
-        start = stream.tell()
-        if is_framed(stream.read(len(FRAMED))):
-            return None
-        stream.seek(start)
-        parent = parent_in_head(stream)
-        if parent is not None:
-            return parent
-        stream.seek(start)
-        found = delta_parent(stream.read())
+        head = head_of(stream)
+    if head is None or isinstance(head, str):
+        return head
+    found = delta_parent(head)
     return found[0] if found is not None else None
 
 

@@ -133,20 +133,31 @@ def _base_or_parent(
     """The partitions of the base at `address` (framed: read a chunk at a time), or the
     parent's address of the delta file there."""
     with opener(address) as stream:
-        start = stream.tell()
-        head = stream.read(len(FRAMED))
-        stream.seek(start)
-        if is_framed(head):
+        data = head_of(stream)
+        if data is None:
             return read_framed_partitions(stream, keys, address, make)
-        parent = parent_in_head(stream)
-        if parent is not None:
-            return parent
-        stream.seek(start)
-        data = stream.read()
+    if isinstance(data, str):
+        return data
     found = _decoded(data, address)
     if found is None:
         return {key: decode_partition_snapshot(data, key, address) for key in keys}
     return found[0]
+
+
+def head_of(stream: IO[bytes]) -> str | bytes | None:
+    """What a state file's first bytes say, read no further than they must: None for a
+    framed base (the stream is back at its start), the parent's address for a delta
+    (`parent_in_head`), else the whole file's bytes (an older base or delta)."""
+    start = stream.tell()
+    framed = is_framed(stream.read(len(FRAMED)))
+    stream.seek(start)
+    if framed:
+        return None
+    parent = parent_in_head(stream)
+    if parent is not None:
+        return parent
+    stream.seek(start)
+    return stream.read()
 
 
 def parent_in_head(stream: IO[bytes]) -> str | None:
