@@ -24,19 +24,18 @@ from laminar_kafka.chaos.app import ChaosApp, Event, first
 from laminar_kafka.chaos.evidence import (
     InFlight,
     Kill,
-    RecoveryPath,
     detected_and_running,
     every_watermark_held,
     hit_work_in_flight,
     measure_in_flight,
 )
 from laminar_kafka.chaos.producer import PacedProducer, WaitAt
+from laminar_kafka.chaos.round_result import RecoveryPath, RoundResult, commit_phases
 from laminar_kafka.chaos.settings import ChaosSettings
 from laminar_kafka.chaos.sink_output import count_outputs
 from laminar_kafka.chaos.workloads import Workload
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.testing.broker import TopicFactory
-from laminar_kafka.testing.order_checks import ExactlyOnceReport
 
 START_TIMEOUT_S = 180.0
 """A Spark application's start on a busy 2-core machine can take a minute or more."""
@@ -47,58 +46,6 @@ from laminar_kafka.testing.retarget import retarget
 
 pipeline = retarget(load_pipeline({source!r}), name={name!r}, topics={topics!r})
 """
-
-
-@dataclass(frozen=True)
-class RoundResult:
-    """One round: the fault, what it put at risk, how the pipeline recovered, the output check."""
-
-    label: str
-    seed: int
-    inputs: int
-    """Input records produced in the round."""
-    kill: Kill
-    in_flight: InFlight
-    recovery: RecoveryPath
-    recovery_s: float
-    """From the fault to the first checkpoint committed after the recovery (the output
-    flows again); `detected_s` and `running_s` below tell its parts apart."""
-    restarts_seen: int
-    """worker_lost events over every application of the round."""
-    exit_codes: tuple[int, ...]
-    """Of each application of the round, in order (-9: killed, 0: drained)."""
-    report: ExactlyOnceReport
-    fault_s: float = 0.0
-    """How long the fault lasted: the broker down, the worker stopped (0 for a kill)."""
-    stale_exit_s: float | None = None
-    """A pause: from SIGCONT until the paused process was gone (0: gone before it)."""
-    detected_s: float | None = None
-    """From the fault to the driver's `worker_lost` (None: nothing was lost)."""
-    running_s: float | None = None
-    """From the fault to every task of a new generation running (None: none started)."""
-
-    def line(self) -> str:
-        r = self.report
-        text = (
-            f"{self.label:<30} kill={self.kill.kind.value}:{self.kill.target}"
-            f" in_flight={self.in_flight.records}{self.in_flight.sides}"
-            f" committed_out={self.in_flight.committed_output}"
-            f" recovery={self.recovery.value} detected_s={_seconds(self.detected_s)}"
-            f" running_s={_seconds(self.running_s)} recovery_s={self.recovery_s:.1f}"
-        )
-        if self.fault_s:
-            text += f" fault_s={self.fault_s:.1f}"
-        if self.stale_exit_s is not None:
-            text += f" stale_exit_s={self.stale_exit_s:.1f}"
-        text += (
-            f" inputs={self.inputs} expected_out={r.records} duplicates={r.duplicates}"
-            f" losses={r.losses} wrong={r.wrong}"
-        )
-        return text + (f" e.g. {r.example}" if r.example else "")
-
-
-def _seconds(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
 
 
 @dataclass(frozen=True)
@@ -249,6 +196,7 @@ class ChaosRound:
             codes = tuple(a.proc.returncode for a in self.apps)
             recovery_s = float(commit["at"]) - done.at
             timeline = detected_and_running([e for a in self.apps for e in a.events()], done.at)
+            phases = commit_phases(commit, done.at)
         except BaseException:
             self._cleanup(failing=True)
             raise
@@ -267,6 +215,7 @@ class ChaosRound:
             recovery.fault_s,
             recovery.stale_exit_s,
             *timeline,
+            phases,
         )
 
     def _cleanup(self, failing: bool) -> None:

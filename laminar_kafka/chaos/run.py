@@ -34,7 +34,8 @@ from laminar_kafka.chaos.driver_pause import DriverPause, driver_pause_env
 from laminar_kafka.chaos.evidence import KillKind, RecoveryPath
 from laminar_kafka.chaos.faults import BrokerBounce, FaultKind, WorkerPause, parse_faults
 from laminar_kafka.chaos.kills import PointKill, RandomKill
-from laminar_kafka.chaos.round import ChaosRound, Fault, RoundResult
+from laminar_kafka.chaos.round import ChaosRound, Fault
+from laminar_kafka.chaos.round_result import RoundResult
 from laminar_kafka.chaos.settings import ChaosSettings, fault_gate
 from laminar_kafka.chaos.workloads import (
     GeneratorWorkload,

@@ -168,8 +168,10 @@ class CheckpointCoordinator:
         pending.skipped = tuple(partition_key(*k) for k in injection.skipped)
         pending.no_barriers = injection.no_barriers
         skips = {"skipped": pending.skipped, "no_barriers": pending.no_barriers}
+        announcing = waits.monotonic()
         self._announce(pending.checkpoint_id, Phase.PREPARE, flags=flags, stage=0, **skips)
         opened = waits.monotonic()
+        pending.prepare_s = opened - announcing
         for stage in range(len(self.stages)):
             pending.stage = stage
             failure = self._collect(pending, opened, lost)  # 1.
@@ -197,6 +199,7 @@ class CheckpointCoordinator:
                 return f"task {ack.task} failed: {ack.error}"
             missing = sorted(members - pending.acks.keys())
             if not missing:
+                pending.all_acked(members, opened)
                 return ""
             reason = lost()
             if reason:
@@ -242,7 +245,7 @@ class CheckpointCoordinator:
             return
         if stage in pending.decided_stages:
             return  # a repeat: the decision of its stage stands as written
-        (pending.acks if ack.ok else pending.failed_acks)[ack.task] = ack
+        pending.keep(ack, waits.monotonic())
 
     def _decide(self, pending: PendingCheckpoint, opened: float) -> float:
         """Steps 2-3 for stage `pending.stage`; returns when the next stage opened."""

@@ -97,6 +97,15 @@ class PendingCheckpoint:
     duration_s: float = 0.0
     injection_s: float = 0.0
     """How long writing Barrier(N) into every source partition took (part of duration_s)."""
+    prepare_s: float = 0.0
+    """How long announcing Prepare(N) on the control topic took (part of duration_s)."""
+    acks_s: dict[int, float] = field(default_factory=dict)
+    """Per decided stage: seconds from its opening to its last task's Ack (the rest of
+    the stage's duration is its decision: the manifest written, the Commit announced)."""
+    last_acked: dict[int, int] = field(default_factory=dict)
+    """Per decided stage: the task whose Ack arrived last (the one the stage waited on)."""
+    arrivals: dict[int, float] = field(default_factory=dict)
+    """When each kept Ack arrived (monotonic seconds), by task id."""
     skipped: tuple[str, ...] = ()
     """Source partitions Barrier(N) was not written into (`Announcement.skipped`)."""
     no_barriers: bool = False
@@ -111,6 +120,17 @@ class PendingCheckpoint:
                 f"to {target.value}"
             )
         self.phase = target
+
+    def keep(self, ack: Ack, arrived: float) -> None:
+        """File `ack` (of a stage not yet decided) with the time it arrived."""
+        (self.acks if ack.ok else self.failed_acks)[ack.task] = ack
+        self.arrivals[ack.task] = arrived
+
+    def all_acked(self, members: frozenset[int], opened: float) -> None:
+        """Every task of stage `stage` acked: note the one that came last, and when."""
+        last = max(members, key=lambda t: self.arrivals[t])
+        self.last_acked[self.stage] = last
+        self.acks_s[self.stage] = max(0.0, self.arrivals[last] - opened)
 
     @property
     def committed(self) -> bool:

@@ -24,7 +24,7 @@ from laminar_kafka.chaos.evidence import (
     recovered_in_place,
 )
 from laminar_kafka.chaos.producer import Delivered
-from laminar_kafka.chaos.round import RoundResult
+from laminar_kafka.chaos.round_result import RoundResult, commit_phases
 from laminar_kafka.chaos.worker_pids import worker_with_pid
 from laminar_kafka.checkpoint.pending import PendingCheckpoint
 from laminar_kafka.control.records import Ack, BarrierFlags
@@ -214,6 +214,23 @@ def test_round_line_tells_detection_running_and_first_commit_apart() -> None:
     assert "detected_s=3.2 running_s=7.5 recovery_s=9.0" in result.line()
     ridden_out = dataclasses.replace(result, detected_s=None, running_s=None)
     assert "detected_s=- running_s=- recovery_s=9.0" in ridden_out.line()
+
+
+def test_the_first_commit_after_a_fault_shows_where_its_checkpoint_spent_its_time() -> None:
+    stages = [
+        {"stage": 0, "duration_s": 1.25, "acks_ms": 1100, "last_task": 1},
+        {"stage": 1, "duration_s": 0.2, "acks_ms": 150, "last_task": None},
+    ]
+    commit = {"event": "checkpoint_committed", "at": 108.0, "duration_s": 1.75,
+              "injection_ms": 240, "prepare_ms": 60, "stages": stages}  # fmt: skip
+    assert commit_phases(commit, fault_at=100.0) == (
+        "ckpt_begun_s=6.2 ckpt_s=1.8"
+        " ckpt_ms=(inject=240 prepare=60 s0:acks=1100@t1,decide=150 s1:acks=150,decide=50)"
+    )
+    # An event of an older version, without the phases: the whole still shows.
+    assert commit_phases({"at": 108.0, "duration_s": 1.0}, 100.0) == (
+        "ckpt_begun_s=7.0 ckpt_s=1.0 ckpt_ms=(inject=0 prepare=0)"
+    )
 
 
 def test_a_fired_pid_names_the_worker_it_ran(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from laminar_kafka.checkpoint.store import CheckpointStore
 from laminar_kafka.control.records import Ack, Announcement, ControlRecord, Phase
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.faults import FaultPoint
+from laminar_kafka.runtime.driver.stats import committed_event
 from tests.checkpoint.fakes import FakeControl, FakeInjector, ack
 
 STAGES = (frozenset({0, 1}), frozenset({2}))
@@ -223,6 +224,23 @@ def test_each_stage_gets_the_full_timeout_from_its_opening(tmp_path: Path) -> No
     assert result.committed, result.reason
     assert all(0.8 <= d < 1.4 for d in result.stage_durations_s.values())
     assert result.duration_s >= 1.6
+
+
+def test_a_commit_tells_how_long_each_stage_waited_for_acks_and_on_which_task(
+    tmp_path: Path,
+) -> None:
+    control = _SlowControl(delay_s=0.8)
+    result = _coordinator(tmp_path, control, timeout_s=5.0).run_checkpoint(_alive)
+    assert result.committed, result.reason
+    assert sorted(result.acks_s) == [0, 1]
+    for stage, waited in result.acks_s.items():
+        assert 0.8 <= waited <= result.stage_durations_s[stage]
+    assert result.last_acked[0] in (0, 1) and result.last_acked[1] == 2
+    assert 0.0 <= result.prepare_s < 0.8 and result.injection_s < 0.8
+    event = committed_event(result)
+    assert [(s.stage, s.last_task) for s in event.stages] == [(0, result.last_acked[0]), (1, 2)]
+    assert all(800 <= s.acks_ms <= s.duration_s * 1000 + 1 for s in event.stages)
+    assert event.prepare_ms == round(result.prepare_s * 1000)
 
 
 def test_crash_points_fire_per_stage_and_upstream_committed_after_a_commit_not_last(

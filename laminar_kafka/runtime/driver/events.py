@@ -79,6 +79,11 @@ class StageProgress:
     """Bytes of state the stage's tasks wrote for this checkpoint (0: stateless)."""
     alignment_ms: int = 0
     """The longest a task of the stage waited from its first barrier to its snapshot."""
+    acks_ms: int = 0
+    """From the stage's opening to its last task's Ack; the rest of `duration_s` is the
+    decision (manifest written, Commit announced)."""
+    last_task: int | None = None
+    """The task whose Ack arrived last: the one the stage waited on."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,10 @@ class CheckpointCommitted(RuntimeEvent):
     duration_s: float
     unaligned_tasks: tuple[int, ...] = ()
     stages: tuple[StageProgress, ...] = ()
+    injection_ms: int = 0
+    """Writing Barrier(N) into every source partition (the first part of `duration_s`)."""
+    prepare_ms: int = 0
+    """Announcing Prepare(N) on the control topic (the second part; the stages follow)."""
 
 
 @dataclass(frozen=True)

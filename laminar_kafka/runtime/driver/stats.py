@@ -81,6 +81,8 @@ def stage_progress(result: PendingCheckpoint) -> tuple[StageProgress, ...]:
                 _reasons(acks),
                 sum(a.snapshot_bytes for a in acks),
                 max((a.alignment_ms for a in acks), default=0),
+                round(result.acks_s.get(stage, 0.0) * 1000),
+                result.last_acked.get(stage),
             )
         )
     return tuple(out)
@@ -95,4 +97,6 @@ def committed_event(result: PendingCheckpoint) -> CheckpointCommitted:
         result.duration_s,
         unaligned,
         stage_progress(result),
+        round(result.injection_s * 1000),
+        round(result.prepare_s * 1000),
     )
