@@ -29,10 +29,11 @@ from types import TracebackType
 
 from laminar_kafka.api.loader import load_pipeline
 from laminar_kafka.chaos.broker import BounceableBroker
+from laminar_kafka.chaos.broker_bounce import BrokerBounce
 from laminar_kafka.chaos.crash_points import pick_points
 from laminar_kafka.chaos.driver_pause import DriverPause, driver_pause_env
 from laminar_kafka.chaos.evidence import KillKind, RecoveryPath
-from laminar_kafka.chaos.faults import BrokerBounce, FaultKind, WorkerPause, parse_faults
+from laminar_kafka.chaos.faults import FaultKind, WorkerPause, parse_faults
 from laminar_kafka.chaos.kills import PointKill, RandomKill
 from laminar_kafka.chaos.round import ChaosRound, Fault
 from laminar_kafka.chaos.round_result import RoundResult

@@ -28,6 +28,7 @@ from laminar_kafka.kafka.clients import (
 )
 from laminar_kafka.kafka.flushing import flush_following_leaders
 from laminar_kafka.kafka.names import control_group
+from laminar_kafka.kafka.reading_leaders import LeaderFollower
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,8 @@ class ControlChannel:
         self.pipeline = pipeline
         self.wanted = WantedRecords(pipeline, reads)
         self._producer = idempotent_producer(kafka)
-        self._consumer = control_reader(kafka, control_group(pipeline))
+        self._leaders = LeaderFollower()
+        self._consumer = control_reader(kafka, control_group(pipeline), self._leaders.on_error)
         self._start_offset = start_offset
         load_metadata(self._consumer, [topic])
         self._consumer.assign([TopicPartition(topic, 0, start_offset)])
@@ -137,6 +139,7 @@ class ControlChannel:
     def _arrived(self, timeout_s: float) -> list[Any]:
         # consume(n, timeout) waits for n records or the whole timeout; a decision
         # must be seen the moment it lands, so wait with poll() for the first one.
+        self._leaders.follow(self._consumer, (self.topic,))
         messages: list[Any] = self._consumer.consume(500, 0)
         if messages or timeout_s <= 0:
             return messages

@@ -7,11 +7,11 @@ level of a reader) are applied last, so no user setting can break them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from laminar_kafka.kafka.java_properties import librdkafka_settings
@@ -159,14 +159,16 @@ def load_metadata(consumer: Consumer, topics: Iterable[str], timeout_s: float = 
             return
 
 
-def control_reader(kafka: KafkaConnection, group: str) -> Consumer:
-    """Reads the control topic from an assigned offset; commits nothing."""
-    return Consumer(
-        kafka.settings(
-            {"fetch.wait.max.ms": 10},
-            {"group.id": group, "enable.auto.commit": False, "enable.partition.eof": False},
-        )
-    )
+def control_reader(
+    kafka: KafkaConnection, group: str, error_cb: Callable[[KafkaError], None] | None = None
+) -> Consumer:
+    """Reads the control topic from an assigned offset; commits nothing. `error_cb`
+    hears the client's errors (`kafka/reading_leaders.py`)."""
+    fixed: dict[str, Any] = {"group.id": group, "enable.auto.commit": False}
+    fixed["enable.partition.eof"] = False
+    if error_cb is not None:
+        fixed["error_cb"] = error_cb
+    return Consumer(kafka.settings({"fetch.wait.max.ms": 10}, fixed))
 
 
 def committed_offsets_reader(kafka: KafkaConnection, group: str) -> Consumer:

@@ -26,6 +26,7 @@ from laminar_kafka.kafka.clients import KafkaConnection, load_metadata, source_r
 from laminar_kafka.kafka.failures import is_incurable
 from laminar_kafka.kafka.log_start import below_log_start
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
+from laminar_kafka.kafka.reading_leaders import LeaderFollower
 
 # confluent-kafka's stubs declare topic(), partition() and offset() optional; on a
 # message without error() they are always set, so data paths treat messages as Any.
@@ -62,6 +63,8 @@ class PartitionReader:
         librdkafka's end-of-partition events (a bounded run's tasks ask)."""
         config = source_reader_settings(kafka, consumer_group(pipeline), batch_size)
         config["enable.partition.eof"] = report_ends
+        self._leaders = LeaderFollower()
+        config["error_cb"] = self._leaders.on_error
         self._consumer = Consumer(config)
         self._reached: dict[PartitionKey, int] = {}
         self._batch_size = batch_size
@@ -98,13 +101,16 @@ class PartitionReader:
     def poll(self, timeout_s: float) -> list[KafkaMessage]:
         """Up to one batch of records; raises on a non-transient consumer error."""
         messages: list[KafkaMessage] = self._consumer.consume(self._batch_size, timeout_s)
+        self._leaders.follow(self._consumer, self._known_topics)
         if any(map(_error, messages)):  # a KafkaError is truthy
             kept = []
             for m in messages:
                 err = m.error()
                 if err is None:
                     kept.append(m)
-                elif err.code() == KafkaError._PARTITION_EOF:
+                    continue
+                self._leaders.on_error(err)  # a broker connection failure arms it
+                if err.code() == KafkaError._PARTITION_EOF:
                     self._reached[(m.topic(), m.partition())] = m.offset()
                 elif err.code() == KafkaError._AUTO_OFFSET_RESET:
                     raise self._below_log_start(m.topic(), m.partition(), m.offset())

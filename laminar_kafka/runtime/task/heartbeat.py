@@ -28,6 +28,7 @@ beat on its header, before decoding (`control/transport.py`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -37,12 +38,15 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Protocol
 
+from confluent_kafka import KafkaException
+
 from laminar_kafka import waits
 from laminar_kafka.control.codec import encode
 from laminar_kafka.control.headers import CONTROL_KEY, control_headers
 from laminar_kafka.control.records import Heartbeat
 from laminar_kafka.errors import FencedError
 from laminar_kafka.kafka.clients import KafkaConnection, unbatched_producer
+from laminar_kafka.kafka.reading_leaders import EVERY_S
 from laminar_kafka.runtime.task_spec import TaskSpec
 from laminar_kafka.sinks.producer import TransactionalProducer
 
@@ -92,6 +96,9 @@ class ControlTopicBeats:
         self._topic = topic
 
     def send(self, beat: Heartbeat) -> None:
+        if len(self._producer):  # the last beat still waits: has its leader moved?
+            with contextlib.suppress(KafkaException):  # `kafka/reading_leaders.py`
+                self._producer.list_topics(self._topic, timeout=EVERY_S)
         self._producer.produce(
             self._topic, encode(beat), CONTROL_KEY, partition=0, headers=control_headers(beat)
         )
