@@ -18,3 +18,12 @@ def test_user_may_choose_rebootstrap() -> None:
     settings = transactional_producer_settings(kafka, "p-task-0", 60000)
 
     assert settings["metadata.recovery.strategy"] == "rebootstrap"
+
+
+def test_transactional_producer_retries_a_concurrent_transaction_after_20_ms() -> None:
+    # A TxnOffsetCommit refused while AddOffsetsToTxn is written is retried after
+    # retry.backoff.ms: 100 by default cost every checkpoint on a cluster ~100 ms.
+    settings = transactional_producer_settings(KafkaConnection("127.0.0.1:1"), "p-task-0", 60000)
+    assert settings["retry.backoff.ms"] == 20
+    kafka = KafkaConnection("127.0.0.1:1", {"retry.backoff.ms": "100"})
+    assert transactional_producer_settings(kafka, "p-task-0", 60000)["retry.backoff.ms"] == "100"

@@ -41,6 +41,10 @@ Clock = Callable[[], float]
 QUIET_INTERVALS = 2
 """Intervals without a beat from any task after which the driver asks whether it can see."""
 
+BLIND_PROBE_S = 0.25
+"""How often a driver cut off from Kafka asks again (each ask waits up to a second when
+unanswered): the first answer after a new leader was elected ends its ride-out."""
+
 
 class LivenessTracker:
     """Last beats of one generation's tasks, as the driver received them."""
@@ -196,8 +200,9 @@ class LivenessTracker:
         return None
 
     def _ask_topic(self, now: float) -> None:
-        """3. No task heard lately: whether the driver sees the control topic (once an interval)."""
-        if now - self._probed < self.interval_s:
+        """3. No task heard lately: whether the driver sees the control topic (once an
+        interval; once cut off, every `BLIND_PROBE_S`: an answer ends a ride-out)."""
+        if now - self._probed < (BLIND_PROBE_S if self._blind else self.interval_s):
             return
         self._probed = now
         answered = self._probe()
