@@ -18,6 +18,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from laminar_kafka import waits
 from laminar_kafka.control.codec import decode, encode
 from laminar_kafka.control.headers import CONTROL_HEADER, CONTROL_KEY, control_headers
+from laminar_kafka.control.heartbeat import Heartbeat
 from laminar_kafka.control.records import ControlRecord
 from laminar_kafka.errors import ControlRecordError, LaminarError
 from laminar_kafka.kafka.clients import (
@@ -85,6 +86,7 @@ class ControlChannel:
         self._leaders = LeaderFollower()
         self._consumer = control_reader(kafka, control_group(pipeline), self._leaders.on_error)
         self._start_offset = start_offset
+        self._probe: list[bool] | None = None  # the last probe's outcome, once known
         load_metadata(self._consumer, [topic])
         self._consumer.assign([TopicPartition(topic, 0, start_offset)])
 
@@ -113,14 +115,34 @@ class ControlChannel:
         return self.wanted.select(self._arrived(timeout_s))
 
     def reachable(self, timeout_s: float) -> bool:
-        """Whether the control topic's leader answers an offset request within `timeout_s`."""
-        try:
-            self._consumer.get_watermark_offsets(
-                TopicPartition(self.topic, 0), timeout_s, cached=False
-            )
-        except KafkaException:
-            return False
-        return True
+        """Whether the control topic takes a write within `timeout_s`: a probe, written
+        by every in-sync replica (a Heartbeat of generation 0, which no task has and
+        every tracker ignores), or the probe a timed-out call left, still waiting.
+
+        A read would answer sooner, and wrongly: when a follower of the topic's
+        partition dies, its leader serves reads, but the high watermark (the end a
+        reader sees) stands still until the cluster fences the follower, so no task's
+        beat can reach the driver meanwhile (seconds; 9 s and more with Kafka's
+        default session). The driver must count itself cut off then, not the tasks
+        silent.
+        """
+        if self._probe is None or self._probe:  # no probe waits: write one
+            outcome: list[bool] = []
+            probe = Heartbeat(self.pipeline, 0, 0)
+            try:
+                self._producer.produce(
+                    self.topic,
+                    encode(probe),
+                    CONTROL_KEY,
+                    0,
+                    headers=control_headers(probe),
+                    on_delivery=lambda err, _msg: outcome.append(err is None),
+                )
+            except (BufferError, KafkaException):
+                return False
+            self._probe = outcome
+        flush_following_leaders(self._producer, [self.topic], timeout_s)
+        return self._probe == [True]
 
     def catch_up(self, timeout_s: float = 30.0) -> list[Any]:
         """Every wanted record up to the topic's current end (not only what has arrived)."""
