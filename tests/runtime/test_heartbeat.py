@@ -119,3 +119,38 @@ def test_a_main_loop_stalled_outside_user_code_has_its_stack_logged_once(
         clock.now += 10.0
         live._log_stall()
     assert len(caplog.records) == 2
+
+
+class _QueuedProducer:
+    """A producer whose records stay queued (a partition parked after its leader died)."""
+
+    def __init__(self) -> None:
+        self.queued = 0
+        self.asked: list[str] = []
+
+    def __len__(self) -> int:
+        return self.queued
+
+    def produce(self, topic: str, value: bytes, key: bytes, **_: object) -> None:
+        self.queued += 1
+
+    def poll(self, timeout: float) -> int:
+        return 0
+
+    def list_topics(self, topic: str, timeout: float) -> None:
+        self.asked.append(topic)
+
+
+def test_a_beat_still_queued_when_the_next_is_due_asks_for_its_topic(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    producer = _QueuedProducer()
+    monkeypatch.setattr(
+        heartbeat, "unbatched_producer", lambda kafka, delivery_timeout_ms: producer
+    )
+    beats = heartbeat.ControlTopicBeats(None, "_laminar.p.control", 4.0)  # type: ignore[arg-type]
+    beats.send(Heartbeat("p", 1, 0))
+    assert producer.asked == []  # nothing queued before the first beat
+    beats.send(Heartbeat("p", 1, 0))
+    beats.send(Heartbeat("p", 1, 0))
+    assert producer.asked == ["_laminar.p.control"] * 2
