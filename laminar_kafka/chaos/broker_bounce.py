@@ -8,11 +8,9 @@ which. On a cluster the nodes are killed in turn, and the others serve on.
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 
 from laminar_kafka.chaos.app import ChaosApp, Event
 from laminar_kafka.chaos.broker import Bounce, BounceableBroker
@@ -26,19 +24,15 @@ from laminar_kafka.chaos.evidence import (
     losses_since,
 )
 from laminar_kafka.chaos.kills import draw_threshold
-from laminar_kafka.chaos.producer import Delivered
 from laminar_kafka.chaos.round import START_TIMEOUT_S, ChaosRound, Recovery
 from laminar_kafka.errors import LaminarError
 
-__all__ = ["BROKER_MAX_DOWN_S", "COMMIT_SETTLE_S", "BrokerBounce", "past_the_last_commit"]
+__all__ = ["BROKER_MAX_DOWN_S", "BrokerBounce"]
 
 Matcher = Callable[[list[Event]], Event | None]
 
 BROKER_MAX_DOWN_S = 3.0
 """How long a bounced broker stays down if the pipeline reports no trouble before."""
-
-COMMIT_SETTLE_S = 0.5
-"""A commit's tasks finish their transactions within this of the driver's commit event."""
 
 STUCK_CHECKPOINTS = 3
 """Checkpoints in a row that time out once the broker is back (and the checkpoint
@@ -86,12 +80,6 @@ class BrokerBounce:
         self.bounce = self.broker.bounce(
             lambda: reacted(app.events()) is not None, BROKER_MAX_DOWN_S, killed
         )
-        if self.in_flight is not None and not self.in_flight.records:
-            names = {round_topic: topic for topic, round_topic in round_.sources.items()}
-            delivered = round_.producer.delivered()
-            self.in_flight = past_the_last_commit(
-                self.in_flight, delivered, app.events(), self.bounce.killed_at, names
-            )
         return Kill(KillKind.BROKER, f"pid {self.bounce.pid}", self.bounce.killed_at, generation)
 
     def recover(
@@ -128,41 +116,3 @@ class BrokerBounce:
         restarted = losses_since(app.events(), kill.at)
         path = RecoveryPath.IN_PLACE if restarted else RecoveryPath.RODE_OUT
         return Recovery(app, path, commit, fault_s=bounce.down_s)
-
-
-def past_the_last_commit(
-    read: InFlight,
-    delivered: Sequence[Delivered],
-    events: list[Event],
-    killed_at: float,
-    names: Mapping[str, str],
-) -> InFlight:
-    """What a node's kill left in flight when the read after it found nothing.
-
-    That read waits for the dead node's fence when the node coordinated the
-    pipeline's group, and by then the pipeline may have committed it all. A record
-    sent at `s` can be in no checkpoint whose Commit was logged before `s` (that
-    checkpoint's barriers were written before), so the records sent before the kill
-    but after the last commit logged by then (and `COMMIT_SETTLE_S` after, for the
-    tasks' own commits) were in flight at it.
-    """
-    last = max(
-        (
-            float(e.get("at", 0.0))
-            for e in events
-            if e.get("event") == "checkpoint_committed"
-            and float(e.get("at", 0.0)) <= killed_at + COMMIT_SETTLE_S
-        ),
-        default=-math.inf,
-    )
-    sent = [d for d in delivered if d.sent_at <= killed_at]
-    pending = [d for d in sent if d.sent_at > last]
-    by_topic: dict[str, int] = {}
-    for d in pending:
-        by_topic[names.get(d.topic, d.topic)] = by_topic.get(names.get(d.topic, d.topic), 0) + 1
-    return dataclasses.replace(
-        read,
-        produced=len(sent),
-        reflected=len(sent) - len(pending),
-        by_topic=tuple(sorted(by_topic.items())),
-    )

@@ -33,6 +33,7 @@ from laminar_kafka.chaos.producer import PacedProducer, WaitAt
 from laminar_kafka.chaos.round_result import RecoveryPath, RoundResult, commit_phases
 from laminar_kafka.chaos.settings import ChaosSettings
 from laminar_kafka.chaos.sink_output import count_outputs
+from laminar_kafka.chaos.uncommitted import past_the_last_commit
 from laminar_kafka.chaos.workloads import Workload
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.testing.broker import TopicFactory
@@ -171,6 +172,11 @@ class ChaosRound:
             done = fault.inject(self, app)
             self.hold.released.set()
             in_flight = getattr(fault, "in_flight", None) or self.in_flight(done.at)
+            if not in_flight.records:  # the read came late: what the events show
+                names = {round_topic: topic for topic, round_topic in self.sources.items()}
+                events = [e for a in self.apps for e in a.events()]
+                delivered = self.producer.delivered()
+                in_flight = past_the_last_commit(in_flight, delivered, events, done.at, names)
             sides, behind = self.workload.sides, self.repartitioned
             if not hit_work_in_flight(in_flight, getattr(fault, "point", None), sides, behind):
                 missing = in_flight.missing(sides, behind)

@@ -1,11 +1,11 @@
-"""What a node's kill on a cluster left in flight when the read after it found nothing:
-the records sent after the last checkpoint committed by the kill."""
+"""What a fault left in flight when the read after it found nothing: the records sent
+after the last checkpoint committed by the fault."""
 
 from __future__ import annotations
 
-from laminar_kafka.chaos.broker_bounce import COMMIT_SETTLE_S, past_the_last_commit
 from laminar_kafka.chaos.evidence import InFlight
 from laminar_kafka.chaos.producer import Delivered
+from laminar_kafka.chaos.uncommitted import COMMIT_SETTLE_S, past_the_last_commit
 
 KILLED_AT = 1000.0
 READ = InFlight(produced=6, reflected=6, committed_output=40)  # all committed by the read
