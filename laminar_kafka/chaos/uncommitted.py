@@ -1,14 +1,16 @@
 """What a fault left in flight when the read after it found nothing: the input sent after
-the last checkpoint committed by then.
+the barriers of the last checkpoint committed by then.
 
 A round reads, right after the fault, how much input no committed offset covers.
 That read can come late: on a cluster it waits for the dead node's fence when the
 node coordinated the pipeline's group, and on a loaded machine a killed worker's
-generation can be replaced and commit before it. A record sent at `s` can be in no
-checkpoint whose Commit was logged before `s` (that checkpoint's barriers were
-written before), so the records sent before the fault after the last commit logged
-by then (and `COMMIT_SETTLE_S` after, for the tasks' own commits) were in flight at
-it, whatever the read found.
+generation can be replaced and commit before it. A record sent after a checkpoint's
+barriers were all written lies after them in its partition: neither that checkpoint
+nor an earlier one holds it. So the records sent before the fault, after the
+barriers of the last checkpoint committed by then (its event logged by the fault,
+or `COMMIT_SETTLE_S` after, for the tasks' own commits), were in flight at it,
+whatever the read found. The event tells when its barriers were written: its start
+plus its injection.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def past_the_last_commit(
     counted in flight (module docstring); `names`: each round topic's pipeline name."""
     last = max(
         (
-            float(e.get("at", 0.0))
+            _barriers_written(e)
             for e in events
             if e.get("event") == "checkpoint_committed"
             and float(e.get("at", 0.0)) <= killed_at + COMMIT_SETTLE_S
@@ -56,3 +58,13 @@ def past_the_last_commit(
         reflected=len(sent) - len(pending),
         by_topic=tuple(sorted(by_topic.items())),
     )
+
+
+def _barriers_written(commit: Event) -> float:
+    """When a committed checkpoint's barriers were all written (its start plus its
+    injection): a record sent later lies after them in its partition, in a later
+    checkpoint. Without `injection_ms` (an older event), the commit's time."""
+    at = float(commit.get("at", 0.0))
+    if "injection_ms" not in commit:
+        return at
+    return at - float(commit.get("duration_s", 0.0)) + float(commit["injection_ms"]) / 1000

@@ -38,3 +38,12 @@ def test_a_commit_logged_just_after_the_kill_may_hold_them() -> None:
 def test_with_no_commit_yet_everything_sent_before_the_kill_was_in_flight() -> None:
     found = past_the_last_commit(READ, _sent(999.0, 999.5), [], KILLED_AT, NAMES)
     assert found.records == 2
+
+
+def test_records_sent_after_the_last_commits_barriers_were_in_flight() -> None:
+    # Checkpoint 7 started at 999.0, wrote its barriers in 0.1 s, committed at 999.6.
+    commit = {"event": "checkpoint_committed", "at": 999.6, "duration_s": 0.6,
+              "injection_ms": 100}  # fmt: skip
+    delivered = _sent(998.9, 999.05, 999.2, 999.5)
+    found = past_the_last_commit(READ, delivered, [commit], KILLED_AT, NAMES)
+    assert (found.produced, found.records) == (4, 2)  # sent after 999.1
