@@ -19,6 +19,7 @@ from laminar_kafka.chaos.evidence import (
     first_commit_after,
     recovered_in_place,
 )
+from laminar_kafka.chaos.retention_kill import RetentionSeen, await_ripe
 from laminar_kafka.chaos.round import START_TIMEOUT_S, ChaosRound, Recovery
 from laminar_kafka.chaos.worker_pids import kill_newest_worker, worker_with_pid
 from laminar_kafka.errors import LaminarError
@@ -73,10 +74,15 @@ class RandomKill:
         if kind not in (KillKind.WORKER, KillKind.APPLICATION):
             raise LaminarError(f"a random kill hits a worker or the application, not {kind}")
         self.kind, self.rng = kind, rng
+        self.retention: RetentionSeen | None = None
 
     def inject(self, round_: ChaosRound, app: ChaosApp) -> Kill:
-        """Kill once a drawn share (10-60%) of the input is in."""
+        """Kill once a drawn share (10-60%) of the input is in; with `kill_after_checkpoints`,
+        also once a restart would restore a delta chain after retention removed deltas."""
         round_.producer.wait_delivered(draw_threshold(len(round_.planned), self.rng), 120)
+        if (after := round_.s.kill_after_checkpoints) is not None:
+            timeout_s = 60 + 3 * after * round_.s.checkpoint_interval_s
+            self.retention = await_ripe(round_, app, after, timeout_s)
         at = time.time()
         if self.kind is KillKind.APPLICATION:
             app.kill()

@@ -222,6 +222,7 @@ class ChaosRound:
             recovery.stale_exit_s,
             *timeline,
             phases,
+            str(getattr(fault, "retention", None) or ""),
         )
 
     def _cleanup(self, failing: bool) -> None:

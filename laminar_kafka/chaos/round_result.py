@@ -40,11 +40,14 @@ class RoundResult:
     """From the fault to every task of a new generation running (None: none started)."""
     first_commit: str = ""
     """Where the first checkpoint after the fault spent its time (`commit_phases`)."""
+    retention: str = ""
+    """A kill after retention removed deltas: what the restart restores (`RetentionSeen`)."""
 
     def line(self) -> str:
         r = self.report
         text = (
             f"{self.label:<30} kill={self.kill.kind.value}:{self.kill.target}"
+            f"{f' {self.retention}' if self.retention else ''}"
             f" in_flight={self.in_flight.records}{self.in_flight.sides}"
             f" committed_out={self.in_flight.committed_output}"
             f" recovery={self.recovery.value} detected_s={_seconds(self.detected_s)}"

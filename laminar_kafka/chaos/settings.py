@@ -39,6 +39,9 @@ class ChaosSettings:
     """The applications' Spark master (None: local[N])."""
     run_args: tuple[str, ...] = ()
     """More `laminar-kafka run` options for every round's application (its state store)."""
+    kill_after_checkpoints: int | None = None
+    """Random kills wait for this many checkpoints, a delta the newest, and retention
+    past a delta (`chaos/retention_kill.py`); None: only for their share of the input."""
 
     @property
     def chunk_pause_s(self) -> float:

@@ -179,7 +179,8 @@ class CheckpointCoordinator:
                 return self._abort(pending, failure)
             opened = self._decide(pending, opened)  # 2., 3.
         pending.duration_s = waits.monotonic() - pending.started
-        self._store.retain(self._retained, keep_from=self._lowest_marker())  # 4.
+        removed = self._store.retain(self._retained, keep_from=self._lowest_marker())  # 4.
+        pending.removed = tuple(removed)
         return pending
 
     def _collect(

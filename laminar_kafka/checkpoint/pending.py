@@ -106,6 +106,8 @@ class PendingCheckpoint:
     """Per decided stage: the task whose Ack arrived last (the one the stage waited on)."""
     arrivals: dict[int, float] = field(default_factory=dict)
     """When each kept Ack arrived (monotonic seconds), by task id."""
+    removed: tuple[int, ...] = ()
+    """The checkpoints retention deleted once this one committed (step 4 of a decision)."""
     skipped: tuple[str, ...] = ()
     """Source partitions Barrier(N) was not written into (`Announcement.skipped`)."""
     no_barriers: bool = False

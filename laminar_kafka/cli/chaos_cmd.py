@@ -113,6 +113,14 @@ def register(subparsers: Any) -> None:
         default=1,
         help="the applications' --full-snapshot-every: deltas in between (%(default)s)",
     )
+    parser.add_argument(
+        "--kill-after-checkpoints",
+        type=int,
+        metavar="N",
+        help="random kills wait until N checkpoints committed, the newest a delta, and "
+        "retention removed a checkpoint holding deltas: the restart restores a chain whose "
+        "older links are gone (needs --full-snapshot-every 2 or more)",
+    )
     parser.add_argument("--seed", type=int, help="replay the run that printed this seed")
     parser.add_argument("--bootstrap", help="Kafka bootstrap servers")
     parser.add_argument(
@@ -145,6 +153,21 @@ def _on_object_store(checkpoint_dir: str | None) -> bool:
     return checkpoint_dir is not None and not is_local(store_path(checkpoint_dir))
 
 
+def _check_kill_after(args: argparse.Namespace, faults: list[FaultKind]) -> None:
+    """`--kill-after-checkpoints` needs kill rounds and deltas for retention to remove."""
+    if args.kill_after_checkpoints is None:
+        return
+    if args.kill_after_checkpoints < 1:
+        raise ConfigError("--kill-after-checkpoints must be 1 or more")
+    if args.full_snapshot_every < 2:
+        raise ConfigError(
+            "--kill-after-checkpoints waits for retention to remove deltas: "
+            "add --full-snapshot-every 2 (or more)"
+        )
+    if FaultKind.KILL not in faults:
+        raise ConfigError("--kill-after-checkpoints times kill rounds: add kill to --faults")
+
+
 def chaos(args: argparse.Namespace) -> int:
     faults = parse_faults(args.faults)
     if FaultKind.DRIVER_PAUSE in faults and not _on_object_store(args.checkpoint_dir):
@@ -154,6 +177,7 @@ def chaos(args: argparse.Namespace) -> int:
                 "local directory the paused driver's lock keeps the second application out"
             )
         faults.remove(FaultKind.DRIVER_PAUSE)
+    _check_kill_after(args, faults)
     settings = ChaosSettings(
         bootstrap=resolve_bootstrap(args.bootstrap),
         records=args.records,
@@ -168,6 +192,7 @@ def chaos(args: argparse.Namespace) -> int:
             *("--state-store", args.state_store),
             *("--full-snapshot-every", str(args.full_snapshot_every)),
         ),
+        kill_after_checkpoints=args.kill_after_checkpoints,
     )
     make_input = load_input_function(args.input) if args.input else None
     with ChaosRun(args.pipeline, settings, seed=args.seed, make_input=make_input) as run:

@@ -94,3 +94,38 @@ def test_bad_fault_options_are_refused_before_any_round(
     assert "unknown faults ['freeze']" in capsys.readouterr().err
     assert main([*base, "--faults", "driver-pause"]) == 2
     assert "need --checkpoint-dir on an object store" in capsys.readouterr().err
+    assert main([*base, "--kill-after-checkpoints", "5"]) == 2
+    assert "add --full-snapshot-every 2" in capsys.readouterr().err
+    deltas = ["--full-snapshot-every", "2", "--kill-after-checkpoints", "5"]
+    assert main([*base, "--faults", "pause", *deltas]) == 2
+    assert "times kill rounds: add kill" in capsys.readouterr().err
+
+
+RETENTION = re.compile(
+    r"newest=chk(\d+)\(on_base_(\d+)\) removed=([0-9,]+) removed_deltas=([0-9,]+) in_flight=(\d+)"
+)
+
+
+def test_a_kill_after_retention_removed_deltas_restores_the_rest_of_the_chain(
+    kafka_bootstrap: str,
+) -> None:
+    """The restart reads a delta chain from a store that no longer holds older deltas."""
+    command = [
+        *(sys.executable, "-m", "laminar_kafka", "chaos", KEYED, "--rounds", "1"),
+        *("--kill", "worker", "--records", "600", "--checkpoint-interval", "0.5"),
+        *("--state-store", "disk", "--full-snapshot-every", "2", "--kill-after-checkpoints", "5"),
+        *("--bootstrap", kafka_bootstrap),
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAMINAR_FAULT")}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=400, env=env)
+    lines = done.stdout.strip().splitlines()
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen = RETENTION.search(lines[1])
+    assert seen is not None, lines[1]
+    newest, base = int(seen[1]), int(seen[2])
+    assert newest >= 5 and base < newest, lines[1]
+    removed_deltas = [int(c) for c in seen[4].split(",")]
+    assert removed_deltas and max(removed_deltas) < base, lines[1]
+    assert int(seen[5]) > 0, lines[1]
+    summary = re.search(r"duplicates=(\d+) losses=(\d+) wrong=(\d+)", lines[-1])
+    assert summary is not None and summary.groups() == ("0", "0", "0"), lines[-1]

@@ -100,6 +100,11 @@ class CheckpointCommitted(RuntimeEvent):
     """Writing Barrier(N) into every source partition (the first part of `duration_s`)."""
     prepare_ms: int = 0
     """Announcing Prepare(N) on the control topic (the second part; the stages follow)."""
+    delta_bases: tuple[int, ...] = ()
+    """The checkpoints holding the bases of this one's delta state files (none: every
+    task wrote its whole state, or keeps none)."""
+    removed: tuple[int, ...] = ()
+    """The checkpoints retention deleted once this one committed."""
 
 
 @dataclass(frozen=True)

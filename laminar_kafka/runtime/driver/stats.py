@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from laminar_kafka.checkpoint.coordinator import PendingCheckpoint
+from laminar_kafka.checkpoint.retention import delta_base
 from laminar_kafka.control.records import Ack
 from laminar_kafka.runtime.driver.events import CheckpointCommitted, StageProgress
 
@@ -99,4 +100,12 @@ def committed_event(result: PendingCheckpoint) -> CheckpointCommitted:
         stage_progress(result),
         round(result.injection_s * 1000),
         round(result.prepare_s * 1000),
+        _delta_bases(result),
+        result.removed,
     )
+
+
+def _delta_bases(result: PendingCheckpoint) -> tuple[int, ...]:
+    """The bases the checkpoint's delta state files (named in the tasks' Acks) build on."""
+    handles = (h for a in result.acks.values() for h in a.snapshot_handles.values())
+    return tuple(sorted({b for h in handles if (b := delta_base(h)) is not None}))
