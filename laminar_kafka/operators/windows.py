@@ -12,16 +12,19 @@ Every result carries an event time of its own (`ResultOffset`), which becomes it
 Kafka timestamp unless its sink sets one: a final result its window's end, an
 update the same unless that end is still ahead of the stream (`update_time`).
 
-State, per step: the table `(key, start) → aggregate`, and the table
-`end → keys with a window ending there` (`<step>#ends`), which finds the
-windows to close without a scan of every key.
+State, per step: the table `(key, start) → aggregate`, a running table
+(`BatchContext.running_table`: on disk with the disk store, and in deltas only
+the windows that changed), and beside it the index `end → keys with a window
+ending there`, which finds the windows to close without a scan of every key.
+The index is not in the snapshot: it is rebuilt from the table at its first
+use after a restore (`KeyedState.index`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from laminar_kafka.operators.base import BatchContext, ResultOffset, describe_error
 
@@ -109,7 +112,8 @@ def apply_windowed(
     ctx: BatchContext,
 ) -> tuple[list[Any], list[int]]:
     """Add each (key, value) to its windows; emit what closes as the watermark moves."""
-    table, ends = ctx.table(step), ctx.table(step + "#ends")
+    table = ctx.running_table(step)
+    ends = window_ends(ctx, step, spec.size_ms)
     out: list[Any] = []
     kept: list[int] = []
     windows = _tumbling if spec.every_ms == spec.size_ms else _hopping
@@ -117,6 +121,19 @@ def apply_windowed(
     if ends and ctx.watermark >= min(ends) + spec.lateness_ms:
         _close(table, ends, spec, emit, ctx.watermark, ctx.last_offset, ctx, out, kept)
     return out, kept
+
+
+def window_ends(ctx: BatchContext, step: str, size_ms: int) -> dict[int, list[Any]]:
+    """Step `step`'s index end → keys with a window ending there; built from its table
+    (in the table's order, the order the windows opened) at its first use."""
+    state = ctx.tables[step]
+    if state.index is None:
+        ctx.tables.pop(step + "#ends", None)  # the index of earlier snapshots: rebuilt instead
+        index: dict[int, list[Any]] = {}
+        for key, start in state.table:
+            index.setdefault(start + size_ms, []).append(key)
+        state.index = index
+    return cast("dict[int, list[Any]]", state.index)
 
 
 Functions = tuple[Callable[[], Any], Callable[[Any, Any], Any], Callable[[Any, Window, Any], Any]]

@@ -37,7 +37,8 @@ class KeyedState:
     table: dict[Any, Any] = field(default_factory=dict)
     index: Any = field(default=None, repr=False, compare=False)
     """What a step keeps beside its table to find entries fast (an event-time TTL's
-    expiry index, operators/ttl_event.py): rebuilt from the table, never in a snapshot."""
+    expiry index, operators/ttl_event.py; a window's ends, operators/windows.py): rebuilt
+    from the table, never in a snapshot."""
 
     def snapshot(self) -> bytes:
         """The table as bytes; a copy, so later updates never change a snapshot."""

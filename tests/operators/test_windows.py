@@ -52,7 +52,7 @@ def test_a_window_closes_once_when_the_watermark_passes_its_end() -> None:
         {"key": "b", "start": 0, "end": 10, "value": 1},
     ]
     assert ctx.tables["step"].table == {("a", 10): 1}  # closed windows are dropped
-    assert ctx.tables["step#ends"].table == {20: ["a"]}
+    assert ctx.tables["step"].index == {20: ["a"]}  # end → keys, beside the table
 
 
 def test_allowed_lateness_keeps_a_window_open_and_then_records_are_late() -> None:
@@ -94,7 +94,7 @@ def test_the_watermark_alone_closes_windows() -> None:
     _run(spec, [("a", 1, 1)], tables)
     out, _ = _run(spec, [], tables, watermark=10)
     assert out == [{"key": "a", "start": 0, "end": 10, "value": 1}]
-    assert tables["step"].table == {} and tables["step#ends"].table == {}
+    assert tables["step"].table == {} and tables["step"].index == {}
 
 
 def test_a_failing_aggregate_changes_no_window_of_that_record() -> None:

@@ -38,7 +38,7 @@ def test_two_hundred_thousand_events_keep_one_open_window_per_key() -> None:
             batch.append(MemoryMessage("in", 0, offset, None, KEYS[i % 50], ts))
             offset += 1
         runner.run(("in", 0), batch, states, out)
-        sizes.add((len(states[step].table), len(states[step + "#ends"].table)))
+        sizes.add((len(states[step].table), len(states[step].index)))
     assert offset == 200_000
     assert sizes == {(50, 1)}  # after every minute: one open window per key, one end
     assert len(out.pending) == 99 * 50  # every closed window once, 40 events each

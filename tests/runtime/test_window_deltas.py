@@ -1,0 +1,109 @@
+"""Windows with incremental checkpoints: a delta holds the windows that changed, not all of
+them, and a restore from a base plus deltas rebuilds the index of their ends and closes
+every window once."""
+
+from __future__ import annotations
+
+from laminar_kafka import BytesFormat, Pipeline
+from laminar_kafka.control.partition_keys import partition_key
+from laminar_kafka.runtime.task.processing import FlowRunner
+from laminar_kafka.state.chain import delta_parent
+from laminar_kafka.state.delta import read_delta
+from laminar_kafka.state.task_state import TaskState
+from laminar_kafka.testing.memory_log import MemoryMessage
+from tests.runtime.recorded_output import RecordedOutput
+
+MINUTE = 60_000
+BASE = 1_700_000_000_000 - 1_700_000_000_000 % MINUTE
+KEYS = [f"k{i}".encode() for i in range(50)]
+PART = ("in", 0)
+
+
+def _pipeline() -> Pipeline:
+    p = Pipeline("windows")
+    itself = bytes  # records are keyed by their own bytes
+    (
+        p.source("in", value_format=BytesFormat(), timestamp="kafka", partitioned_by=itself)
+        .key_by(itself)
+        .tumbling_window(60)
+        .count(emit=lambda k, w, n: f"{k.decode()}@{w.start - BASE}={n}".encode())
+        .sink("counts", value_format=BytesFormat())
+    )
+    return p
+
+
+class _Task:
+    """A flow runner over a `TaskState` whose files go to `files` (the store)."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files = files
+        self.state = TaskState(True, 3, lambda n, _b: f"chk-{n}", files.__getitem__)
+        self.runner = FlowRunner(_pipeline().flows, {"in": 1}, "windows.dlq")
+        self.runner.make_table = self.state.running_table
+        self.state.partitions[PART] = {}
+        self.out = RecordedOutput()
+        self.offset = 0
+
+    def send(self, records: list[tuple[bytes, int]]) -> None:
+        batch = []
+        for key, ts in records:
+            batch.append(MemoryMessage("in", 0, self.offset, None, key, BASE + ts))
+            self.offset += 1
+        self.runner.run(PART, batch, self.state.of(PART), self.out)
+
+    def checkpoint(self, n: int) -> bytes:
+        made = self.state.checkpoint(n)
+        assert made is not None
+        self.files[f"chk-{n}"] = data = b"".join(made.pieces)
+        self.state.committed()
+        return data
+
+    def emitted(self) -> list[bytes]:
+        return sorted(w.value for w in self.out.pending if w.value is not None)
+
+
+def test_a_delta_holds_the_changed_windows_and_a_restore_closes_each_once() -> None:
+    files: dict[str, bytes] = {}
+    task = _Task(files)
+    task.send([(k, 1_000) for k in KEYS])  # 50 windows of minute 0
+    task.checkpoint(1)
+    task.send([(KEYS[0], 2_000), (KEYS[1], 3_000)])  # two of them change
+    found = delta_parent(task.checkpoint(2))
+    assert found is not None, "checkpoint 2 is not a delta"
+    parent, body = found
+    steps = body[partition_key(*PART)]
+    [window_step] = [s for s in steps if not s.startswith("#")]
+    deleted, changed = read_delta(steps[window_step])
+    assert parent == "chk-1" and deleted == []
+    assert changed == {(KEYS[0], BASE): 2, (KEYS[1], BASE): 2}
+    assert not any(step.endswith("#ends") for step in steps)
+
+    restored = _Task(files)
+    restored.state.restore({PART: "chk-2"}, [PART])
+    restored.offset = task.offset
+    restored.send([(KEYS[2], MINUTE + 5_000)])  # the watermark passes minute 0's end
+    assert restored.emitted() == sorted(
+        [b"k0@0=2", b"k1@0=2"] + [f"k{i}@0=1".encode() for i in range(2, 50)]
+    )
+    task.send([(KEYS[2], MINUTE + 5_000)])  # the same, without the restore
+    assert task.emitted() == restored.emitted()
+    index = restored.state.of(PART)[window_step].index
+    assert index == {BASE + 2 * MINUTE: [KEYS[2]]}
+
+
+def test_a_snapshot_with_the_former_ends_table_restores_and_drops_it() -> None:
+    files: dict[str, bytes] = {}
+    task = _Task(files)
+    task.send([(k, 1_000) for k in KEYS[:3]])
+    tables = task.state.of(PART)
+    [step] = [s for s in tables if not s.startswith("#")]
+    legacy = tables[step].index
+    tables[step + "#ends"] = type(tables[step])(dict(legacy))  # as earlier versions wrote it
+    task.checkpoint(1)
+
+    restored = _Task(files)
+    restored.state.restore({PART: "chk-1"}, [PART])
+    restored.offset = task.offset
+    restored.send([(KEYS[0], MINUTE + 5_000)])
+    assert restored.emitted() == [b"k0@0=1", b"k1@0=1", b"k2@0=1"]
+    assert step + "#ends" not in restored.state.of(PART)
