@@ -8,8 +8,10 @@ checkpoint. A record that would open a session already closed, and touches no
 open one, is late.
 
 State, per step: the table `key → [[start, end, aggregate], ...]` (the key's
-open sessions, by start), and `end → [(key, start), ...]` (`<step>#ends`), which
-finds the sessions to close without a scan of every key.
+open sessions, by start), a running table (on disk with the disk store, and in
+deltas only the keys whose sessions changed), and beside it the index
+`end → [(key, start), ...]`, which finds the sessions to close without a scan of
+every key, rebuilt from the table after a restore (`windows.window_ends`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,14 @@ from collections.abc import Callable
 from typing import Any
 
 from laminar_kafka.operators.base import BatchContext, ResultOffset, describe_error
-from laminar_kafka.operators.windows import NEVER, Window, WindowSpec, unindex, update_time
+from laminar_kafka.operators.windows import (
+    NEVER,
+    Window,
+    WindowSpec,
+    unindex,
+    update_time,
+    window_ends,
+)
 
 
 def apply_sessions(
@@ -33,8 +42,8 @@ def apply_sessions(
     ctx: BatchContext,
 ) -> tuple[list[Any], list[int]]:
     """Add each (key, value) to its session, merging sessions it bridges; emit what closes."""
-    table = ctx.table(step)
-    ends = ctx.table(step + "#ends")
+    table = ctx.running_table(step)
+    ends = window_ends(ctx, step, lambda k, sessions: ((s[1], (k, s[0])) for s in sessions))
     out: list[Any] = []
     kept: list[int] = []
     gap, lateness = spec.size_ms, spec.lateness_ms
@@ -94,7 +103,9 @@ def _close(
             sessions = table[k]
             [session] = [s for s in sessions if s[0] == start]
             sessions.remove(session)
-            if not sessions:
+            if sessions:
+                table[k] = sessions  # a running table records a value set, not changed in place
+            else:
                 del table[k]
             try:
                 out.append(emit(k, Window(start, end), session[2]))

@@ -22,7 +22,7 @@ use after a restore (`KeyedState.index`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -113,7 +113,8 @@ def apply_windowed(
 ) -> tuple[list[Any], list[int]]:
     """Add each (key, value) to its windows; emit what closes as the watermark moves."""
     table = ctx.running_table(step)
-    ends = window_ends(ctx, step, spec.size_ms)
+    size = spec.size_ms
+    ends = window_ends(ctx, step, lambda slot, _value: ((slot[1] + size, slot[0]),))
     out: list[Any] = []
     kept: list[int] = []
     windows = _tumbling if spec.every_ms == spec.size_ms else _hopping
@@ -123,15 +124,19 @@ def apply_windowed(
     return out, kept
 
 
-def window_ends(ctx: BatchContext, step: str, size_ms: int) -> dict[int, list[Any]]:
-    """Step `step`'s index end → keys with a window ending there; built from its table
-    (in the table's order, the order the windows opened) at its first use."""
+def window_ends(
+    ctx: BatchContext, step: str, entries: Callable[[Any, Any], Iterable[tuple[int, Any]]]
+) -> dict[int, list[Any]]:
+    """Step `step`'s index end → what ends there, built from its table at first use: for
+    each (key, value) of the table, in its order (the order they opened), the (end, entry)
+    pairs `entries` gives."""
     state = ctx.tables[step]
     if state.index is None:
         ctx.tables.pop(step + "#ends", None)  # the index of earlier snapshots: rebuilt instead
         index: dict[int, list[Any]] = {}
-        for key, start in state.table:
-            index.setdefault(start + size_ms, []).append(key)
+        for key, value in state.table.items():
+            for end, entry in entries(key, value):
+                index.setdefault(end, []).append(entry)
         state.index = index
     return cast("dict[int, list[Any]]", state.index)
 

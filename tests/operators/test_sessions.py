@@ -34,7 +34,7 @@ def test_records_closer_than_the_gap_form_one_session() -> None:
     out, ctx = _run([("a", 0, 0), ("a", 5, 5), ("a", 12, 12), ("a", 40, 40)])
     assert _windows(out) == [("a", 0, 22, 3)]
     assert ctx.tables["s"].table == {"a": [[40, 50, 1]]}
-    assert ctx.tables["s#ends"].table == {50: [("a", 40)]}
+    assert ctx.tables["s"].index == {50: [("a", 40)]}
 
 
 def test_a_record_between_two_sessions_merges_them() -> None:
@@ -45,10 +45,10 @@ def test_a_record_between_two_sessions_merges_them() -> None:
     assert tables["s"].table == {"a": [[0, 19, 2], [20, 30, 1]]}
     _run([("a", 15, 0)], tables)  # [15, 25) bridges both
     assert tables["s"].table == {"a": [[0, 30, 4]]}
-    assert tables["s#ends"].table == {30: [("a", 0)]}
+    assert tables["s"].index == {30: [("a", 0)]}
     out, _ = _run([], tables, watermark=30)
     assert _windows(out) == [("a", 0, 30, 4)]
-    assert tables["s"].table == {} and tables["s#ends"].table == {}
+    assert tables["s"].table == {} and tables["s"].index == {}
 
 
 def test_keys_have_sessions_of_their_own() -> None:

@@ -19,15 +19,17 @@ KEYS = [f"k{i}".encode() for i in range(50)]
 PART = ("in", 0)
 
 
-def _pipeline() -> Pipeline:
+def _pipeline(sessions: bool = False) -> Pipeline:
     p = Pipeline("windows")
     itself = bytes  # records are keyed by their own bytes
+    keyed = p.source(
+        "in", value_format=BytesFormat(), timestamp="kafka", partitioned_by=itself
+    ).key_by(itself)
+    windowed = keyed.session_window(30) if sessions else keyed.tumbling_window(60)
     (
-        p.source("in", value_format=BytesFormat(), timestamp="kafka", partitioned_by=itself)
-        .key_by(itself)
-        .tumbling_window(60)
-        .count(emit=lambda k, w, n: f"{k.decode()}@{w.start - BASE}={n}".encode())
-        .sink("counts", value_format=BytesFormat())
+        windowed.count(emit=lambda k, w, n: f"{k.decode()}@{w.start - BASE}={n}".encode()).sink(
+            "counts", value_format=BytesFormat()
+        )
     )
     return p
 
@@ -35,10 +37,10 @@ def _pipeline() -> Pipeline:
 class _Task:
     """A flow runner over a `TaskState` whose files go to `files` (the store)."""
 
-    def __init__(self, files: dict[str, bytes]) -> None:
+    def __init__(self, files: dict[str, bytes], sessions: bool = False) -> None:
         self.files = files
         self.state = TaskState(True, 3, lambda n, _b: f"chk-{n}", files.__getitem__)
-        self.runner = FlowRunner(_pipeline().flows, {"in": 1}, "windows.dlq")
+        self.runner = FlowRunner(_pipeline(sessions).flows, {"in": 1}, "windows.dlq")
         self.runner.make_table = self.state.running_table
         self.state.partitions[PART] = {}
         self.out = RecordedOutput()
@@ -107,3 +109,25 @@ def test_a_snapshot_with_the_former_ends_table_restores_and_drops_it() -> None:
     restored.send([(KEYS[0], MINUTE + 5_000)])
     assert restored.emitted() == [b"k0@0=1", b"k1@0=1", b"k2@0=1"]
     assert step + "#ends" not in restored.state.of(PART)
+
+
+def test_session_deltas_hold_the_keys_whose_sessions_changed() -> None:
+    files: dict[str, bytes] = {}
+    task = _Task(files, sessions=True)
+    task.send([(k, 1_000) for k in KEYS[:10]] + [(KEYS[0], 20_000)])  # k0's reaches 50 s
+    task.checkpoint(1)
+    task.send([(KEYS[1], 2_000), (KEYS[0], 25_000)])
+    found = delta_parent(task.checkpoint(2))
+    assert found is not None, "checkpoint 2 is not a delta"
+    steps = found[1][partition_key(*PART)]
+    [step] = [s for s in steps if not s.startswith("#")]
+    deleted, changed = read_delta(steps[step])
+    assert deleted == [] and sorted(changed) == [KEYS[0], KEYS[1]]
+
+    restored = _Task(files, sessions=True)
+    restored.state.restore({PART: "chk-2"}, [PART])
+    restored.offset = task.offset
+    for each in (restored, task):
+        each.send([(KEYS[2], 200_000)])  # closes every session
+    expected = [b"k0@1000=3", b"k1@1000=2"] + [f"k{i}@1000=1".encode() for i in range(2, 10)]
+    assert restored.emitted() == task.emitted() == sorted(expected)
