@@ -119,3 +119,10 @@ def first(
         return None
 
     return match
+
+
+def checkpoint_begun(commit: Event) -> float:
+    """When the checkpoint of a `checkpoint_committed` event began: its `begun_at`, or for an
+    event without it, its time less its duration."""
+    begun = float(commit.get("begun_at") or 0.0)
+    return begun or float(commit.get("at", 0.0)) - float(commit.get("duration_s", 0.0))

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from laminar_kafka.chaos.app import Event
+from laminar_kafka.chaos.app import Event, checkpoint_begun
 from laminar_kafka.chaos.producer import Delivered
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
@@ -244,8 +244,7 @@ def first_commit_begun_after(at: float) -> Callable[[Sequence[Event]], Event | N
             (
                 e
                 for e in events
-                if e.get("event") == "checkpoint_committed"
-                and float(e.get("at", 0.0)) - float(e.get("duration_s", 0.0)) > at
+                if e.get("event") == "checkpoint_committed" and checkpoint_begun(e) > at
             ),
             None,
         )

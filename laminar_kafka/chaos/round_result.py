@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from laminar_kafka.chaos.app import Event
+from laminar_kafka.chaos.app import Event, checkpoint_begun
 from laminar_kafka.chaos.evidence import InFlight, Kill, RecoveryPath
 from laminar_kafka.testing.order_checks import ExactlyOnceReport
 
@@ -79,7 +79,7 @@ def commit_phases(commit: Event, fault_at: float) -> str:
     the task that acked last) and the decision; `ckpt_s` is all of it.
     """
     duration = float(commit.get("duration_s", 0.0))
-    begun = float(commit["at"]) - duration - fault_at
+    begun = checkpoint_begun(commit) - fault_at
     parts = [f"inject={commit.get('injection_ms', 0)}", f"prepare={commit.get('prepare_ms', 0)}"]
     for stage in commit.get("stages") or ():
         acks, whole = int(stage.get("acks_ms", 0)), round(float(stage["duration_s"]) * 1000)

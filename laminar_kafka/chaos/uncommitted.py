@@ -19,7 +19,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
-from laminar_kafka.chaos.app import Event
+from laminar_kafka.chaos.app import Event, checkpoint_begun
 from laminar_kafka.chaos.evidence import InFlight
 from laminar_kafka.chaos.producer import Delivered
 
@@ -64,7 +64,6 @@ def _barriers_written(commit: Event) -> float:
     """When a committed checkpoint's barriers were all written (its start plus its
     injection): a record sent later lies after them in its partition, in a later
     checkpoint. Without `injection_ms` (an older event), the commit's time."""
-    at = float(commit.get("at", 0.0))
     if "injection_ms" not in commit:
-        return at
-    return at - float(commit.get("duration_s", 0.0)) + float(commit["injection_ms"]) / 1000
+        return float(commit.get("at", 0.0))
+    return checkpoint_begun(commit) + float(commit["injection_ms"]) / 1000

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from laminar_kafka import waits
 from laminar_kafka.control.records import Ack, BarrierFlags, ControlRecord
 from laminar_kafka.errors import LaminarError
 
@@ -106,6 +107,8 @@ class PendingCheckpoint:
     """Per decided stage: the task whose Ack arrived last (the one the stage waited on)."""
     arrivals: dict[int, float] = field(default_factory=dict)
     """When each kept Ack arrived (monotonic seconds), by task id."""
+    begun_at: float = field(default_factory=waits.wall)
+    """The wall-clock time it began (`started` is the monotonic one)."""
     removed: tuple[int, ...] = ()
     """The checkpoints retention deleted once this one committed (step 4 of a decision)."""
     skipped: tuple[str, ...] = ()

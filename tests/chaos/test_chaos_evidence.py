@@ -70,6 +70,18 @@ def test_a_commit_logged_after_a_kill_recovers_from_it_only_if_its_checkpoint_be
     assert match([acked_before, begun_after]) is begun_after
     assert match([acked_before]) is None
     assert first_commit_begun_after(99.0)([acked_before, begun_after]) is acked_before
+    # Logged late (retention ran after the decision): its start says it began before.
+    logged_late = ev(
+        "checkpoint_committed", at=100.3, duration_s=0.1, begun_at=99.9, checkpoint_id=7
+    )
+    assert match([logged_late, begun_after]) is begun_after
+    assert commit_phases(logged_late, 100.0).startswith("ckpt_begun_s=-0.1 ")
+
+
+def test_a_committed_event_says_when_its_checkpoint_began() -> None:
+    pending = PendingCheckpoint(3, 1, BarrierFlags.NONE, 0.0)
+    event = committed_event(pending)
+    assert 0 < pending.begun_at == event.begun_at <= event.at
 
 
 def committed(*watermarks: int | None) -> dict[str, Any]:

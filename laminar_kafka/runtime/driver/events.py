@@ -105,6 +105,9 @@ class CheckpointCommitted(RuntimeEvent):
     task wrote its whole state, or keeps none)."""
     removed: tuple[int, ...] = ()
     """The checkpoints retention deleted once this one committed."""
+    begun_at: float = 0.0
+    """When it began (wall clock; 0: not said). `at` less `duration_s` is later when the
+    event was written late (retention ran between the decision and the event)."""
 
 
 @dataclass(frozen=True)

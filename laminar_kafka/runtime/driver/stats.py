@@ -102,6 +102,7 @@ def committed_event(result: PendingCheckpoint) -> CheckpointCommitted:
         round(result.prepare_s * 1000),
         _delta_bases(result),
         result.removed,
+        result.begun_at,
     )
 
 
