@@ -41,6 +41,7 @@ def put_version(versions: dict[Any, Versions], key: Any, ts: int, value: Any) ->
         found[i - 1] = (ts, value)
     else:
         found.insert(i, (ts, value))
+    versions[key] = found  # a running table records a value set, not one changed in place
 
 
 def version_at(found: Versions | None, ts: int) -> Any:
@@ -60,7 +61,9 @@ def prune(versions: dict[Any, Versions], key: Any, horizon: int) -> None:
     if i == 0:
         return
     del found[: i - 1 if found[i - 1][1] is not None else i]
-    if not found:
+    if found:
+        versions[key] = found
+    else:
         del versions[key]
 
 

@@ -249,14 +249,16 @@ class FlowRunner:
     ) -> None:
         """Table records change the partition's rows (or versions); bad ones are dead
         letters. A versioned table's rising watermark releases waiting stream records."""
+        counts, make = self._partition_counts, self.make_table
         ctx = BatchContext(
-            key[0], key[1], self._partition_counts[key[0]], states, messages=messages
+            key[0], key[1], counts[key[0]], states, messages=messages, make_table=make
         )
         rose = False
         if spec.versioned:
             rose = update_versions(spec, ctx, messages, self.clock, self._format_check)
         else:
-            update_table(spec, messages, ctx.table(spec.state_name), ctx, self._format_check)
+            rows = ctx.running_table(spec.state_name)
+            update_table(spec, messages, rows, ctx, self._format_check)
         if ctx.dead_letters:
             self.counts.dead_letters += write_dead_letters(
                 self._dlq, ctx.dead_letters, messages, txn, self.counts.reasons

@@ -55,7 +55,7 @@ def update_versions(
         progress,
         times=times,
     )
-    versions = ctx.table(spec.state_name)
+    versions = ctx.running_table(spec.state_name)
     times_of, marks = stamped.times, stamped.marks
     for (key, value), offset in zip(kept, offsets, strict=True):
         put_version(versions, key, times_of[offset], value)
