@@ -3,8 +3,11 @@ the table's watermark, exactly once through a crash, equal to the batch as-of jo
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from laminar_kafka import JsonFormat, Pipeline, faults
 from laminar_kafka.control.headers import is_control
@@ -112,12 +115,15 @@ def test_records_wait_for_table_changes_written_after_them_but_stamped_before(
     assert all(ts == stamp for ts, stamp in stamps.items())  # each its trade's time
 
 
+@pytest.mark.parametrize("state_store", ["memory", "disk"])
 def test_a_crash_between_a_waiting_record_and_its_table_watermark_joins_it_once(
-    tmp_path: Path,
+    tmp_path: Path, state_store: str
 ) -> None:
     """Checkpoints commit while the trades wait for the table; the ticks that release
     them come after, and a worker dies after a later snapshot: each trade is joined
-    once, from the waiting records restored from the checkpoint."""
+    once, from the waiting records restored from the checkpoint. With deltas: the
+    restore reads the base of 1 plus the deltas of 2 and 3, the table's versions in
+    memory or on disk."""
     broker = _broker()
     n = 40
     changes = [price_change(j) for j in range(n // 3 + 1)]
@@ -142,7 +148,7 @@ def test_a_crash_between_a_waiting_record_and_its_table_watermark_joins_it_once(
         run = run_in_process(
             asof_pipeline(),
             broker,
-            in_process_config(tmp_path, 2),
+            replace(in_process_config(tmp_path, 2), state_store=state_store, full_snapshot_every=3),
             8,
             timeout_s=60,
             listener=feed,
@@ -153,6 +159,7 @@ def test_a_crash_between_a_waiting_record_and_its_table_watermark_joins_it_once(
     expected = batch_asof_join([trade(i) for i in range(n)], changes)
     assert compare(expected, _read(broker)) == []
     assert run.stats.restarts == 1, run.events
+    assert list(tmp_path.rglob("*.delta")), "no checkpoint wrote a delta"
 
 
 def test_an_idle_table_releases_the_records_after_its_last_change(tmp_path: Path) -> None:

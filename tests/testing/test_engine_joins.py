@@ -134,7 +134,12 @@ def test_bad_input_on_either_side_is_a_dead_letter(tmp_path: Path) -> None:
     assert len(_read(broker, ENRICHED)) == 4
 
 
-def test_a_crash_after_the_snapshot_recovers_to_the_batch_join(tmp_path: Path) -> None:
+@pytest.mark.parametrize("state_store", ["memory", "disk"])
+def test_a_crash_after_the_snapshot_recovers_to_the_batch_join(
+    tmp_path: Path, state_store: str
+) -> None:
+    """With deltas every run: the crash at checkpoint 3 restores the base of 1 plus the
+    delta of 2, the table's rows in memory or on disk."""
     broker = _broker()
     _send(broker, range(20))
     batches = iter([range(20, 40), range(40, 60)])
@@ -143,14 +148,14 @@ def test_a_crash_after_the_snapshot_recovers_to_the_batch_join(tmp_path: Path) -
         if isinstance(event, CheckpointCommitted | CheckpointAborted):
             _send(broker, next(batches, range(0)))
 
-    with faults.kill_threads_at(FaultPoint.AFTER_SNAPSHOT, min_checkpoint=2):
-        run = run_in_process(
-            join_pipeline(), broker, in_process_config(tmp_path, 2), 6, listener=feed
-        )
+    config = replace(in_process_config(tmp_path, 2), state_store=state_store, full_snapshot_every=3)
+    with faults.kill_threads_at(FaultPoint.AFTER_SNAPSHOT, min_checkpoint=3):
+        run = run_in_process(join_pipeline(), broker, config, 6, listener=feed)
 
     got = [JSON.decode_one(m.value()) for m in _read(broker, ENRICHED)]
     assert compare(batch_join([order(i) for i in range(60)], customers()), got) == []
     assert run.stats.restarts == 1, run.events
+    assert list(tmp_path.rglob("*.delta")), "no checkpoint wrote a delta"
 
 
 def test_a_declared_stream_joins_in_its_stage_after_the_table_bootstrapped(
