@@ -65,7 +65,7 @@ class AsOfJoinOp:
         versions: dict[Any, Versions] = ctx.side.get(topic, {})
         watermark = ctx.side_watermarks.get(topic, NO_WATERMARK)
         horizon = watermark - kept_ms if watermark != NO_WATERMARK else NO_WATERMARK
-        waiting: dict[Any, Waiting] = ctx.table(self.step)
+        waiting: dict[Any, Waiting] = ctx.running_table(self.step)
         timers = TimerQueue(ctx, self.step)
         out: list[Any] = []
         kept: list[int] = []
@@ -76,7 +76,9 @@ class AsOfJoinOp:
                 continue
             ts = times[offset]
             if ts > watermark:
-                waiting.setdefault(key, {}).setdefault(ts, []).append((int(offset), value))
+                found = waiting.get(key) or {}
+                found.setdefault(ts, []).append((int(offset), value))
+                waiting[key] = found  # a running table records a value set, not changed
                 timers.set(key, ts)
             elif ts < horizon:
                 ctx.late_record(offset, None, [])
@@ -88,7 +90,9 @@ class AsOfJoinOp:
                 records = waiting[key]
                 for offset, value in records.pop(ts):
                     self._join(value, ts, offset, versions.get(key), ctx, out, kept)
-                if not records:
+                if records:
+                    waiting[key] = records
+                else:
                     del waiting[key]
         return out, kept
 

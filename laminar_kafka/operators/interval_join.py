@@ -112,7 +112,7 @@ class IntervalJoinOp:
     def apply(
         self, values: list[Any], offsets: list[int], ctx: BatchContext
     ) -> tuple[list[Any], list[int]]:
-        buffers: dict[Any, Buffers] = ctx.table(self.step)
+        buffers: dict[Any, Buffers] = ctx.running_table(self.step)
         timers = TimerQueue(ctx, self.step)
         out: list[Any] = []
         kept: list[int] = []
@@ -143,6 +143,7 @@ class IntervalJoinOp:
                     mine[ts] = [value, matched]
                     if len(mine) > 1:
                         add_time(found, side, ts)
+                buffers[key] = found  # a running table records a value set, not changed
                 at = ts + reach[side] + 1
                 timers.set(key, at)
                 if at < due:
@@ -208,6 +209,8 @@ class IntervalJoinOp:
                             self._unmatched(side, ts, records, offset, ctx, out, kept)
                 if not found[0] and not found[1]:
                     del buffers[key]
+                else:
+                    buffers[key] = found
 
     def _unmatched(
         self,

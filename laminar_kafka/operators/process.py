@@ -16,9 +16,11 @@ timers only after its own time (so that firing ends).
 A call's changes (state, timers) apply when it returns; a call that raises
 changes nothing and is a dead letter: for `on_record`, that record's; for
 `on_timer`, with the reason, that of the record that moved the watermark (the
-timer is spent either way). State and timers are the partition's tables
+timer is spent either way). State and timers are the partition's running tables
 (`<step>`, and operators/timers.py), so they are in each checkpoint together with
-the outputs: a timer fires exactly once whatever crashes.
+the outputs: a timer fires exactly once whatever crashes. A call that read a state
+and set none counts as a change of it (it may have changed the value in place), so
+a delta never misses one.
 """
 
 from __future__ import annotations
@@ -89,6 +91,8 @@ class ProcessContext:
                 states.pop(key, None)
             else:
                 states[key] = self._state
+        elif self._stored is not None:
+            states[key] = self._stored  # the call may have changed it in place: record it
         for ts, on in self._changes.items():
             if on:
                 timers.set(key, ts)
@@ -121,7 +125,7 @@ class ProcessOp:
     def apply(
         self, values: list[Any], offsets: list[int], ctx: BatchContext
     ) -> tuple[list[Any], list[int]]:
-        states = ctx.table(self.step)
+        states = ctx.running_table(self.step)
         timers = TimerQueue(ctx, self.step)
         out: list[Any] = []
         kept: list[int] = []

@@ -24,8 +24,10 @@ the order they arrived, so its cost grows with the records it holds.
 
 State, per step: `key → [due, records, windows]`: `records` as `[ts, value]` in
 arrival order, `windows` as `end → aggregate` (the open ones), `due` the watermark at
-which the key next has a window to close or records to drop; `<step>#due` maps each
-such watermark to its keys, so a close visits only those keys.
+which the key next has a window to close or records to drop, a running table (on disk
+with the disk store, and in deltas only the keys that changed). Beside it an index
+maps each such watermark to its keys, so a close visits only those keys; it is rebuilt
+from the table after a restore (`windows.window_ends`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,14 @@ from collections.abc import Callable
 from typing import Any
 
 from laminar_kafka.operators.base import BatchContext, ResultOffset, describe_error
-from laminar_kafka.operators.windows import NEVER, Window, WindowSpec, unindex, update_time
+from laminar_kafka.operators.windows import (
+    NEVER,
+    Window,
+    WindowSpec,
+    unindex,
+    update_time,
+    window_ends,
+)
 
 
 def apply_sliding(
@@ -49,8 +58,8 @@ def apply_sliding(
 ) -> tuple[list[Any], list[int]]:
     """Add each (key, value) to the open windows it falls in and open its own; emit what
     closes as the watermark moves."""
-    table = ctx.table(step)
-    dues = ctx.table(step + "#due")
+    table = ctx.running_table(step)
+    dues = window_ends(ctx, step, _due_of, former="#due")
     out: list[Any] = []
     kept: list[int] = []
     size, lateness = spec.size_ms, spec.lateness_ms
@@ -82,10 +91,11 @@ def apply_sliding(
             ctx.reject(o, describe_error("sliding window aggregate", exc))
             continue
         if state is None:
-            state = table[k] = [NEVER, records, windows]
+            state = [NEVER, records, windows]
         windows.update(updated)
         records.append([ts, v])
         due = min(due, _schedule(dues, k, state, ts + (1 if opens else size) + lateness))
+        table[k] = state  # a running table records a value set, not one changed in place
         for e, result in emitted:
             out.append(result)
             kept.append(ResultOffset(o, update_time(e, ts, watermark)))
@@ -94,6 +104,11 @@ def apply_sliding(
     if ctx.watermark >= due:
         _close(table, dues, spec, ctx.watermark, emit, ctx.last_offset, ctx, out, kept)
     return out, kept
+
+
+def _due_of(k: Any, state: list[Any]) -> tuple[tuple[int, Any], ...]:
+    """The index entry of key `k`: its next visit, if it has one."""
+    return ((state[0], k),) if state[0] != NEVER else ()
 
 
 def _schedule(dues: dict[Any, Any], k: Any, state: list[Any], at: int) -> int:
@@ -137,6 +152,7 @@ def _close(
                 min((r[0] + size + lateness for r in records), default=NEVER),
             )
             _schedule(dues, k, state, at_next)
+            table[k] = state
     closing.sort(key=lambda c: c[0])  # stable: oldest window first, then by key's visit
     for end, k, value in closing:
         try:

@@ -3,11 +3,13 @@ first, once the partition's watermark reaches their time.
 
 State, per step: the table `<step>#timers`, time → the keys with a timer then (a
 dict used as an ordered set: at most one timer per key and time, and a time's
-keys fire in the order their timers were set), and `<step>#due`, a heap of those
-times, so the next timer due is found without a scan of every key or time. A
-deleted timer's time may stay in the heap; it is skipped when it reaches the top,
-and the heap is rebuilt when such times outnumber the live ones. A fired timer is
-removed: the tables hold only pending timers.
+keys fire in the order their timers were set), a running table (on disk with the
+disk store, and in deltas only the times whose keys changed); beside it a heap of
+those times (`KeyedState.index`, rebuilt from the table after a restore), so the
+next timer due is found without a scan of every key or time. A deleted timer's
+time may stay in the heap; it is skipped when it reaches the top, and the heap is
+rebuilt when such times outnumber the live ones. A fired timer is removed: the
+table holds only pending timers.
 """
 
 from __future__ import annotations
@@ -22,26 +24,30 @@ NEVER = 2**62
 _SLACK = 64  # stale heap entries tolerated before a rebuild is considered
 
 
-def timer_tables(step: str) -> tuple[str, str]:
-    """The names of step `step`'s timer tables: by time, and the heap of times."""
-    return step + "#timers", step + "#due"
-
-
 class TimerQueue:
-    """The pending timers of one step in one partition, kept in its tables (`ctx.table`)."""
+    """The pending timers of one step in one partition, kept in its table `<step>#timers`
+    (`ctx.running_table`)."""
 
     def __init__(self, ctx: BatchContext, step: str) -> None:
-        by_time, due = timer_tables(step)
-        self._by_time: dict[int, dict[Any, None]] = ctx.table(by_time)
-        self._heap: list[int] = ctx.table(due).setdefault("heap", [])
+        by_time = step + "#timers"
+        self._by_time: dict[int, dict[Any, None]] = ctx.running_table(by_time)
+        state = ctx.tables[by_time]
+        if state.index is None:
+            ctx.tables.pop(step + "#due", None)  # the heap of earlier snapshots: rebuilt
+            state.index = list(self._by_time)
+            heapify(state.index)
+        self._heap: list[int] = state.index
 
     def set(self, key: Any, ts: int) -> None:
         """A timer for `key` at `ts`; setting it again changes nothing."""
         keys = self._by_time.get(ts)
         if keys is None:
-            keys = self._by_time[ts] = {}
+            keys = {}
             heappush(self._heap, ts)
+        elif key in keys:
+            return
         keys[key] = None
+        self._by_time[ts] = keys  # a running table records a value set, not one changed
 
     def delete(self, key: Any, ts: int) -> None:
         """Remove `key`'s timer at `ts`, if there is one."""
@@ -49,11 +55,13 @@ class TimerQueue:
         if keys is None or key not in keys:
             return
         del keys[key]
-        if not keys:
-            del self._by_time[ts]
-            if len(self._heap) > 2 * len(self._by_time) + _SLACK:
-                self._heap[:] = self._by_time  # in place: the `#due` table holds this list
-                heapify(self._heap)
+        if keys:
+            self._by_time[ts] = keys
+            return
+        del self._by_time[ts]
+        if len(self._heap) > 2 * len(self._by_time) + _SLACK:
+            self._heap[:] = self._by_time  # in place: the table's index is this list
+            heapify(self._heap)
 
     def next_due(self) -> int:
         """The time of the oldest pending timer (NEVER when there is none)."""

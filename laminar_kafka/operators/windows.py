@@ -125,14 +125,18 @@ def apply_windowed(
 
 
 def window_ends(
-    ctx: BatchContext, step: str, entries: Callable[[Any, Any], Iterable[tuple[int, Any]]]
+    ctx: BatchContext,
+    step: str,
+    entries: Callable[[Any, Any], Iterable[tuple[int, Any]]],
+    former: str = "#ends",
 ) -> dict[int, list[Any]]:
     """Step `step`'s index end → what ends there, built from its table at first use: for
     each (key, value) of the table, in its order (the order they opened), the (end, entry)
-    pairs `entries` gives."""
+    pairs `entries` gives. The table `<step><former>` of earlier snapshots, which held the
+    index, goes."""
     state = ctx.tables[step]
     if state.index is None:
-        ctx.tables.pop(step + "#ends", None)  # the index of earlier snapshots: rebuilt instead
+        ctx.tables.pop(step + former, None)
         index: dict[int, list[Any]] = {}
         for key, value in state.table.items():
             for end, entry in entries(key, value):

@@ -65,7 +65,7 @@ class PipelineTester:
     sent, every stage's share; `crash` kills the run (what is not committed is
     lost) and starts it again from the last checkpoint; `redeploy` does the same
     with a new version of the pipeline. `close` (or the end of a `with` block, or
-    of the tester) stops the engine's threads.
+    of the tester) stops the engine's threads. `state_store`, `full_snapshot_every`: a run's.
     """
 
     def __init__(
@@ -75,12 +75,15 @@ class PipelineTester:
         *,
         batch_size: int = 1,
         dead_letter_topic: str | None = None,
+        state_store: str = "memory",
+        full_snapshot_every: int = 1,
     ) -> None:
         pipeline.validate()
         if batch_size < 1:
             raise ConfigError(f"batch size must be positive, not {batch_size}")
         self._home = Path(tempfile.mkdtemp(prefix="laminar-tester-", dir=scratch()))
-        self._base = kit_config(self._home, batch_size, dead_letter_topic)
+        state = {"state_store": state_store, "full_snapshot_every": full_snapshot_every}
+        self._base = kit_config(self._home, batch_size, dead_letter_topic, **state)
         self.dead_letter_topic = self._base.dead_letters_to(pipeline.name)
         self._clock = VirtualClock(wall_ms())  # moved on by advance_clock only
         self._broker = TracedBroker(self._clock)

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from laminar_kafka import faults
 from laminar_kafka.api.pipeline import Pipeline
@@ -56,8 +57,11 @@ def scratch() -> str | None:
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
-def kit_config(home: Path, batch_size: int, dead_letter_topic: str | None) -> RuntimeConfig:
-    """The settings of a tester's runs (each start sets its parallelism)."""
+def kit_config(
+    home: Path, batch_size: int, dead_letter_topic: str | None, **state: Any
+) -> RuntimeConfig:
+    """The settings of a tester's runs (each start sets its parallelism); `state`: its
+    `state_store` and `full_snapshot_every`."""
     return RuntimeConfig(
         bootstrap="in-memory:0",
         checkpoint_dir=str(home / "checkpoints"),
@@ -70,6 +74,7 @@ def kit_config(home: Path, batch_size: int, dead_letter_topic: str | None) -> Ru
         restart=RestartPolicy(initial_backoff_s=0.0),
         batch_size=batch_size,
         dead_letter_topic=dead_letter_topic,
+        **state,
     )
 
 

@@ -45,7 +45,7 @@ def test_each_record_ends_a_window_of_the_size_before_it_closed_past_its_end() -
     assert [result_time(o) for o in kept] == [1, 5, 12]  # each stamped with its end
     [(due, records_kept, windows)] = ctx.tables["s"].table.values()
     assert windows == {20: 2} and [ts for ts, _ in records_kept] == [12, 20]
-    assert ctx.tables["s#due"].table == {due: ["a"]} and due == 21  # window 20 closes at 21
+    assert ctx.tables["s"].index == {due: ["a"]} and due == 21  # window 20 closes at 21
 
 
 def test_records_with_equal_timestamps_share_one_window() -> None:
@@ -65,7 +65,7 @@ def test_a_record_out_of_order_updates_later_windows_and_opens_its_own() -> None
     out, _, _ = _run([("b", 10, 10), ("b", 20, 20), ("b", 14, 20)], tables, spec)
     out, _, _ = _run([], tables, spec, watermark=100)
     assert _windows(out) == [("b", 20, 2)]
-    assert tables["s"].table == {} and tables["s#due"].table == {}
+    assert tables["s"].table == {} and tables["s"].index == {}
 
 
 def test_late_only_when_every_window_it_could_be_in_has_closed() -> None:
@@ -127,10 +127,10 @@ def test_state_stays_bounded_however_many_records() -> None:
         n += len(out)
         kept = [len(state[1]) for state in tables["s"].table.values()]
         assert max(kept) <= 70 // 3 + 2  # size + lateness + out of order, per key
-        assert len(tables["s#due"].table) <= 3
+        assert len(tables["s"].index) <= 3
     assert n > 29_000
     _run([], tables, spec, watermark=10**9)
-    assert tables["s"].table == {} and tables["s#due"].table == {}
+    assert tables["s"].table == {} and tables["s"].index == {}
 
 
 def test_a_failing_aggregate_changes_no_window_of_that_record() -> None:

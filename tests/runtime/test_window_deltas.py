@@ -4,11 +4,16 @@ every window once."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from laminar_kafka import BytesFormat, Pipeline
 from laminar_kafka.control.partition_keys import partition_key
+from laminar_kafka.operators import ProcessContext
 from laminar_kafka.runtime.task.processing import FlowRunner
 from laminar_kafka.state.chain import delta_parent
-from laminar_kafka.state.delta import read_delta
+from laminar_kafka.state.delta import is_delta, read_delta
 from laminar_kafka.state.task_state import TaskState
 from laminar_kafka.testing.memory_log import MemoryMessage
 from tests.runtime.recorded_output import RecordedOutput
@@ -19,13 +24,19 @@ KEYS = [f"k{i}".encode() for i in range(50)]
 PART = ("in", 0)
 
 
-def _pipeline(sessions: bool = False) -> Pipeline:
+def _pipeline(kind: str = "tumbling") -> Pipeline:
     p = Pipeline("windows")
     itself = bytes  # records are keyed by their own bytes
     keyed = p.source(
         "in", value_format=BytesFormat(), timestamp="kafka", partitioned_by=itself
     ).key_by(itself)
-    windowed = keyed.session_window(30) if sessions else keyed.tumbling_window(60)
+    if kind == "process":
+        return _silence(p, keyed)
+    windowed = {
+        "tumbling": keyed.tumbling_window(60),
+        "session": keyed.session_window(30),
+        "sliding": keyed.sliding_window(30),
+    }[kind]
     (
         windowed.count(emit=lambda k, w, n: f"{k.decode()}@{w.start - BASE}={n}".encode()).sink(
             "counts", value_format=BytesFormat()
@@ -34,13 +45,30 @@ def _pipeline(sessions: bool = False) -> Pipeline:
     return p
 
 
+def _silence(p: Pipeline, keyed: Any) -> Pipeline:
+    """A process step: a key's state is its last time; a timer 30 s after it says so."""
+
+    def on_record(key: bytes, _value: Any, ctx: ProcessContext) -> None:
+        if ctx.state is not None:
+            ctx.delete_timer(ctx.state + 30_000)
+        ctx.state = ctx.timestamp
+        ctx.set_timer(ctx.timestamp + 30_000)
+
+    def on_timer(key: bytes, ctx: ProcessContext) -> list[bytes]:
+        last, ctx.state = ctx.state, None
+        return [f"{key.decode()}@{last - BASE}=silent".encode()]
+
+    keyed.process(on_record, on_timer=on_timer).sink("counts", value_format=BytesFormat())
+    return p
+
+
 class _Task:
     """A flow runner over a `TaskState` whose files go to `files` (the store)."""
 
-    def __init__(self, files: dict[str, bytes], sessions: bool = False) -> None:
+    def __init__(self, files: dict[str, bytes], kind: str = "tumbling") -> None:
         self.files = files
         self.state = TaskState(True, 3, lambda n, _b: f"chk-{n}", files.__getitem__)
-        self.runner = FlowRunner(_pipeline(sessions).flows, {"in": 1}, "windows.dlq")
+        self.runner = FlowRunner(_pipeline(kind).flows, {"in": 1}, "windows.dlq")
         self.runner.make_table = self.state.running_table
         self.state.partitions[PART] = {}
         self.out = RecordedOutput()
@@ -113,7 +141,7 @@ def test_a_snapshot_with_the_former_ends_table_restores_and_drops_it() -> None:
 
 def test_session_deltas_hold_the_keys_whose_sessions_changed() -> None:
     files: dict[str, bytes] = {}
-    task = _Task(files, sessions=True)
+    task = _Task(files, "session")
     task.send([(k, 1_000) for k in KEYS[:10]] + [(KEYS[0], 20_000)])  # k0's reaches 50 s
     task.checkpoint(1)
     task.send([(KEYS[1], 2_000), (KEYS[0], 25_000)])
@@ -124,10 +152,43 @@ def test_session_deltas_hold_the_keys_whose_sessions_changed() -> None:
     deleted, changed = read_delta(steps[step])
     assert deleted == [] and sorted(changed) == [KEYS[0], KEYS[1]]
 
-    restored = _Task(files, sessions=True)
+    restored = _Task(files, "session")
     restored.state.restore({PART: "chk-2"}, [PART])
     restored.offset = task.offset
     for each in (restored, task):
         each.send([(KEYS[2], 200_000)])  # closes every session
     expected = [b"k0@1000=3", b"k1@1000=2"] + [f"k{i}@1000=1".encode() for i in range(2, 10)]
     assert restored.emitted() == task.emitted() == sorted(expected)
+
+
+@pytest.mark.parametrize("kind", ["sliding", "process"])
+def test_sliding_windows_and_timers_deltas_hold_what_changed(kind: str) -> None:
+    files: dict[str, bytes] = {}
+    task = _Task(files, kind)
+    task.send([(k, 1_000) for k in KEYS[:10]])
+    task.checkpoint(1)
+    # Sliding: a second record of k1's time (no window closes); process: k1 a second on.
+    task.send([(KEYS[1], 1_000 if kind == "sliding" else 2_000)])
+    found = delta_parent(task.checkpoint(2))
+    assert found is not None, "checkpoint 2 is not a delta"
+    steps = found[1][partition_key(*PART)]
+    changes = {
+        step: read_delta(data)
+        for step, data in steps.items()
+        if not step.startswith("#") and is_delta(data)
+    }
+    assert changes, f"no table of {sorted(steps)} is a delta"
+    for step, (deleted, changed) in changes.items():
+        if step.endswith("#timers"):  # k1's timer moved from 31 s to 32 s
+            assert deleted == [] and list(changed) == [BASE + 31_000, BASE + 32_000]
+        else:
+            assert deleted == [] and list(changed) == [KEYS[1]], step
+    assert not any(step.endswith("#due") for step in steps)
+
+    restored = _Task(files, kind)
+    restored.state.restore({PART: "chk-2"}, [PART])
+    restored.offset = task.offset
+    for each in (restored, task):
+        each.send([(KEYS[2], 100_000)])  # closes every window, fires every timer
+    assert restored.emitted() == task.emitted()
+    assert len(task.emitted()) >= 9  # every key but k2 (whose record came last) closed or fired

@@ -4,6 +4,7 @@ repartitioned into one stage, exactly once through a crash, equal to the batch j
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -88,10 +89,12 @@ def _batches(broker: MemoryBroker, sizes: list[int]) -> Iterator[None]:
     yield
 
 
-@pytest.mark.parametrize("how", ["inner", "left"])
+@pytest.mark.parametrize(("how", "state_store"), [("inner", "memory"), ("left", "disk")])
 def test_a_crash_after_the_snapshot_recovers_to_the_batch_interval_join(
-    tmp_path: Path, how: IntervalHow
+    tmp_path: Path, how: IntervalHow, state_store: str
 ) -> None:
+    """With deltas: the crash at checkpoint 3 restores the base of 1 plus the delta of 2
+    (buffers and timers in memory, or on disk)."""
     broker = _broker()
     feeding = _batches(broker, [20, 20, 20])
     next(feeding)
@@ -101,11 +104,12 @@ def test_a_crash_after_the_snapshot_recovers_to_the_batch_interval_join(
         if isinstance(event, CheckpointCommitted | CheckpointAborted):
             next(feeding, None)
 
-    with faults.kill_threads_at(FaultPoint.AFTER_SNAPSHOT, min_checkpoint=2):
+    config = replace(in_process_config(tmp_path, 2), state_store=state_store, full_snapshot_every=3)
+    with faults.kill_threads_at(FaultPoint.AFTER_SNAPSHOT, min_checkpoint=3):
         run_in_process(
             interval_pipeline(how),
             broker,
-            in_process_config(tmp_path, 2),
+            config,
             6,
             timeout_s=60,
             listener=feed,
@@ -115,6 +119,7 @@ def test_a_crash_after_the_snapshot_recovers_to_the_batch_interval_join(
     got = sorted(_read(broker, PAID), key=_key)
     assert got == expected
     assert any(r["pay"] is None for r in got) == (how == "left")
+    assert list(tmp_path.rglob("*.delta")), "no checkpoint wrote a delta"
 
 
 def test_streams_without_event_time_are_refused() -> None:

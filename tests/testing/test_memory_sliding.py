@@ -18,6 +18,13 @@ SECOND = 1_000
 BASE = 1_700_000_000_000
 
 
+STATES = {
+    "memory": {},
+    "disk-deltas": {"state_store": "disk", "full_snapshot_every": 3},
+}
+"""The run's state settings: the default, and state on disk with deltas between bases."""
+
+
 def spend(size: float = 10, emit: EmitMode = "final") -> Pipeline:
     """Each card's spend over the 10 s before each of its payments."""
     p = Pipeline("spend")
@@ -87,12 +94,15 @@ def test_each_payment_ends_a_window_emitted_once_stamped_with_its_end() -> None:
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_sliding_results_are_exactly_once_whatever_the_crashes(seed: int) -> None:
+@pytest.mark.parametrize("state", ["memory", "disk-deltas"])
+def test_sliding_results_are_exactly_once_whatever_the_crashes(seed: int, state: str) -> None:
     items = payments(240, seed) + closers()
     expected = run_pipeline(spend(), {"payments": items}, partitions=2)["spend"]
     assert _results(expected) == expected_spend(items[:-3])
     rng = random.Random(seed)
-    tester = PipelineTester(spend(), partitions=2, batch_size=rng.choice([1, 7, 50]))
+    tester = PipelineTester(
+        spend(), partitions=2, batch_size=rng.choice([1, 7, 50]), **STATES[state]
+    )
     sent = 0
     while sent < len(items):
         step = rng.randint(1, 50)

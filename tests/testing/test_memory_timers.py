@@ -21,6 +21,13 @@ BASE = 1_700_000_000_000 - 1_700_000_000_000 % MINUTE
 EXAMPLE = Path(__file__).resolve().parents[2] / "pipelines" / "silent_sensors.py"
 
 
+STATES = {
+    "memory": {},
+    "disk-deltas": {"state_store": "disk", "full_snapshot_every": 3},
+}
+"""The run's state settings: the default, and state on disk with deltas between bases."""
+
+
 def _example() -> Pipeline:
     return load_pipeline(str(EXAMPLE))
 
@@ -76,7 +83,8 @@ def test_a_pending_timer_survives_crashes_and_fires_exactly_once() -> None:
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_alerts_are_exactly_once_whatever_the_crashes(seed: int) -> None:
+@pytest.mark.parametrize("state", ["memory", "disk-deltas"])
+def test_alerts_are_exactly_once_whatever_the_crashes(seed: int, state: str) -> None:
     rng = random.Random(seed)
     readings, minute = [], 0.0
     for _ in range(150):
@@ -85,7 +93,9 @@ def test_alerts_are_exactly_once_whatever_the_crashes(seed: int) -> None:
         readings.append(reading(sensor, minute - rng.choice([0, 0, 0.1])))  # some disorder
     expected = run_pipeline(_example(), {"readings": readings}, partitions=2)["silent-sensors"]
     assert len(expected) > 10
-    tester = PipelineTester(_example(), partitions=2, batch_size=rng.choice([1, 7, 40]))
+    tester = PipelineTester(
+        _example(), partitions=2, batch_size=rng.choice([1, 7, 40]), **STATES[state]
+    )
     for start in range(0, len(readings), 15):
         tester.send("readings", readings[start : start + 15])
         if rng.random() < 0.4:
