@@ -61,6 +61,11 @@ __all__ = [
 ]
 
 APP_KILL_SHARE = 0.3
+GATED = (FaultPoint.DURING_COMMIT, FaultPoint.DOWNSTREAM_ACKED)
+"""Points that fire only once the input trickles in (`settings.fault_gate`): one inside a
+commit RPC, and a downstream task's Ack, which comes late in a checkpoint of a late
+epoch: ungated, the whole input was sometimes in and committed before it, and the
+kill met nothing in flight."""
 """Of random rounds beyond the first two, the share that kills the whole application."""
 
 
@@ -191,7 +196,7 @@ class ChaosRun:
                 "LAMINAR_FAULT_DIR": str(round_dir),
                 "LAMINAR_FAULT_MIN_CHECKPOINT": str(rng.randint(2, 4)),
             }
-            if point is FaultPoint.DURING_COMMIT:
+            if point in GATED:
                 fault_env["LAMINAR_FAULT_GATE"] = str(fault_gate(round_dir))
         else:
             if kind is None:
