@@ -122,6 +122,8 @@ class PacedProducer:
             **(config or {}),
         }
         self._delivered: list[Delivered] = []
+        self._handed: list[float] = []
+        """When each record was handed to the producer, in order."""
         self._progress = threading.Condition()
         self._stop = threading.Event()
         self.error: BaseException | None = None
@@ -155,6 +157,8 @@ class PacedProducer:
 
         def send(batch: Sequence[InputRecord]) -> None:
             for r in batch:
+                handed = time.time()
+                self._handed.append(handed)
                 while True:
                     try:
                         producer.produce(
@@ -162,7 +166,7 @@ class PacedProducer:
                             r.value,
                             r.key,
                             r.partition,
-                            on_delivery=functools.partial(report, time.time()),
+                            on_delivery=functools.partial(report, handed),
                             timestamp=r.timestamp or 0,  # 0: the producer's clock
                         )
                         break
@@ -231,6 +235,21 @@ class PacedProducer:
         self.check()
         if not done or len(self.delivered()) < count:
             raise LaminarError(f"{count} input records not delivered within {timeout_s:.0f}s")
+
+    def settle(self, at: float, timeout_s: float) -> None:
+        """Wait until every record handed to the producer by `at` was reported delivered, for
+        up to `timeout_s`: a task can read, process and die on a record before its report
+        reaches a busy producer thread, and a measure of what was in flight at `at` must
+        count it. After the timeout, what came is what counts."""
+        with self._progress:
+            handed = sum(1 for t in self._handed if t <= at)
+            self._progress.wait_for(
+                lambda: (
+                    sum(1 for d in self._delivered if d.sent_at <= at) >= handed
+                    or not self._thread.is_alive()
+                ),
+                timeout_s,
+            )
 
     def check(self) -> None:
         """Raise the producer's error, if it had one."""

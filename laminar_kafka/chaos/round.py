@@ -40,6 +40,8 @@ from laminar_kafka.testing.broker import TopicFactory
 
 START_TIMEOUT_S = 180.0
 """A Spark application's start on a busy 2-core machine can take a minute or more."""
+SETTLE_S = 5.0
+"""How long a round waits for the delivery reports of the input sent before its fault."""
 
 _WRAPPER = """\
 from laminar_kafka.api.loader import load_pipeline
@@ -171,6 +173,7 @@ class ChaosRound:
             self.producer.start()
             done = fault.inject(self, app)
             self.hold.released.set()
+            self.producer.settle(done.at, SETTLE_S)
             in_flight = getattr(fault, "in_flight", None) or self.in_flight(done.at)
             if not in_flight.records:  # the read came late: what the events show
                 names = {round_topic: topic for topic, round_topic in self.sources.items()}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,31 @@ def test_a_wait_that_never_ends_fails_the_round(
     with pytest.raises(LaminarError, match=r"record 2 of the input waited for a watermark"):
         producer.join(30)
     assert len(producer.delivered()) == 2
+
+
+def test_settle_waits_for_the_reports_of_what_was_sent_before_a_moment(
+    kafka_bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory.create("settled", partitions=2)
+    records = [InputRecord(topic, i % 2, None, b"%d" % i) for i in range(100)]
+    producer = PacedProducer(kafka_bootstrap, records, chunks=2, pause_s=30)
+    producer.start()
+    try:
+        producer.wait_delivered(1, 30)  # the first chunk is all handed over by then
+        at = time.time()
+        producer.settle(at, 30)
+        assert sum(1 for d in producer.delivered() if d.sent_at <= at) == 50
+    finally:
+        producer.close()
+
+
+def test_settle_gives_up_after_its_timeout_when_no_report_comes() -> None:
+    records = [InputRecord("nowhere", 0, None, b"x")]
+    producer = PacedProducer("127.0.0.1:1", records, config={"message.timeout.ms": 2_000})
+    producer.start()
+    try:
+        started = time.monotonic()
+        producer.settle(time.time() + 1, 0.5)
+        assert 0.5 <= time.monotonic() - started < 5 and producer.delivered() == []
+    finally:
+        producer.close()
