@@ -129,7 +129,8 @@ def register(subparsers: Any) -> None:
         help="broker-bounce rounds kill and restart the local broker of this home (see "
         "`laminar-kafka broker`; started if it does not run; a cluster's nodes are killed in "
         "turn); by default they start a broker of their own and stop it at the end. Every round "
-        "of a run with broker-bounce rounds uses that broker. No other broker is ever killed",
+        "of a run with broker-bounce rounds uses that broker, and so does every round of a run "
+        "given this option without --bootstrap. No other broker is ever killed",
     )
     parser.set_defaults(handler=chaos)
 
@@ -200,8 +201,8 @@ def chaos(args: argparse.Namespace) -> int:
         if points and FaultKind.KILL not in faults:
             raise ConfigError("--points are kill rounds: add kill to --faults")
         plan = _plan(run, faults, points, args.rounds, args.kill)
-        if FaultKind.BROKER_BOUNCE in faults:
-            run.use_bounce_broker()  # every round on the broker the bounces kill
+        if FaultKind.BROKER_BOUNCE in faults or (args.broker_home and not args.bootstrap):
+            run.use_bounce_broker()  # every round on the broker of that home
         else:
             check_brokers_answer(KafkaConnection(settings.bootstrap))  # the options first
         print(

@@ -129,3 +129,20 @@ def test_a_kill_after_retention_removed_deltas_restores_the_rest_of_the_chain(
     assert int(seen[5]) > 0, lines[1]
     summary = re.search(r"duplicates=(\d+) losses=(\d+) wrong=(\d+)", lines[-1])
     assert summary is not None and summary.groups() == ("0", "0", "0"), lines[-1]
+
+
+def test_a_broker_home_without_bounce_rounds_is_where_every_round_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    used: list[str] = []
+
+    def use_bounce_broker(run: ChaosRun) -> str:
+        used.append(str(run.settings.broker_home))
+        return "127.0.0.1:4242"
+
+    monkeypatch.setattr(ChaosRun, "use_bounce_broker", use_bounce_broker)
+    home = tmp_path / "broker"
+    args = ["chaos", KEYED, "--faults", "kill", "--rounds", "0", "--broker-home", str(home)]
+    assert main(args) == 0, capsys.readouterr().err
+    assert used == [str(home)]
+    assert "rounds=0" in capsys.readouterr().out
