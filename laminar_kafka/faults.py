@@ -8,7 +8,8 @@ created with O_EXCL marks it spent), so the restarted pipeline runs through.
     LAMINAR_FAULT_MIN_CHECKPOINT=2      fire at checkpoint >= 2 (default 2)
     LAMINAR_FAULT_TASK=0                only in task 0 (default: any task)
     LAMINAR_FAULT_DIR=/tmp/x            where the once-marker lives (required)
-    LAMINAR_FAULT_GATE=/tmp/x/gate      fire only once this file exists (default: no gate)
+    LAMINAR_FAULT_GATE=/tmp/x/gate      fire only from the second checkpoint after this
+                                        file is first seen (default: no gate)
 
 `LAMINAR_FAIL=prepare_fails` (same settings otherwise) makes a step raise
 instead of kill: the failure paths of the protocol run for real.
@@ -141,13 +142,23 @@ def _claim(point: AnyPoint) -> bool:
     return True
 
 
+GATE_CHECKPOINTS = 2
+"""A gated point fires at a checkpoint this many after the one it first saw the gate open
+at: the epoch it cuts then began after the gate opened, all of it."""
+_gate_seen: dict[AnyPoint, int] = {}
+
+
 def should_fire(point: AnyPoint, checkpoint_id: int, task: int | None = None) -> bool:
     if _ARMED is None or _ARMED[0] is not point or checkpoint_id < _ARMED[1]:
         return False
     if _ARMED[2] is not None and task is not None and _ARMED[2] != task:
         return False
-    if _ARMED[4] is not None and not _ARMED[4].exists():
-        return False
+    gate = _ARMED[4]
+    if gate is not None:
+        if not gate.exists():
+            return False
+        if checkpoint_id < _gate_seen.setdefault(point, checkpoint_id) + GATE_CHECKPOINTS:
+            return False
     return _claim(point)
 
 

@@ -127,7 +127,7 @@ class ChaosRound:
             *settings.run_args,
         ]
         self.planned = workload.plan(self.sources, parts)
-        self.hold = settings.tail_hold(round_dir, max(1, len(workload.sides)))
+        self.hold = settings.tail_hold(round_dir, 2 * max(1, len(workload.sides)))
         self.repartitioned = {f.source.topic for f in pipeline.flows if f.sink.internal}
         wait = None
         if workload.watermarked_from is not None:

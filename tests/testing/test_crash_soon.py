@@ -18,14 +18,18 @@ import sys, time
 from laminar_kafka import faults
 from laminar_kafka.faults import FaultPoint
 
-faults.crash_soon(FaultPoint.DURING_COMMIT, 3, 0)
+for checkpoint_id in map(int, sys.argv[2].split(",")):  # the point's passes, in order
+    faults.crash_soon(FaultPoint.DURING_COMMIT, checkpoint_id, 0)
 time.sleep(float(sys.argv[1]))  # the step: blocks without the GIL, like a commit RPC
-faults.passed(FaultPoint.DURING_COMMIT, 3, 0)
+faults.passed(FaultPoint.DURING_COMMIT, checkpoint_id, 0)
 print("survived", flush=True)
 """
 
 
-def run_step(fault_dir: Path, step_s: float, **env: str) -> tuple[int, str, float]:
+def run_step(
+    fault_dir: Path, step_s: float, checkpoints: str = "3", **env: str
+) -> tuple[int, str, float]:
+    """Pass the point at each of `checkpoints` (the last one before the step)."""
     settings = {
         **os.environ,
         "LAMINAR_FAULT": "during_commit",
@@ -35,7 +39,7 @@ def run_step(fault_dir: Path, step_s: float, **env: str) -> tuple[int, str, floa
     }
     began = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-c", _STEP, str(step_s)],
+        [sys.executable, "-c", _STEP, str(step_s), checkpoints],
         env=settings,
         capture_output=True,
         text=True,
@@ -80,13 +84,18 @@ def test_an_unarmed_checkpoint_or_task_does_not_fire(tmp_path: Path) -> None:
         assert not (tmp_path / "fired-during_commit").exists()
 
 
-def test_a_gated_point_fires_only_once_its_gate_exists(tmp_path: Path) -> None:
+def test_a_gated_point_fires_two_checkpoints_after_it_first_saw_its_gate(
+    tmp_path: Path,
+) -> None:
     gate = tmp_path / "gate"
-    code, out, _ = run_step(tmp_path, step_s=0.0, LAMINAR_FAULT_GATE=str(gate))
+    code, out, _ = run_step(tmp_path, 0.0, "3,4,5", LAMINAR_FAULT_GATE=str(gate))
     assert (code, out) == (0, "survived\n")
     assert not (tmp_path / "fired-during_commit").exists()
     gate.touch()
-    code, out, _ = run_step(tmp_path, step_s=30.0, LAMINAR_FAULT_GATE=str(gate))
+    # Seen open at 3: the epoch of 4 may have begun before it opened.
+    code, out, _ = run_step(tmp_path, 0.0, "3,4", LAMINAR_FAULT_GATE=str(gate))
+    assert (code, out) == (0, "survived\n")
+    code, out, _ = run_step(tmp_path, 30.0, "3,4,5", LAMINAR_FAULT_GATE=str(gate))
     assert (code, out) == (-signal.SIGKILL, "")
     assert (tmp_path / "fired-during_commit").exists()
 
