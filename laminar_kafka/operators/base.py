@@ -164,6 +164,18 @@ class Operator(Protocol):
     ) -> tuple[list[Any], list[int]]: ...
 
 
+def set_back(table: dict[Any, Any], key: Any) -> None:
+    """After user code raised on `key`'s value: set it back as it now is. A function may
+    have changed it in place before it raised; a dict keeps that change, and a running
+    table (deltas, disk) records only values set, so it would lose it."""
+    try:
+        found = key in table
+    except TypeError:  # an unhashable key (what raised): nothing of it is in the table
+        return
+    if found:
+        table[key] = table[key]
+
+
 def describe_error(what: str, exc: BaseException) -> str:
     """A dead-letter reason: which operator raised what."""
     return f"{what} raised {type(exc).__name__}: {exc}"

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from laminar_kafka.operators.base import BatchContext, describe_error
+from laminar_kafka.operators.base import BatchContext, describe_error, set_back
 from laminar_kafka.operators.partitioning import PARTITIONERS, Partitioner
 from laminar_kafka.operators.sessions import apply_sessions
 from laminar_kafka.operators.sliding import apply_sliding
@@ -162,6 +162,7 @@ class AggregateOp:
                 emitted = emit(k, updated)
             except Exception as exc:
                 ctx.reject(o, describe_error("aggregate", exc))
+                set_back(table, k)
                 continue
             table[k] = updated
             out.append(emitted)

@@ -14,7 +14,8 @@ set it. Timers of one time fire in the order they were set; `on_timer` may set
 timers only after its own time (so that firing ends).
 
 A call's changes (state, timers) apply when it returns; a call that raises
-changes nothing and is a dead letter: for `on_record`, that record's; for
+sets nothing (a state it changed in place stays changed, as in a dict) and is
+a dead letter: for `on_record`, that record's; for
 `on_timer`, with the reason, that of the record that moved the watermark (the
 timer is spent either way). State and timers are the partition's running tables
 (`<step>`, and operators/timers.py), so they are in each checkpoint together with
@@ -29,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from laminar_kafka.operators.base import BatchContext, ResultOffset, describe_error
+from laminar_kafka.operators.base import BatchContext, ResultOffset, describe_error, set_back
 from laminar_kafka.operators.keyed import StepKind
 from laminar_kafka.operators.timers import NEVER, TimerQueue
 
@@ -138,6 +139,7 @@ class ProcessOp:
                 produced = outputs_of("on_record", on_record(k, v, call))
             except Exception as exc:
                 ctx.reject(o, describe_error("process on_record", exc))
+                set_back(states, k)
             else:
                 call.apply(k, states, timers)
                 out.extend(produced)
@@ -172,6 +174,7 @@ class ProcessOp:
                     produced = outputs_of("on_timer", on_timer(k, call)) if on_timer else []
                 except Exception as exc:
                     ctx.reject(offset, describe_error(f"process on_timer of {k!r} at {ts}", exc))
+                    set_back(states, k)
                     continue
                 call.apply(k, states, timers)
                 out.extend(produced)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from laminar_kafka.operators.base import BatchContext, ResultOffset, describe_error
+from laminar_kafka.operators.base import BatchContext, ResultOffset, describe_error, set_back
 from laminar_kafka.operators.windows import (
     NEVER,
     Window,
@@ -66,6 +66,7 @@ def apply_sessions(
             update = emit(k, Window(start, end, False), acc) if spec.emit == "updates" else None
         except Exception as exc:
             ctx.reject(o, describe_error("session aggregate", exc))
+            set_back(table, k)
             continue
         for old in touched:
             unindex(ends, old[1], (k, old[0]))

@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from laminar_kafka.operators.base import BatchContext, ResultOffset, describe_error
+from laminar_kafka.operators.base import BatchContext, ResultOffset, describe_error, set_back
 from laminar_kafka.operators.windows import (
     NEVER,
     Window,
@@ -89,6 +89,7 @@ def apply_sliding(
             ]
         except Exception as exc:
             ctx.reject(o, describe_error("sliding window aggregate", exc))
+            set_back(table, k)
             continue
         if state is None:
             state = [NEVER, records, windows]

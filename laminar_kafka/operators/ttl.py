@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from itertools import islice
 from typing import Any, Literal
 
-from laminar_kafka.operators.base import BatchContext, describe_error
+from laminar_kafka.operators.base import BatchContext, describe_error, set_back
 from laminar_kafka.operators.ttl_event import expire_at, partition_watermark
 
 TtlTime = Literal["processing", "event"]
@@ -62,6 +62,7 @@ def apply_with_ttl(
             emitted = emit(k, updated)
         except Exception as exc:
             ctx.reject(o, describe_error("aggregate", exc))
+            set_back(table, k)
             continue
         table.pop(k, None)  # to the end: the table stays in the order of the last update
         table[k] = (updated, now)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from laminar_kafka.operators.base import BatchContext, describe_error, result_time
+from laminar_kafka.operators.base import BatchContext, describe_error, result_time, set_back
 from laminar_kafka.operators.event_time import NO_WATERMARK, WATERMARK_TABLE, Progress
 from laminar_kafka.state.keyed_state import KeyedState
 
@@ -117,6 +117,7 @@ def apply_with_event_ttl(
             emitted = emit(k, updated)
         except Exception as exc:
             ctx.reject(o, describe_error("aggregate", exc))
+            set_back(table, k)
             continue
         time = ts if entry is None else max(entry[1], ts)
         table.pop(k, None)  # to the end: the table stays in the order of the last update

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from laminar_kafka.operators.base import BatchContext, ResultOffset, describe_error
+from laminar_kafka.operators.base import BatchContext, ResultOffset, describe_error, set_back
 
 WindowKind = Literal["tumbling", "hopping", "session", "sliding"]
 NEVER = 2**62
@@ -131,8 +131,8 @@ def window_ends(
     former: str = "#ends",
 ) -> dict[int, list[Any]]:
     """Step `step`'s index end → what ends there, built from its table at first use: for
-    each (key, value) of the table, in its order (the order they opened), the (end, entry)
-    pairs `entries` gives. The table `<step><former>` of earlier snapshots, which held the
+    each (key, value) of the table, in the table's order, the (end, entry) pairs `entries`
+    gives. The table `<step><former>` of earlier snapshots, which held the
     index, goes."""
     state = ctx.tables[step]
     if state.index is None:
@@ -185,6 +185,7 @@ def _tumbling(
                 kept.append(ResultOffset(o, update_time(s + size, ts, watermark)))
         except Exception as exc:
             ctx.reject(o, describe_error("window aggregate", exc))
+            set_back(table, slot)
             continue
         table[slot] = updated
         if found is _ABSENT:
@@ -230,6 +231,8 @@ def _hopping(
             )
         except Exception as exc:
             ctx.reject(o, describe_error("window aggregate", exc))
+            for s in open_starts:
+                set_back(table, (k, s))
             continue
         for s, u in zip(open_starts, updated, strict=True):
             if (k, s) not in table:

@@ -32,6 +32,9 @@ def _pipeline(kind: str = "tumbling") -> Pipeline:
     ).key_by(itself)
     if kind == "process":
         return _silence(p, keyed)
+    if kind == "mutating":
+        keyed.process(_append_then_raise).sink("counts", value_format=BytesFormat())
+        return p
     windowed = {
         "tumbling": keyed.tumbling_window(60),
         "session": keyed.session_window(30),
@@ -62,6 +65,21 @@ def _silence(p: Pipeline, keyed: Any) -> Pipeline:
     return p
 
 
+def _append_then_raise(key: bytes, value: bytes, ctx: ProcessContext) -> list[bytes]:
+    """Keeps what each record says (its time: 0 ms "a", 1 ms "bad", 2 ms "show") in a list
+    changed in place; raises on "bad" after the change; "show" says the list."""
+    said = ["a", "bad", "show"][ctx.timestamp - BASE]
+    if said == "show":
+        return [",".join(ctx.state or []).encode()]
+    if ctx.state is None:
+        ctx.state = [said]
+    else:
+        ctx.state.append(said)
+    if said == "bad":
+        raise ValueError("a bad record, after its change")
+    return []
+
+
 class _Task:
     """A flow runner over a `TaskState` whose files go to `files` (the store)."""
 
@@ -89,7 +107,7 @@ class _Task:
         return data
 
     def emitted(self) -> list[bytes]:
-        return sorted(w.value for w in self.out.pending if w.value is not None)
+        return sorted(w.value for w in self.out.pending if w.topic == "counts" and w.value)
 
 
 def test_a_delta_holds_the_changed_windows_and_a_restore_closes_each_once() -> None:
@@ -192,3 +210,19 @@ def test_sliding_windows_and_timers_deltas_hold_what_changed(kind: str) -> None:
         each.send([(KEYS[2], 100_000)])  # closes every window, fires every timer
     assert restored.emitted() == task.emitted()
     assert len(task.emitted()) >= 9  # every key but k2 (whose record came last) closed or fired
+
+
+def test_a_value_changed_in_place_before_user_code_raised_is_kept_as_a_dict_keeps_it() -> None:
+    """The record is a dead letter; its change stays, in the delta too, as in a dict."""
+    files: dict[str, bytes] = {}
+    task = _Task(files, "mutating")
+    task.send([(KEYS[0], 0)])
+    task.checkpoint(1)
+    task.send([(KEYS[0], 1)])  # a dead letter
+    task.checkpoint(2)
+    restored = _Task(files, "mutating")
+    restored.state.restore({PART: "chk-2"}, [PART])
+    restored.offset = task.offset
+    for each in (task, restored):
+        each.send([(KEYS[0], 2)])
+    assert task.emitted() == restored.emitted() == [b"a,bad"]
