@@ -21,20 +21,11 @@ A round that cannot show these proves nothing, so it fails instead:
 from __future__ import annotations
 
 import enum
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
-
 from laminar_kafka.chaos.app import Event, checkpoint_begun
-from laminar_kafka.chaos.producer import Delivered
 from laminar_kafka.faults import FaultPoint
-from laminar_kafka.kafka.names import PartitionKey, consumer_group
-from laminar_kafka.sinks.file_reader import read_published, staged_epochs
-from laminar_kafka.testing.orders import read_committed_records
-
-COMMITTED_TIMEOUT_S = 60.0  # reading the committed offsets, retries included
 
 
 class KillKind(enum.Enum):
@@ -127,77 +118,6 @@ def hit_work_in_flight(
     if point is FaultPoint.DURING_COMMIT:
         return True
     return in_flight.records > 0 and not in_flight.missing(sides, behind)
-
-
-def committed_offsets(
-    bootstrap: str, pipeline: str, partitions: Iterable[PartitionKey]
-) -> dict[PartitionKey, int]:
-    """The pipeline group's committed offset per partition (0 where none is committed yet)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": consumer_group(pipeline),
-            "enable.auto.commit": False,
-            # librdkafka's default (read_committed) makes the fetch wait for offsets
-            # of a transaction still open, such as the one a kill left behind.
-            "isolation.level": "read_uncommitted",
-        }
-    )
-    deadline = time.monotonic() + COMMITTED_TIMEOUT_S
-    try:
-        while True:
-            try:
-                found = consumer.committed([TopicPartition(t, p) for t, p in partitions], 30)
-                break
-            except KafkaException:
-                # A broker just restarted answers "not coordinator" while it loads
-                # the offsets topic: ask again, for a bounded time.
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)  # retry pacing for a remote call that has no notification
-    finally:
-        consumer.close()
-    return {(tp.topic, tp.partition): max(tp.offset, 0) for tp in found}
-
-
-def count_in_flight(
-    delivered: Sequence[Delivered], committed: dict[PartitionKey, int], at: float
-) -> tuple[int, int]:
-    """(records sent before `at`, how many of them lie below the committed offsets)."""
-    before = [d for d in delivered if d.sent_at <= at]
-    reflected = sum(1 for d in before if d.offset < committed.get((d.topic, d.partition), 0))
-    return len(before), reflected
-
-
-def measure_in_flight(
-    bootstrap: str,
-    pipeline: str,
-    delivered: Sequence[Delivered],
-    at: float,
-    sinks: Iterable[str],
-    internal: Iterable[str] = (),
-    files: Iterable[str] = (),
-    names: Mapping[str, str] | None = None,
-) -> InFlight:
-    """Read, right after a kill at `at`, how much input it left uncommitted; `names`:
-    the pipeline's name of each round topic, for `by_topic`."""
-    partitions = {(d.topic, d.partition) for d in delivered}
-    offsets = committed_offsets(bootstrap, pipeline, partitions)
-    produced, reflected = count_in_flight(delivered, offsets, at)
-    by_topic: dict[str, int] = {}
-    for d in delivered:
-        if d.sent_at <= at and d.offset >= offsets.get((d.topic, d.partition), 0):
-            name = (names or {}).get(d.topic, d.topic)
-            by_topic[name] = by_topic.get(name, 0) + 1
-    output = sum(len(read_committed_records(bootstrap, sink)) for sink in sinks)
-    output += sum(len(read_published(url)) for url in files)
-    between = [
-        (t, r) for t in internal for r in read_committed_records(bootstrap, t, skip_control=True)
-    ]
-    read = committed_offsets(bootstrap, pipeline, {(t, r.partition) for t, r in between})
-    pending = sum(1 for t, r in between if r.offset >= read.get((t, r.partition), 0))
-    staged = sum(e.rows for url in files for e in staged_epochs(url))
-    return InFlight(produced, reflected, output, pending, staged, tuple(sorted(by_topic.items())))
 
 
 def recovered_in_place(events: Sequence[Event], generation: int) -> Event | None:

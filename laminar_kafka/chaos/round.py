@@ -27,8 +27,8 @@ from laminar_kafka.chaos.evidence import (
     detected_and_running,
     every_watermark_held,
     hit_work_in_flight,
-    measure_in_flight,
 )
+from laminar_kafka.chaos.in_flight_read import measure_in_flight
 from laminar_kafka.chaos.producer import PacedProducer, WaitAt
 from laminar_kafka.chaos.round_result import RecoveryPath, RoundResult, commit_phases
 from laminar_kafka.chaos.settings import ChaosSettings

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 
 from laminar_kafka.chaos.app import Event, checkpoint_begun
 from laminar_kafka.chaos.evidence import InFlight
+from laminar_kafka.chaos.in_flight_read import by_topic
 from laminar_kafka.chaos.producer import Delivered
 
 __all__ = ["COMMIT_SETTLE_S", "past_the_last_commit"]
@@ -49,14 +50,11 @@ def past_the_last_commit(
     )
     sent = [d for d in delivered if d.sent_at <= killed_at]
     pending = [d for d in sent if d.sent_at > last]
-    by_topic: dict[str, int] = {}
-    for d in pending:
-        by_topic[names.get(d.topic, d.topic)] = by_topic.get(names.get(d.topic, d.topic), 0) + 1
     return dataclasses.replace(
         read,
         produced=len(sent),
         reflected=len(sent) - len(pending),
-        by_topic=tuple(sorted(by_topic.items())),
+        by_topic=by_topic(pending, names),
     )
 
 

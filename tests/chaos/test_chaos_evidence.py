@@ -13,7 +13,6 @@ from laminar_kafka.chaos.evidence import (
     Kill,
     KillKind,
     RecoveryPath,
-    count_in_flight,
     detected_and_running,
     every_watermark_held,
     first_commit_after,
@@ -23,6 +22,7 @@ from laminar_kafka.chaos.evidence import (
     losses_since,
     recovered_in_place,
 )
+from laminar_kafka.chaos.in_flight_read import count_in_flight
 from laminar_kafka.chaos.producer import Delivered
 from laminar_kafka.chaos.round_result import RoundResult, commit_phases
 from laminar_kafka.chaos.worker_pids import worker_with_pid

@@ -21,7 +21,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported
 )
 
 from laminar_kafka import AvroFormat, JsonFormat, Pipeline
-from laminar_kafka.chaos.evidence import committed_offsets
+from laminar_kafka.chaos.in_flight_read import committed_offsets
 from laminar_kafka.errors import CheckpointError, ConfigError, LaminarError
 from laminar_kafka.kafka.admin import delete_records_below, topic_settings, watermark_offsets
 from laminar_kafka.kafka.clients import KafkaConnection, probe_consumer, source_reader_settings

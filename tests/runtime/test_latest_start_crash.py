@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from laminar_kafka import JsonFormat
-from laminar_kafka.chaos.evidence import committed_offsets
+from laminar_kafka.chaos.in_flight_read import committed_offsets
 from laminar_kafka.chaos.product_checks import compare_product_totals
 from laminar_kafka.checkpoint.committed_markers import CommittedMarkers
 from laminar_kafka.checkpoint.store import CheckpointStore

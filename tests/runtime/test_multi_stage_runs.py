@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from laminar_kafka import AvroFormat, JsonFormat, Pipeline, PipelineRunner
-from laminar_kafka.chaos.evidence import committed_offsets
+from laminar_kafka.chaos.in_flight_read import committed_offsets
 from laminar_kafka.chaos.product_checks import compare_product_totals
 from laminar_kafka.control.codec import decode
 from laminar_kafka.control.headers import is_control
