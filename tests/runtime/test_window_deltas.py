@@ -16,6 +16,7 @@ from laminar_kafka.state.chain import delta_parent
 from laminar_kafka.state.delta import is_delta, read_delta
 from laminar_kafka.state.task_state import TaskState
 from laminar_kafka.testing.memory_log import MemoryMessage
+from tests.runtime.committed_files import commit_checkpoint
 from tests.runtime.recorded_output import RecordedOutput
 
 MINUTE = 60_000
@@ -100,11 +101,7 @@ class _Task:
         self.runner.run(PART, batch, self.state.of(PART), self.out)
 
     def checkpoint(self, n: int) -> bytes:
-        made = self.state.checkpoint(n)
-        assert made is not None
-        self.files[f"chk-{n}"] = data = b"".join(made.pieces)
-        self.state.committed()
-        return data
+        return commit_checkpoint(self.state, self.files, n)
 
     def emitted(self) -> list[bytes]:
         return sorted(w.value for w in self.out.pending if w.topic == "counts" and w.value)
