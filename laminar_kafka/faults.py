@@ -33,6 +33,10 @@ from pathlib import Path
 class FaultPoint(enum.Enum):
     MID_EPOCH = "mid_epoch"
     DURING_ALIGNMENT = "during_alignment"
+    DURING_SNAPSHOT = "during_snapshot"
+    """Worker: its state file of N half written (the first piece out, the file not yet in the
+    store). A base every K checkpoints merges the chain into one file: this is a kill
+    during that merge."""
     AFTER_SNAPSHOT = "after_snapshot"
     AFTER_ACKS_BEFORE_DECISION = "after_acks_before_decision"
     AFTER_DECISION_BEFORE_COMMIT = "after_decision_before_commit"
@@ -65,6 +69,11 @@ class FaultPoint(enum.Enum):
     def file_sinks_only(self) -> bool:
         """Points only a pipeline with a file sink reaches."""
         return self in (FaultPoint.FILES_UNPUBLISHED, FaultPoint.DURING_STAGING_DELETE)
+
+    @property
+    def stateful_only(self) -> bool:
+        """Points only a pipeline with a stage that keeps state reaches."""
+        return self is FaultPoint.DURING_SNAPSHOT
 
     @property
     def latest_start_only(self) -> bool:

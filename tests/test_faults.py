@@ -25,6 +25,8 @@ def test_all_means_every_point_the_pipeline_can_reach() -> None:
     assert set(pick_points("all", stages=2)) == reachable - FILES_ONLY
     one = pick_points("all", stages=1)
     assert set(one) == reachable - BETWEEN_STAGES - FILES_ONLY
+    stateless = pick_points("all", stages=1, stateful=False)
+    assert set(stateless) == set(one) - {FaultPoint.DURING_SNAPSHOT}
     assert {p for p in FaultPoint if p.multi_stage} == BETWEEN_STAGES
     assert {p for p in FaultPoint if p.file_sinks_only} == FILES_ONLY
     assert {p for p in FaultPoint if p.latest_start_only} == LATEST_START_ONLY
@@ -42,6 +44,8 @@ def test_named_points_keep_their_order_and_refuse_what_cannot_fire() -> None:
     assert pick_points("files_unpublished", stages=1, file_sinks=True) == [
         FaultPoint.FILES_UNPUBLISHED
     ]
+    with pytest.raises(ConfigError, match="during_snapshot needs a step that keeps state"):
+        pick_points("during_snapshot", stages=1, stateful=False)
     with pytest.raises(ConfigError, match="run_start_recorded needs a run started with"):
         pick_points("run_start_recorded", stages=2, file_sinks=True)
     with pytest.raises(ConfigError, match=r"unknown crash points \['nowhere'\]"):

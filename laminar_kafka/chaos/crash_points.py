@@ -7,15 +7,18 @@ from laminar_kafka.errors import ConfigError
 from laminar_kafka.faults import FaultPoint
 
 
-def pick_points(names: str, stages: int, file_sinks: bool = False) -> list[FaultPoint]:
+def pick_points(
+    names: str, stages: int, file_sinks: bool = False, stateful: bool = True
+) -> list[FaultPoint]:
     """Crash points by name, comma-separated; "all": every one the pipeline reaches
-    (one of `stages` stages, writing files or not)."""
+    (one of `stages` stages, writing files or not, keeping state or not)."""
     if names == "all":
         return [
             p
             for p in FaultPoint
             if (stages > 1 or not p.multi_stage)
             and (file_sinks or not p.file_sinks_only)
+            and (stateful or not p.stateful_only)
             and not p.latest_start_only
         ]
     known = {p.value: p for p in FaultPoint}
@@ -31,6 +34,9 @@ def pick_points(names: str, stages: int, file_sinks: bool = False) -> list[Fault
     files = [n for n in picked if known[n].file_sinks_only and not file_sinks]
     if files:
         raise ConfigError(f"crash point {files[0]} needs a file sink, and this pipeline has none")
+    stateless = [n for n in picked if known[n].stateful_only and not stateful]
+    if stateless:
+        raise ConfigError(f"crash point {stateless[0]} needs a step that keeps state")
     latest = [n for n in picked if known[n].latest_start_only]
     if latest:
         raise ConfigError(

@@ -49,8 +49,9 @@ Decode = Callable[[bytes | None], Any]
 def in_process_points(pipeline: Pipeline) -> list[FaultPoint]:
     """Every crash point a run of `pipeline` in one process reaches: the chaos rounds'
     ("all"), but DURING_PURGE (in memory, internal topics are never purged)."""
-    stages = len(plan_stages(pipeline).stages)
-    points = pick_points("all", stages, bool(pipeline.file_sinks))
+    stages = plan_stages(pipeline).stages
+    stateful = any(s.keeps_state for s in stages)
+    points = pick_points("all", len(stages), bool(pipeline.file_sinks), stateful)
     return [p for p in points if p is not FaultPoint.DURING_PURGE]
 
 

@@ -144,8 +144,9 @@ class ChaosRun:
 
     def crash_points(self, names: str) -> list[FaultPoint]:
         """The named crash points ("all": every one this pipeline's shape can reach)."""
-        stages = len(plan_stages(self.pipeline).stages)
-        return pick_points(names, stages, bool(self.pipeline.file_sinks))
+        stages = plan_stages(self.pipeline).stages
+        stateful = any(s.keeps_state for s in stages)
+        return pick_points(names, len(stages), bool(self.pipeline.file_sinks), stateful)
 
     def random_kinds(self, rounds: int, only: KillKind | None = None) -> list[KillKind]:
         """Kill kinds of `rounds` random rounds: `only` that, else both among the first two."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -183,7 +183,8 @@ class CheckpointParticipant:
         try:
             if snapshot is not None:  # 1.
                 path = self._store.snapshot_path(n, ident.task, ident.generation, base)
-                prepared.state_bytes = self._store.write_snapshot(path, snapshot)
+                pieces = _killable(snapshot, n, ident.task)
+                prepared.state_bytes = self._store.write_snapshot(path, pieces)
                 prepared.state_file = str(path)
             faults.crash_here(FaultPoint.AFTER_SNAPSHOT, n, ident.task)
             offsets = [  # 2.
@@ -285,3 +286,11 @@ def report_incurable(control: ControlSender, identity: TaskIdentity, error: str)
             stage=identity.stage,
         )
     )
+
+
+def _killable(snapshot: bytes | Iterable[bytes], n: int, task: int) -> Iterator[bytes]:
+    """The state file's pieces, as the store writes them; DURING_SNAPSHOT kills the task
+    once the first is written, before the file is complete."""
+    for piece in (snapshot,) if isinstance(snapshot, bytes) else snapshot:
+        yield piece
+        faults.crash_here(FaultPoint.DURING_SNAPSHOT, n, task)
