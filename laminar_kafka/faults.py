@@ -34,9 +34,8 @@ class FaultPoint(enum.Enum):
     MID_EPOCH = "mid_epoch"
     DURING_ALIGNMENT = "during_alignment"
     DURING_SNAPSHOT = "during_snapshot"
-    """Worker: its state file of N half written (the first piece out, the file not yet in the
-    store). A base every K checkpoints merges the chain into one file: this is a kill
-    during that merge."""
+    """Worker: its state file of N half written (a base every K checkpoints merges the chain
+    into one file: a kill here is a kill during that merge)."""
     AFTER_SNAPSHOT = "after_snapshot"
     AFTER_ACKS_BEFORE_DECISION = "after_acks_before_decision"
     AFTER_DECISION_BEFORE_COMMIT = "after_decision_before_commit"
