@@ -79,3 +79,36 @@ def test_a_crash_with_deltas_recovers_to_exact_totals(
     # The stateful stage's two tasks kept a store each, in each generation; all removed.
     assert len(stores_seen) >= (4 if state_store == "disk" else 0)
     assert not os.listdir(local)
+
+
+@pytest.mark.parametrize("state_store", ["memory", "disk"])
+def test_a_kill_while_a_new_base_is_written_restores_the_chain_before_it(
+    tmp_path: Path, state_store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checkpoint 7 writes a new base (1 and 4 were bases, every third): a task dies with
+    that file half written; the run restores 6 (the base of 4 plus the deltas 5 and 6)."""
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", str(tmp_path))
+    broker = MemoryBroker()
+    broker.create(SOURCE, PARTITIONS)
+    send_orders(broker, range(10))
+    batches = iter([range(a, a + 10) for a in range(10, ORDERS, 10)])
+
+    def feed(event: RuntimeEvent) -> None:
+        if isinstance(event, CheckpointCommitted | CheckpointAborted):
+            send_orders(broker, next(batches, range(0)))
+
+    config = dataclasses.replace(
+        in_process_config(tmp_path / "checkpoints", 2),
+        full_snapshot_every=3,
+        state_store=state_store,
+    )
+    with faults.kill_threads_at(FaultPoint.DURING_SNAPSHOT, min_checkpoint=7) as fired:
+        run = run_in_process(product_totals("totals", SINK), broker, config, 12, listener=feed)
+        assert fired() == 1
+    report = compare_product_totals(range(ORDERS), read_output(broker, SINK))
+    assert report.exact, report
+    assert run.stats.restarts == 1, run.events
+    bases = {
+        e.checkpoint_id: e.delta_bases for e in run.events if isinstance(e, CheckpointCommitted)
+    }
+    assert bases[5] == bases[6] == (4,) and 7 not in bases, bases
