@@ -64,9 +64,18 @@ def count_in_flight(
     delivered: Sequence[Delivered], committed: dict[PartitionKey, int], at: float
 ) -> tuple[int, int]:
     """(records sent before `at`, how many of them lie below the committed offsets)."""
+    sent, pending = _unreflected(delivered, committed, at)
+    return sent, sent - len(pending)
+
+
+def _unreflected(
+    delivered: Sequence[Delivered], committed: dict[PartitionKey, int], at: float
+) -> tuple[int, list[Delivered]]:
+    """How many records were sent before `at`, and those of them at or past their
+    partition's committed offset."""
     before = [d for d in delivered if d.sent_at <= at]
-    reflected = sum(1 for d in before if d.offset < committed.get((d.topic, d.partition), 0))
-    return len(before), reflected
+    pending = [d for d in before if d.offset >= committed.get((d.topic, d.partition), 0)]
+    return len(before), pending
 
 
 def measure_in_flight(
@@ -86,12 +95,7 @@ def measure_in_flight(
     # Every committed offset first, at once: reading the topics' records takes seconds,
     # in which a restarted generation may commit what the fault left in flight.
     offsets = committed_offsets(bootstrap, pipeline, partitions, topics=internal)
-    produced, reflected = count_in_flight(delivered, offsets, at)
-    pending_input = [
-        d
-        for d in delivered
-        if d.sent_at <= at and d.offset >= offsets.get((d.topic, d.partition), 0)
-    ]
+    produced, pending_input = _unreflected(delivered, offsets, at)
     output = sum(len(read_committed_records(bootstrap, sink)) for sink in sinks)
     output += sum(len(read_published(url)) for url in files)
     between = [
@@ -99,6 +103,7 @@ def measure_in_flight(
     ]
     pending = sum(1 for t, r in between if r.offset >= offsets.get((t, r.partition), 0))
     staged = sum(e.rows for url in files for e in staged_epochs(url))
+    reflected = produced - len(pending_input)
     return InFlight(produced, reflected, output, pending, staged, by_topic(pending_input, names))
 
 

@@ -114,7 +114,7 @@ def apply_windowed(
     """Add each (key, value) to its windows; emit what closes as the watermark moves."""
     table = ctx.running_table(step)
     size = spec.size_ms
-    ends = window_ends(ctx, step, lambda slot, _value: ((slot[1] + size, slot[0]),))
+    ends = window_ends(ctx, step, lambda slot, _: ((slot[1] + size, slot[0]),), values=False)
     out: list[Any] = []
     kept: list[int] = []
     windows = _tumbling if spec.every_ms == spec.size_ms else _hopping
@@ -129,16 +129,18 @@ def window_ends(
     step: str,
     entries: Callable[[Any, Any], Iterable[tuple[int, Any]]],
     former: str = "#ends",
+    values: bool = True,
 ) -> dict[int, list[Any]]:
     """Step `step`'s index end → what ends there, built from its table at first use: for
     each (key, value) of the table, in the table's order, the (end, entry) pairs `entries`
-    gives. The table `<step><former>` of earlier snapshots, which held the
-    index, goes."""
+    gives (`values` False: `entries` needs the key alone, and a table on disk reads no
+    value). The table `<step><former>` of earlier snapshots, which held the index, goes."""
     state = ctx.tables[step]
     if state.index is None:
         ctx.tables.pop(step + former, None)
         index: dict[int, list[Any]] = {}
-        for key, value in state.table.items():
+        table = state.table
+        for key, value in table.items() if values else ((key, None) for key in table):
             for end, entry in entries(key, value):
                 index.setdefault(end, []).append(entry)
         state.index = index

@@ -21,7 +21,7 @@ from laminar_kafka import faults
 from laminar_kafka.chaos.product_checks import compare_product_totals
 from laminar_kafka.faults import FaultPoint
 from laminar_kafka.runtime.driver.events import CheckpointAborted, CheckpointCommitted, RuntimeEvent
-from laminar_kafka.testing.engine import in_process_config, run_in_process
+from laminar_kafka.testing.engine import InProcessRun, in_process_config, run_in_process
 from laminar_kafka.testing.memory_broker import MemoryBroker
 from tests.testing.engine_orders import (
     PARTITIONS,
@@ -35,23 +35,13 @@ SINK = "product-totals"
 ORDERS = 90
 
 
-@pytest.mark.parametrize("state_store", ["memory", "disk"])
-@pytest.mark.parametrize(
-    "point",
-    [
-        FaultPoint.MID_EPOCH,
-        FaultPoint.AFTER_SNAPSHOT,
-        FaultPoint.AFTER_DECISION_BEFORE_COMMIT,
-        FaultPoint.AFTER_ACKS_BEFORE_DECISION,
-    ],
-    ids=lambda p: p.value,
-)
-def test_a_crash_with_deltas_recovers_to_exact_totals(
-    tmp_path: Path, point: FaultPoint, state_store: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    local = tmp_path / "local"  # where tasks keep a disk store
-    local.mkdir()
-    monkeypatch.setenv("SPARK_LOCAL_DIRS", str(local))
+def _crash_run(
+    tmp_path: Path, state_store: str, point: FaultPoint, min_checkpoint: int
+) -> tuple[InProcessRun, MemoryBroker, int, set[str]]:
+    """The pipeline fed ten orders a checkpoint, a base every third, a task or the driver
+    killed at `point` from `min_checkpoint` on: the run, its broker, how many kills fired,
+    and the disk stores seen meanwhile (under `tmp_path/local`, `$SPARK_LOCAL_DIRS`)."""
+    local = tmp_path / "local"
     stores_seen: set[str] = set()
     broker = MemoryBroker()
     broker.create(SOURCE, PARTITIONS)
@@ -68,8 +58,34 @@ def test_a_crash_with_deltas_recovers_to_exact_totals(
         full_snapshot_every=3,
         state_store=state_store,
     )
-    with faults.kill_threads_at(point, min_checkpoint=6):
+    with faults.kill_threads_at(point, min_checkpoint=min_checkpoint) as fired:
         run = run_in_process(product_totals("totals", SINK), broker, config, 12, listener=feed)
+        return run, broker, fired(), stores_seen
+
+
+@pytest.fixture
+def local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where tasks keep a disk store."""
+    (tmp_path / "local").mkdir()
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", str(tmp_path / "local"))
+    return tmp_path / "local"
+
+
+@pytest.mark.parametrize("state_store", ["memory", "disk"])
+@pytest.mark.parametrize(
+    "point",
+    [
+        FaultPoint.MID_EPOCH,
+        FaultPoint.AFTER_SNAPSHOT,
+        FaultPoint.AFTER_DECISION_BEFORE_COMMIT,
+        FaultPoint.AFTER_ACKS_BEFORE_DECISION,
+    ],
+    ids=lambda p: p.value,
+)
+def test_a_crash_with_deltas_recovers_to_exact_totals(
+    tmp_path: Path, local: Path, point: FaultPoint, state_store: str
+) -> None:
+    run, broker, _, stores_seen = _crash_run(tmp_path, state_store, point, 6)
 
     report = compare_product_totals(range(ORDERS), read_output(broker, SINK))
     assert report.exact, report
@@ -83,28 +99,12 @@ def test_a_crash_with_deltas_recovers_to_exact_totals(
 
 @pytest.mark.parametrize("state_store", ["memory", "disk"])
 def test_a_kill_while_a_new_base_is_written_restores_the_chain_before_it(
-    tmp_path: Path, state_store: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, local: Path, state_store: str
 ) -> None:
     """Checkpoint 7 writes a new base (1 and 4 were bases, every third): a task dies with
     that file half written; the run restores 6 (the base of 4 plus the deltas 5 and 6)."""
-    monkeypatch.setenv("SPARK_LOCAL_DIRS", str(tmp_path))
-    broker = MemoryBroker()
-    broker.create(SOURCE, PARTITIONS)
-    send_orders(broker, range(10))
-    batches = iter([range(a, a + 10) for a in range(10, ORDERS, 10)])
-
-    def feed(event: RuntimeEvent) -> None:
-        if isinstance(event, CheckpointCommitted | CheckpointAborted):
-            send_orders(broker, next(batches, range(0)))
-
-    config = dataclasses.replace(
-        in_process_config(tmp_path / "checkpoints", 2),
-        full_snapshot_every=3,
-        state_store=state_store,
-    )
-    with faults.kill_threads_at(FaultPoint.DURING_SNAPSHOT, min_checkpoint=7) as fired:
-        run = run_in_process(product_totals("totals", SINK), broker, config, 12, listener=feed)
-        assert fired() == 1
+    run, broker, fired, _ = _crash_run(tmp_path, state_store, FaultPoint.DURING_SNAPSHOT, 7)
+    assert fired == 1
     report = compare_product_totals(range(ORDERS), read_output(broker, SINK))
     assert report.exact, report
     assert run.stats.restarts == 1, run.events
