@@ -155,3 +155,21 @@ def test_after_an_outage_a_task_stuck_in_a_client_call_fails_the_checkpoint_earl
         pull(w)
     # A driver that could not look for longer than a heartbeat timeout suspects an outage.
     assert w.checkpoint_lost() == "task 1 has stood still in a client call for 6s after an outage"
+
+
+def test_a_checkpoint_aborted_by_an_outage_ridden_out_is_retried_at_once() -> None:
+    """Its interval passed while Kafka was away: the retry is the first commit after it."""
+    w, _ = outage(back_at=20.0, stalled_ms={0: 0, 1: 0})
+    assert w.checkpoint_lost() is not None  # the checkpoint in flight gives up: cut off
+    assert ride_out(w, 120.0, threading.Event(), aborted=True) is None
+    assert w.pause_after(committed=False, interval_s=1.0) == 0.0
+    # Once: a retry that aborts for another reason waits its interval again.
+    assert w.pause_after(committed=False, interval_s=1.0) == 1.0
+
+
+def test_other_aborts_and_commits_wait_the_interval() -> None:
+    w, _ = beating({0: 0, 1: 0})
+    assert w.pause_after(committed=False, interval_s=1.0) == 1.0  # never cut off
+    w, _ = outage(back_at=20.0, stalled_ms={0: 0, 1: 0})
+    assert ride_out(w, 120.0, threading.Event()) is None  # cut off before a checkpoint...
+    assert w.pause_after(committed=True, interval_s=1.0) == 1.0  # ...which then committed

@@ -42,6 +42,14 @@ CLUSTER_SETTINGS: dict[str, str] = {
     # death; heartbeats every 500 ms leave six to miss before a live node is fenced.
     "broker.session.timeout.ms": "3000",
     "broker.heartbeat.interval.ms": "500",
+    # When the node killed is the active controller, the others first elect a new
+    # one (it then gives every broker a fresh session, so the fence comes a session
+    # after the election). Kafka's defaults (2 s without the leader, then 1 to 2 s
+    # per split vote) suit a network; on loopback a vote takes milliseconds. The
+    # fetch timeout keeps twice the quorum's 500 ms long poll and a half second over.
+    "controller.quorum.fetch.timeout.ms": "1500",
+    "controller.quorum.election.timeout.ms": "300",
+    "controller.quorum.election.backoff.max.ms": "300",
 }
 """What a cluster node sets unlike a single node (docker-compose.cluster.yml sets the same)."""
 

@@ -13,9 +13,11 @@ starts while it lasts (its barriers would wait out the timeout). Then `ride_out`
 2. gives the tasks a heartbeat timeout to show that their main loops go round
    again: a beat received since, not stalled outside user code;
 3. all did: the generation rides on, and the next checkpoint retries the one
-   aborted. A task still stuck in a client call (a transaction that spanned a
-   single broker's restart can hold `send_offsets_to_transaction` or `flush`
-   for tens of seconds) has its generation replaced at once.
+   aborted at once, without waiting for another interval
+   (`GenerationWatch.pause_after`). A task still stuck in a client call (a
+   transaction that spanned a single broker's restart can hold
+   `send_offsets_to_transaction` or `flush` for tens of seconds) has its
+   generation replaced at once.
 
 An outage can also begin while the driver waits in a call of its own (its
 barriers, an announcement), and end before it looks: the tasks may then be stuck

@@ -57,6 +57,7 @@ class GenerationWatch:
         self._suspect_until = -math.inf
         self._held: list[Ack] = []
         self._job_lost: Callable[[], str | None] = lambda: None
+        self._was_cut_off = False
 
     @classmethod
     def open(
@@ -99,7 +100,17 @@ class GenerationWatch:
         if not self.tracker.blind:
             return None
         self.suspect()
+        self._was_cut_off = True
         return f"the driver is cut off from Kafka (the leader of {self._channel.topic} is away)"
+
+    def pause_after(self, committed: bool, interval_s: float) -> float:
+        """How long to wait before the next checkpoint: the interval, or nothing when the
+        last one aborted because the driver was cut off from Kafka and the generation rode
+        the outage out (the ride-out came first): its interval passed while Kafka was away,
+        and a retry at once is the first commit after the outage."""
+        retry = not committed and self._was_cut_off
+        self._was_cut_off = False
+        return 0.0 if retry else interval_s
 
     def suspect(self) -> None:
         """Kafka may have been away lately (the driver was cut off, or a checkpoint aborted;

@@ -247,9 +247,9 @@ class PipelineRunner:
         purge: Purge,
     ) -> Lost | None:
         cfg = self.config
-        complete = 0
+        complete, pause = 0, cfg.checkpoint_interval_s
         while True:
-            watch.wait(cfg.checkpoint_interval_s, self._wake)  # returns at once when lost
+            watch.wait(pause, self._wake)  # returns at once when lost
             self._wake.clear()  # before the checks: an end after them wakes the next wait
             stopping = self._stop.is_set()
             if lost := self._lost(coordinator, watch):
@@ -270,12 +270,11 @@ class PipelineRunner:
                 return None
             if not result.committed and (lost := self._lost(coordinator, watch, aborted=True)):
                 return lost  # the next generation checks the internal topics
+            pause = watch.pause_after(result.committed, cfg.checkpoint_interval_s)
             if not result.committed:
                 purge.check()  # an internal topic deleted under the run explains the abort
             if result.missing_tasks:
-                self._failed_at = (
-                    waits.monotonic()
-                )  # stalled or cut off: fenced by a new generation
+                self._failed_at = waits.monotonic()  # stalled or cut off: fenced by a new one
                 return Lost(f"checkpoint {result.checkpoint_id}: {result.reason}")
 
     def _lost(
