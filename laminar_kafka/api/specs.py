@@ -16,7 +16,14 @@ from operator import itemgetter
 from typing import Any
 
 from laminar_kafka.formats import BytesFormat, Format, JsonFormat, StringFormat
-from laminar_kafka.operators import Operator, is_stateful_step, runs_on_watermark, window_of
+from laminar_kafka.formats.same_bytes import same_bytes
+from laminar_kafka.operators import (
+    FilterOp,
+    Operator,
+    is_stateful_step,
+    runs_on_watermark,
+    window_of,
+)
 from laminar_kafka.operators.event_time import EventTime
 from laminar_kafka.operators.interval_join import sides_of
 from laminar_kafka.operators.join import TableSpec, tables_of
@@ -135,6 +142,19 @@ class Flow:
         """The topics (a, b) of the co-partitioned interval join the flow runs a side of:
         its state is in a's partitions, b's partition p is read beside a's (plan/tasks.py)."""
         return sides_of(self.operators)
+
+    @cached_property
+    def writes_source_bytes(self) -> bool:
+        """Whether the sink writes each record kept as its source bytes: the flow only
+        filters, into a topic of the same encoding (`formats/same_bytes.py`), with no
+        headers or timestamp to make. A filter's function must not change the value."""
+        sink = self.sink
+        plain = not (sink.internal or sink.files is not None or sink.stamps)
+        return (
+            plain
+            and all(isinstance(op, FilterOp) for op in self.operators)
+            and same_bytes(self.source.value_format, sink.value_format)
+        )
 
     @property
     def runs_on_watermark(self) -> bool:

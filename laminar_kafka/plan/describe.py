@@ -12,7 +12,8 @@ from laminar_kafka.plan.stages import plan_stages
 def describe_plan(pipeline: Pipeline) -> list[str]:
     """One line per stage, e.g. `stage 1 reads orders.join-customers.repartition; joins
     table customers (stream repartitioned by the join key)`; an interval join says
-    `co-partitioned: no repartition` or `repartitions through <internal topic>`."""
+    `co-partitioned: no repartition` or `repartitions through <internal topic>`; a flow
+    that only filters into a topic of its source's encoding, `writes <topic> as read`."""
     lines = []
     for stage in plan_stages(pipeline).stages:
         line = f"stage {stage.index} reads {', '.join(stage.stream_inputs)}"
@@ -34,5 +35,7 @@ def describe_plan(pipeline: Pipeline) -> list[str]:
                         else "co-partitioned: no repartition"
                     )
                     line += f"; {op.describe()}, {how}"
+            if flow.writes_source_bytes:
+                line += f"; writes {flow.sink.topic} as read (filters only: no encode)"
         lines.append(line)
     return lines

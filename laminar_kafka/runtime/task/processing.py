@@ -126,7 +126,10 @@ class FlowRunner:
             if clock is not None and start is not None and progress is not None:
                 stamped = self.clock.stamp(key, clock, ctx, values, offsets, start, progress)
                 ctx, values, offsets = stamped
-            self._apply(flow, values, offsets, joined(flow, ctx, self.states_of), txn)
+            read = (
+                dict(zip(source_offsets, datas, strict=True)) if flow.writes_source_bytes else None
+            )
+            self._apply(flow, values, offsets, joined(flow, ctx, self.states_of), txn, read)
 
     def expire(self, states: Mapping[PartitionKey, Mapping[str, KeyedState]]) -> int:
         """Remove the expired keys of every step with a TTL (before a snapshot: an expired
@@ -222,14 +225,16 @@ class FlowRunner:
         offsets: list[int],
         ctx: BatchContext,
         txn: OutputWriter,
+        read: Mapping[int, bytes | None] | None = None,
     ) -> None:
-        """The flow's operators, its sink, then what left beside it (late, dead letters)."""
+        """The flow's operators, its sink, then what left beside it (late, dead letters).
+        `read`: source offset -> bytes, for a flow that writes them (`writes_source_bytes`)."""
         for op in flow.operators:
             # A window closes, a timer fires, on the watermark alone: on an empty batch too.
             if values or runs_on_watermark(op):
                 values, offsets = op.apply(values, offsets, ctx)
         self.counts.records_out += write_sink(
-            flow, values, offsets, ctx, txn, self._partition_counts, self._limits
+            flow, values, offsets, ctx, txn, self._partition_counts, self._limits, read
         )
         if ctx.late:
             self.counts.late += write_late(ctx.late, (ctx.topic, ctx.partition), ctx.messages, txn)

@@ -33,11 +33,13 @@ def write_sink(
     txn: OutputWriter,
     partition_counts: Mapping[str, int],
     limits: Mapping[str, int],
+    read: Mapping[int, bytes | None] | None = None,
 ) -> int:
     """Write `values` to the flow's sink; returns how many were written.
 
     `partition_counts` holds the internal topics' partitions, `limits` the largest
-    record each topic accepts.
+    record each topic accepts; `read` the bytes each source offset's record was read
+    as, written instead of encoding the values again (`Flow.writes_source_bytes`).
     """
     if not values:
         return 0
@@ -60,7 +62,9 @@ def write_sink(
         return len(routed[0])
     if sink.stamps:
         return write_stamped(sink, values, offsets, ctx, txn, limit)
-    datas = encode_batch(sink.value_format, values)
+    datas = (
+        [read[o] for o in offsets] if read is not None else encode_batch(sink.value_format, values)
+    )
     keys: list[bytes | None] | None = None
     if datas is not None and sink.key is not None:
         try:
