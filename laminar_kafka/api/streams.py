@@ -70,7 +70,10 @@ class Stream:
         return self._then(MapOp(fn, _flag("map", metadata)))
 
     def filter(self, fn: Callable[[Any], bool], *, metadata: bool = False) -> Stream:
-        """Keep the records for which fn is true (`metadata=True`: fn gets a `Record`)."""
+        """Keep the records for which fn is true (`metadata=True`: fn gets a `Record`).
+
+        fn must not change the value: a flow of filters alone may write each record it
+        keeps as it was read (`Flow.writes_source_bytes`)."""
         check_callable("filter", fn)
         return self._then(FilterOp(fn, _flag("filter", metadata)))
 

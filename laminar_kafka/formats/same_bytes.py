@@ -17,16 +17,15 @@ from laminar_kafka.formats.raw import BytesFormat, StringFormat
 def same_bytes(read: Format, write: Format) -> bool:
     """Whether `write` writes what `read` decoded as the same value in the same encoding.
 
-    Avro: the same framing and the same schema (its parsing canonical form, which
-    fixes the binary encoding; docs and defaults do not change it). Bytes and UTF-8
-    strings: the same format. JSON is not: its encoder normalises (spacing, escapes)
-    and refuses what its decoder accepts (NaN), so a record passed through would not
-    be what the sink writes. Registry Avro is not: a record names its writer's
-    schema id, which need not be the sink subject's.
+    Avro: the same framing and the same schema as parsed, logical types included (the
+    parsing canonical form, which the single-object fingerprint is of, leaves them out:
+    `timestamp-millis` against `timestamp-micros`, or two decimal scales, have one
+    fingerprint and read the same bytes as different values). Bytes and UTF-8 strings:
+    the same format. JSON is not: its encoder normalises (spacing, escapes) and refuses
+    what its decoder accepts (NaN), so a record passed through would not be what the
+    sink writes. Registry Avro is not: a record names its writer's schema id, which
+    need not be the sink subject's.
     """
     if isinstance(read, AvroFormat) and isinstance(write, AvroFormat):
-        return (
-            read.framing == write.framing
-            and read.single_object_prefix == write.single_object_prefix
-        )
+        return read.framing == write.framing and read.parsed_schema == write.parsed_schema
     return type(read) is type(write) and isinstance(read, (BytesFormat, StringFormat))

@@ -16,9 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from laminar_kafka.api.specs import EVENT_TIME, Flow
-from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats.batch import encode_batch
-from laminar_kafka.operators.base import BatchContext, result_time
+from laminar_kafka.operators.base import BatchContext, describe_error, result_time
 from laminar_kafka.runtime.task.event_clock import event_times_of
 from laminar_kafka.runtime.task.routing import route
 from laminar_kafka.runtime.task.stamped_output import write_stamped
@@ -69,12 +68,12 @@ def write_sink(
     if datas is not None and sink.key is not None:
         try:
             keys = encode_batch(sink.key_format, sink.keys_of(values))
-        except (KeyError, TypeError, IndexError):
+        except Exception:  # the user's key function: each record's own error, below
             keys = None
         if keys is None:
             datas = None
     if datas is None:
-        datas, keys, offsets = _encode_one_by_one(flow, values, offsets, ctx)
+        datas, keys, offsets = _encode_one_by_one(flow, values, offsets, ctx, read)
     if limit is not None and datas and _longest(datas) + _longest(keys) > limit:
         datas, keys, offsets = _drop_oversized(sink.topic, limit, datas, keys, offsets, ctx)
     if flow.runs_on_watermark:  # a window's result carries its end, a timer's its time
@@ -85,20 +84,26 @@ def write_sink(
 
 
 def _encode_one_by_one(
-    flow: Flow, values: list[Any], offsets: list[int], ctx: BatchContext
+    flow: Flow,
+    values: list[Any],
+    offsets: list[int],
+    ctx: BatchContext,
+    read: Mapping[int, bytes | None] | None,
 ) -> tuple[list[bytes | None], list[bytes | None] | None, list[int]]:
+    """Each value and key on its own, so that a bad one is a dead letter with its reason
+    (a value written as read, `read`, is not encoded again)."""
     sink = flow.sink
     datas: list[bytes | None] = []
     keys: list[bytes | None] = []
     kept: list[int] = []
     for value, offset in zip(values, offsets, strict=True):
         try:
-            data = sink.value_format.encode_one(value)
+            data = read[offset] if read is not None else sink.value_format.encode_one(value)
             key = None
             if sink.key is not None:
                 key = sink.key_format.encode_one(sink.key_of(value))
-        except (RecordDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
-            ctx.reject(offset, f"output not encodable for {sink.topic}: {exc}")
+        except Exception as exc:  # user code, or a value its format cannot write
+            ctx.reject(offset, describe_error(f"output for {sink.topic}", exc))
             continue
         datas.append(data)
         keys.append(key)
