@@ -3,6 +3,7 @@ and transaction markers are skipped, partitions merge by time, nothing joins a g
 
 from __future__ import annotations
 
+import time
 import uuid
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -31,6 +32,28 @@ def transactions(
         else:
             producer.abort_transaction(30)
     producer.flush(30)
+    _await_markers(bootstrap, topic, {p for records, _ in batches for p, _ in records})
+
+
+def _await_markers(bootstrap: str, topic: str, partitions: set[int]) -> None:
+    """Until each partition's last stable offset is its end: a transaction's commit
+    returns before the broker has written its markers, and until then a read_committed
+    reader (as `read_tail`'s) sees the partition end where the transaction began."""
+    settings = {"bootstrap.servers": bootstrap, "group.id": f"tail-check-{uuid.uuid4()}"}
+    stable = Consumer({**settings, "isolation.level": "read_committed"})
+    written = Consumer({**settings, "isolation.level": "read_uncommitted"})
+    deadline = time.monotonic() + 30
+    try:
+        for p in partitions:
+            tp = TopicPartition(topic, p)
+            while (
+                stable.get_watermark_offsets(tp, 10)[1] < written.get_watermark_offsets(tp, 10)[1]
+            ):
+                assert time.monotonic() < deadline, f"{topic}[{p}]: markers not written in 30 s"
+                time.sleep(0.05)
+    finally:
+        stable.close()
+        written.close()
 
 
 def values(bootstrap: str, topic: str, limit: int, keep: Keep | None = None) -> list[int]:
