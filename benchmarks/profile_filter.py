@@ -23,7 +23,7 @@ import argparse
 import json
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from benchmarks.records import RECORD_SCHEMA_JSON, encode_record, make_record
@@ -95,15 +95,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     batches = _batches(args.records)
     as_read, encoded = _flow(False), _flow(True)
     assert as_read.writes_source_bytes and not encoded.writes_source_bytes
-    runs: dict[str, list[float]] = {"as_read_us": [], "encoded_us": [], "decode_us": []}
+    paths: dict[str, Callable[[], float]] = {
+        "as_read_us": lambda: _run_flow(as_read, batches),
+        "encoded_us": lambda: _run_flow(encoded, batches),
+        "decode_us": lambda: _run_decode(as_read, batches),
+    }
+    runs: dict[str, list[float]] = {name: [] for name in paths}
     for i in range(args.repeat):
-        order = ["as_read_us", "encoded_us", "decode_us"]
-        for name in order if i % 2 == 0 else order[::-1]:
-            if name == "decode_us":
-                spent = _run_decode(as_read, batches)
-            else:
-                spent = _run_flow(as_read if name == "as_read_us" else encoded, batches)
-            runs[name].append(round(spent / args.records * 1e6, 3))
+        for name in list(paths) if i % 2 == 0 else list(paths)[::-1]:
+            runs[name].append(round(paths[name]() / args.records * 1e6, 3))
     ratios = [e / a for e, a in zip(runs["encoded_us"], runs["as_read_us"], strict=True)]
     print(json.dumps({**runs, "encoded/as_read": round(statistics.median(ratios), 2)}))
     return 0
