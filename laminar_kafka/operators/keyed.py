@@ -21,6 +21,10 @@ from laminar_kafka.operators.ttl import TtlTime, apply_with_ttl
 from laminar_kafka.operators.ttl_event import apply_with_event_ttl
 from laminar_kafka.operators.windows import WindowSpec, apply_windowed
 
+EXACT_KEY_TYPES = frozenset((str, bytes, int))
+"""Key types no two of which are equal: a set of them holds each key's own bytes (1,
+1.0 and True are one set member but three record keys)."""
+
 
 def key_bytes(key: Any) -> bytes:
     """How a key is written as a Kafka record key: bytes as they are, else UTF-8 of str()."""
@@ -43,13 +47,12 @@ class KeyByOp:
         return self._one_by_one(values, offsets, ctx)
 
     def _field_keys(self, values: list[Any]) -> list[Any] | None:
-        """Every value's key field, read at once; None if some value has none (and for a
-        key function, which `_one_by_one` calls once per record)."""
-        if callable(self.key):
-            return None
+        """Every value's key, read at once; None if some value has none or the key
+        function raises (`_one_by_one` then calls it again, one record at a time)."""
+        extract = self.key if callable(self.key) else operator.itemgetter(self.key)
         try:
-            return list(map(operator.itemgetter(self.key), values))
-        except Exception:  # a missing field
+            return list(map(extract, values))
+        except Exception:  # a missing field, the user's key function
             return None
 
     def _all_here(self, keys: list[Any], ctx: BatchContext) -> bool:
@@ -59,8 +62,10 @@ class KeyByOp:
             distinct = set(keys)
         except TypeError:  # an unhashable key
             return False
+        if not set(map(type, keys)) <= EXACT_KEY_TYPES:  # None, or 1 and True
+            return False
         partition_of, n, here = PARTITIONERS[self.partitioner], ctx.num_partitions, ctx.partition
-        return None not in distinct and all(partition_of(key_bytes(k), n) == here for k in distinct)
+        return all(partition_of(key_bytes(k), n) == here for k in distinct)
 
     def _one_by_one(
         self, values: list[Any], offsets: list[int], ctx: BatchContext
@@ -69,13 +74,13 @@ class KeyByOp:
         partition_of = PARTITIONERS[self.partitioner]
         n, here = ctx.num_partitions, ctx.partition
         extract = self.key if callable(self.key) else operator.itemgetter(self.key)
-        owners: dict[Any, int] = {}  # keys repeat within a batch: hash each once
+        owners: dict[tuple[type, Any], int] = {}  # keys repeat within a batch: hash each once
         out: list[Any] = []
         kept: list[int] = []
         for v, o in zip(values, offsets, strict=True):
             try:
                 k = extract(v)
-                owner = owners.get(k)
+                owner = owners.get((type(k), k))  # with its type: 1 and True are written apart
             except Exception as exc:  # a missing field, or an unhashable key
                 ctx.reject(o, describe_error("key_by", exc))
                 continue
@@ -83,7 +88,7 @@ class KeyByOp:
                 if k is None:
                     ctx.reject(o, "key_by key is None")
                     continue
-                owner = owners[k] = partition_of(key_bytes(k), n)
+                owner = owners[type(k), k] = partition_of(key_bytes(k), n)
             if owner != here:
                 ctx.reject(
                     o,

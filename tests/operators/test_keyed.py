@@ -80,6 +80,31 @@ def test_key_by_field_dead_letters_a_none_unhashable_or_missing_key_and_keeps_th
     ] + [(4, "key_by raised KeyError: 'k'")] * missing
 
 
+@pytest.mark.parametrize("by_function", [False, True])
+def test_key_by_checks_each_of_keys_that_are_equal_but_written_differently(
+    by_function: bool,
+) -> None:
+    # 1, 1.0 and True are one set member but b"1", b"1.0" and b"True" as record keys:
+    # in 3 partitions murmur2 puts them in 0, 2 and 1.
+    values = [{"k": 1}, {"k": True}, {"k": 1.0}, {"k": 1}]
+    ctx = _ctx(0, 3)
+    key = (lambda v: v["k"]) if by_function else "k"
+    out, kept = KeyByOp(key).apply(values, [0, 1, 2, 3], ctx)
+    assert kept == [0, 3] and [k for k, _ in out] == [1, 1]
+    assert [d.offset for d in ctx.dead_letters] == [1, 2]
+    assert "key True belongs to partition 1" in ctx.dead_letters[0].reason
+    assert "key 1.0 belongs to partition 2" in ctx.dead_letters[1].reason
+
+
+def test_key_by_function_keys_of_another_partition_are_dead_letters() -> None:
+    ctx = _ctx(3, PARTITIONS)
+    values = [{"customer": c} for c in CUSTOMERS]
+    out, kept = KeyByOp(lambda v: v["customer"]).apply(values, list(range(30)), ctx)
+    mine = [i for i, c in enumerate(CUSTOMERS) if murmur2_partition(c.encode(), PARTITIONS) == 3]
+    assert kept == mine and [k for k, _ in out] == [CUSTOMERS[i] for i in mine]
+    assert len(ctx.dead_letters) == 30 - len(mine) > 0
+
+
 def test_key_by_on_one_partition_keeps_everything() -> None:
     ctx = _ctx(0, 1)
     out, _ = KeyByOp("customer").apply([{"customer": c} for c in CUSTOMERS], list(range(30)), ctx)

@@ -52,3 +52,34 @@ def test_a_record_larger_than_the_internal_topic_accepts_is_a_dead_letter() -> N
     assert letter.offset == 6
     assert letter.reason.startswith("record of 519 bytes cannot cross to the next stage")
     assert "p.k.repartition accepts 100 bytes" in letter.reason
+
+
+def test_keys_that_are_equal_but_written_differently_keep_their_own_bytes() -> None:
+    # 1, 1.0 and True are one dict key: each record still gets its own key's bytes.
+    ctx = BatchContext("in", 0, 1)
+    values = [{"k": 1}, {"k": True}, {"k": 1.0}, {"k": "1"}]
+    _, keys, parts = route(_sink("k"), values, [0, 1, 2, 3], ctx, 3)
+    assert keys == [b"1", b"True", b"1.0", b"1"]
+    assert parts == [murmur2_partition(k, 3) for k in keys] == [0, 1, 2, 0]
+
+
+def test_a_key_raising_mid_batch_routes_the_others_and_names_the_offset() -> None:
+    def key(v: dict[str, Any]) -> Any:
+        return v["k"]
+
+    ctx = BatchContext("in", 0, 1)
+    values = [{"k": "a"}, {}, {"k": "b"}]
+    routed_offsets: list[int] = []
+    datas, keys, _ = route(_sink(key), values, [7, 8, 9], ctx, 4, 1000, routed_offsets)
+    assert keys == [b"a", b"b"] and routed_offsets == [7, 9] and len(datas) == 2
+    assert [(d.offset, d.reason) for d in ctx.dead_letters] == [(8, "key_by raised KeyError: 'k'")]
+
+
+def test_the_size_limit_counts_key_and_value_of_the_same_record() -> None:
+    # The longest key and the longest value are in different records: both fit.
+    ctx = BatchContext("in", 0, 1)
+    sink = _sink(lambda v: "a" * 40 if v["long"] else "b")
+    values = [{"long": True}, {"long": False, "v": "x" * 40}]
+    datas, keys, _ = route(sink, values, [0, 1], ctx, 2, limit=70)
+    assert len(keys) == 2 and not ctx.dead_letters
+    assert max(len(d or b"") for d in datas) + max(len(k or b"") for k in keys) > 70

@@ -11,13 +11,14 @@ boundary (a record the broker refuses would fail every replay of its checkpoint)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from laminar_kafka.api.specs import SinkSpec
 from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats.batch import encode_batch
 from laminar_kafka.operators.base import BatchContext, describe_error
-from laminar_kafka.operators.keyed import key_bytes
+from laminar_kafka.operators.keyed import EXACT_KEY_TYPES, key_bytes
 from laminar_kafka.operators.partitioning import PARTITIONERS
 
 Routed = tuple[list[bytes | None], list[bytes | None], list[int]]
@@ -37,6 +38,11 @@ def route(
     `limit`: the largest record (key + value) the topic accepts. `offsets_out`, if
     given, receives the source offset of each routed record."""
     partition_of = PARTITIONERS[sink.partitioner or "murmur2"]
+    fast = _all_keyed(sink, values, partition_of, partitions)
+    if fast is not None:
+        encoded = encode_batch(sink.value_format, values)
+        if encoded is not None:
+            return _sized(sink.topic, limit, (encoded, *fast), offsets, ctx, offsets_out)
     owners: dict[bytes, int] = {}  # keys repeat within a batch: hash each once
     kept: list[Any] = []
     kept_offsets: list[int] = []
@@ -62,11 +68,48 @@ def route(
     datas = encode_batch(sink.value_format, kept)
     if datas is None:
         datas, keys, parts, kept_offsets = _one_by_one(sink, kept, kept_offsets, keys, parts, ctx)
-    if limit is None:
-        if offsets_out is not None:
-            offsets_out.extend(kept_offsets)
-        return datas, keys, parts
-    return _fitting(sink.topic, limit, (datas, keys, parts), kept_offsets, ctx, offsets_out)
+    return _sized(sink.topic, limit, (datas, keys, parts), kept_offsets, ctx, offsets_out)
+
+
+def _all_keyed(
+    sink: SinkSpec, values: list[Any], partition_of: Callable[[bytes, int], int], partitions: int
+) -> tuple[list[bytes | None], list[int]] | None:
+    """Every value's key bytes and partition, computed once per distinct key; None when
+    some key raises, is None or is not of `EXACT_KEY_TYPES` (then one record at a time)."""
+    try:
+        ks = sink.keys_of(values)
+        distinct = set(ks)
+    except Exception:  # the user's key function, a missing field, an unhashable key
+        return None
+    if not set(map(type, ks)) <= EXACT_KEY_TYPES:  # None too
+        return None
+    kbs = {k: key_bytes(k) for k in distinct}
+    owners = {k: partition_of(kb, partitions) for k, kb in kbs.items()}
+    return list(map(kbs.__getitem__, ks)), list(map(owners.__getitem__, ks))
+
+
+def _sized(
+    topic: str,
+    limit: int | None,
+    routed: Routed,
+    offsets: list[int],
+    ctx: BatchContext,
+    offsets_out: list[int] | None,
+) -> Routed:
+    """`routed` as it is when every record fits the limit (one C-level pass over the
+    sizes), else without those that do not (`_fitting`)."""
+    datas, keys, _ = routed
+    if limit is not None:
+        try:
+            longest = max(map(len, datas), default=0) + max(map(len, keys), default=0)  # type: ignore[arg-type]
+            fits = longest <= limit
+        except TypeError:  # a None value or key: measured one by one
+            fits = False
+        if not fits:
+            return _fitting(topic, limit, routed, offsets, ctx, offsets_out)
+    if offsets_out is not None:
+        offsets_out.extend(offsets)
+    return routed
 
 
 def _fitting(
