@@ -71,7 +71,7 @@ class InternalFormat:
                 refused = f"{type(exc).__name__}: {exc}"
         try:
             return _JSON_ENCODE(value).encode()
-        except (TypeError, ValueError) as exc:  # no MessagePack or JSON type, NaN in JSON
+        except (TypeError, ValueError, RecursionError) as exc:  # no such type, NaN, too deep
             raise RecordDecodeError(
                 f"value has no MessagePack encoding ({refused}) nor a JSON one ({exc})"
             ) from None
@@ -93,7 +93,7 @@ class InternalFormat:
         if data[:1] != MARKER[:1]:
             try:
                 return json.loads(data)
-            except (UnicodeDecodeError, ValueError) as exc:
+            except (UnicodeDecodeError, ValueError, RecursionError) as exc:
                 raise RecordDecodeError(f"not valid JSON: {exc}") from None
         if data[:2] != MARKER:
             raise RecordDecodeError(

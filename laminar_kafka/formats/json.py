@@ -26,7 +26,7 @@ class JsonFormat:
             return None
         try:
             return json.loads(data)
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # nested too deep
             raise RecordDecodeError(f"not valid JSON: {exc}") from None
 
     def encode_one(self, value: Any) -> bytes | None:
@@ -36,6 +36,6 @@ class JsonFormat:
             # allow_nan=False: NaN and Infinity are not JSON, and other readers reject them.
             default = None if self.strict else str
             text = json.dumps(value, separators=(",", ":"), default=default, allow_nan=False)
-        except (TypeError, ValueError) as exc:  # non-str keys, circular references, NaN
+        except (TypeError, ValueError, RecursionError) as exc:  # non-str keys, cycles, NaN
             raise RecordDecodeError(f"value is not encodable as JSON: {exc}") from None
         return text.encode()

@@ -137,6 +137,6 @@ def _is_json(data: bytes) -> bool:
         return False
     try:
         parsed: Any = json.loads(data)
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return False
     return isinstance(parsed, dict | list)

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 from laminar_kafka.api.specs import SinkSpec
-from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats.batch import encode_batch
 from laminar_kafka.operators.base import BatchContext, describe_error
 from laminar_kafka.operators.keyed import EXACT_KEY_TYPES, key_bytes
@@ -150,7 +149,7 @@ def _one_by_one(
     for value, offset, key, part in zip(values, offsets, keys, parts, strict=True):
         try:
             data = sink.value_format.encode_one(value)
-        except (RecordDecodeError, TypeError, ValueError) as exc:
+        except Exception as exc:  # a value the format cannot write, or its own code raising
             ctx.reject(
                 offset, f"record cannot cross to the next stage (through {sink.topic}): {exc}"
             )
