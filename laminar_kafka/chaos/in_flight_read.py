@@ -17,6 +17,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from laminar_kafka.chaos.evidence import InFlight
 from laminar_kafka.chaos.producer import Delivered
+from laminar_kafka.formats.internal_batch import records_in
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
 from laminar_kafka.sinks.file_reader import read_published, staged_epochs
 from laminar_kafka.testing.orders import read_committed_records
@@ -95,14 +96,18 @@ def measure_in_flight(
     # Every committed offset first, at once: reading the topics' records takes seconds,
     # in which a restarted generation may commit what the fault left in flight.
     offsets = committed_offsets(bootstrap, pipeline, partitions, topics=internal)
+    # Staged rows next (a listing): a recovery publishing them while the topics are read
+    # would leave them in neither count.
+    staged = sum(e.rows for url in files for e in staged_epochs(url))
     produced, pending_input = _unreflected(delivered, offsets, at)
     output = sum(len(read_committed_records(bootstrap, sink)) for sink in sinks)
     output += sum(len(read_published(url)) for url in files)
     between = [
         (t, r) for t in internal for r in read_committed_records(bootstrap, t, skip_control=True)
     ]
-    pending = sum(1 for t, r in between if r.offset >= offsets.get((t, r.partition), 0))
-    staged = sum(e.rows for url in files for e in staged_epochs(url))
+    pending = sum(
+        records_in(r.value) for t, r in between if r.offset >= offsets.get((t, r.partition), 0)
+    )
     reflected = produced - len(pending_input)
     return InFlight(produced, reflected, output, pending, staged, by_topic(pending_input, names))
 
