@@ -34,6 +34,7 @@ from benchmarks.laminar_pipelines import build_pipeline
 from benchmarks.profile_windowed import StepTimes
 from laminar_kafka.api.specs import Flow
 from laminar_kafka.control.records import Watermark
+from laminar_kafka.formats.internal_batch import BATCH_MARKER, unpack_batch
 from laminar_kafka.operators.partitioning import murmur2_partition
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.runtime.task import processing
@@ -127,12 +128,22 @@ class Stages:
         for start in range(0, len(self.between), self.batch):
             part = self.between[start : start + self.batch]
             runner.run(key, part, states, out)
-            mark = Watermark("profile", 1, 0, min(m.timestamp()[1] for m in part))
+            mark = Watermark("profile", 1, 0, min(map(_earliest, part)))
             last = start + len(part) - 1  # the offset of the batch's last record
             runner.on_watermark(key, mark, frozenset({0}), states, out, last)
         seconds = time.process_time() - began
         self.joined = len(out.records)
         return seconds
+
+
+def _earliest(message: Message) -> int:
+    """The earliest event time of an internal message (a batch carries its records')."""
+    data = message.value()
+    if data is not None and data.startswith(BATCH_MARKER):
+        _, times, _ = unpack_batch(data)
+        if times is not None:
+            return int(min(t for t in times if t is not None))
+    return int(message.timestamp()[1])
 
 
 def main(argv: Sequence[str] | None = None) -> None:

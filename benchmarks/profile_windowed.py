@@ -99,7 +99,7 @@ class StepTimes:
     @contextmanager
     def timing(self, flows: Sequence[Flow]) -> Iterator[None]:
         undo = [
-            self.wrap(processing.FlowRunner, "_decode", "decode"),
+            self.wrap(processing, "decode_source", "decode"),
             self.wrap(event_clock.EventClock, "stamp", "event time"),
             self.wrap(processing, "write_sink", "sink"),
         ]

@@ -89,6 +89,7 @@ def show_internal(bootstrap: str, topic: str, reader: int) -> None:
         consumer.close()
     written, purged = sum(high for _, high in marks), sum(low for low, _ in marks)
     say(
-        f"internal topic {topic}: {partitions} partitions, {written} records written "
-        f"(data and barriers), {purged} purged below stage {reader}'s committed offsets"
+        f"internal topic {topic}: {partitions} partitions, {written} offsets written "
+        f"(messages of many records, barriers, transaction markers), {purged} purged below "
+        f"stage {reader}'s committed offsets"
     )

@@ -49,7 +49,8 @@ def _hashable(key: Any) -> Any:
     return tuple(map(_hashable, key)) if isinstance(key, list) else key
 
 
-def _pairs(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+def pairs_hook(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    """A map whose keys MessagePack gave back as lists (tuples when written) as tuples."""
     return {_hashable(k): v for k, v in pairs}
 
 
@@ -113,7 +114,7 @@ class InternalFormat:
         except Exception as exc:  # FormatError, ExtraData, bad UTF-8, truncation...
             raise RecordDecodeError(f"invalid MessagePack: {type(exc).__name__}: {exc}") from None
         try:
-            return msgpack.unpackb(body, strict_map_key=False, object_pairs_hook=_pairs)
+            return msgpack.unpackb(body, strict_map_key=False, object_pairs_hook=pairs_hook)
         except Exception as exc:
             raise RecordDecodeError(f"invalid MessagePack: {type(exc).__name__}: {exc}") from None
 

@@ -3,7 +3,9 @@
 By default a step sees only a record's value. With `metadata=True` it sees a
 `Record`: the current value together with the key, timestamp, headers and
 position of the record it came from (the source's, or after a repartition the
-internal topic's; never a window's result, which comes from many records).
+internal topic's, whose offset is its message's times 65536 plus its place in it:
+`runtime/task/internal_reading.py`; never a window's result, which comes from many
+records).
 Views are built per batch, only for the steps that ask, so the plain path pays
 nothing for them.
 """

@@ -20,6 +20,7 @@ from laminar_kafka.control.records import Announcement, ControlRecord, Heartbeat
 from laminar_kafka.control.transport import WantedRecords
 from laminar_kafka.kafka.names import PartitionKey, consumer_group, transactional_id
 from laminar_kafka.runtime.task.file_sinks import file_transaction
+from laminar_kafka.runtime.task.internal_reading import messages_per_poll
 from laminar_kafka.runtime.task.ports import TaskPorts
 from laminar_kafka.runtime.task_spec import TaskSpec
 from laminar_kafka.sinks.task_sinks import TaskSinks
@@ -201,7 +202,7 @@ def memory_ports(spec: TaskSpec, broker: MemoryBroker) -> TaskPorts:
     files = file_transaction(spec.stage, name, spec.task, spec.generation)
     producer = MemoryTransaction(broker, transactional_id(name, spec.task))
     return TaskPorts(
-        reader=MemoryReader(broker, name, cfg.batch_size),
+        reader=MemoryReader(broker, name, messages_per_poll(spec.stage, cfg.batch_size)),
         control=MemoryControl(broker, control, name, spec.control_start_offset, Announcement),
         sinks=TaskSinks(producer, files, spec.task),
         store=cfg.checkpoint_store(name),

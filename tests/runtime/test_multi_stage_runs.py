@@ -20,8 +20,7 @@ from laminar_kafka.control.codec import decode
 from laminar_kafka.control.headers import is_control
 from laminar_kafka.control.records import Barrier
 from laminar_kafka.errors import CheckpointError, LaminarError
-from laminar_kafka.formats import InternalFormat
-from laminar_kafka.formats.internal import MARKER as INTERNAL_MARKER
+from laminar_kafka.formats.internal_batch import BATCH_MARKER, unpack_batch
 from laminar_kafka.kafka.admin import watermark_offsets
 from laminar_kafka.kafka.clients import KafkaConnection, probe_consumer
 from laminar_kafka.runtime.driver.events import CheckpointCommitted
@@ -144,10 +143,11 @@ def test_internal_partitions_hold_epochs_in_order_and_every_record_once(
 
     records = read_everything(kafka_bootstrap, internal, 2)
     datas = [r for rs in records.values() for r in rs if isinstance(r, bytes)]
-    assert len(datas) == 1200
-    # Every record crossed in MessagePack, and is the order it was.
-    assert all(d.startswith(INTERNAL_MARKER) for d in datas)
-    orders = sorted((InternalFormat().decode_one(d) for d in datas), key=lambda o: o["id"])
+    # Every record crossed in MessagePack, many to a message, and is the order it was.
+    assert all(d.startswith(BATCH_MARKER) for d in datas)
+    crossed = [value for d in datas for value in unpack_batch(d)[2]]
+    assert len(crossed) == 1200 and len(datas) < 1200
+    orders = sorted(crossed, key=lambda o: o["id"])
     assert orders == [order(i) for i in range(1200)]
     writers = {0, 1}  # the two tasks of the first stage
     for partition, seq in records.items():

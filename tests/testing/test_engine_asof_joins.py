@@ -12,6 +12,7 @@ import pytest
 from laminar_kafka import JsonFormat, Pipeline, faults
 from laminar_kafka.control.headers import is_control
 from laminar_kafka.faults import FaultPoint
+from laminar_kafka.formats.internal_batch import records_in
 from laminar_kafka.kafka.names import consumer_group
 from laminar_kafka.operators.partitioning import murmur2_partition
 from laminar_kafka.runtime.driver.events import CheckpointAborted, CheckpointCommitted, RuntimeEvent
@@ -70,7 +71,11 @@ def _joined_by_a_checkpoint(broker: MemoryBroker, pipeline: Pipeline) -> int:
     read = 0
     for tp in broker.committed(consumer_group(pipeline.name), keys):
         records, _ = broker.read_committed((topic, tp.partition), 0, 100_000)
-        read += sum(m.offset() < tp.offset and not is_control(m.headers()) for m in records)
+        read += sum(
+            records_in(m.value())
+            for m in records
+            if m.offset() < tp.offset and not is_control(m.headers())
+        )
     return read
 
 

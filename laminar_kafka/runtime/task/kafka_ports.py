@@ -17,6 +17,7 @@ from laminar_kafka.kafka.clients import KafkaConnection, probe_consumer
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.runtime.task.file_sinks import task_sinks
 from laminar_kafka.runtime.task.heartbeat import ControlTopicBeats
+from laminar_kafka.runtime.task.internal_reading import messages_per_poll
 from laminar_kafka.runtime.task.ports import TaskPorts
 from laminar_kafka.runtime.task_spec import TaskSpec
 from laminar_kafka.sources.kafka_reader import PartitionReader
@@ -64,7 +65,8 @@ def kafka_ports(spec: TaskSpec) -> TaskPorts:
     cfg, name = spec.config, spec.pipeline.name
     store = cfg.checkpoint_store(name)
     sinks = task_sinks(spec)
-    reader = PartitionReader(cfg.kafka, name, cfg.batch_size, report_ends=bool(spec.ends))
+    per_poll = messages_per_poll(spec.stage, cfg.batch_size)
+    reader = PartitionReader(cfg.kafka, name, per_poll, report_ends=bool(spec.ends))
     control = ControlChannel(
         cfg.kafka, cfg.control_topic(name), name, spec.control_start_offset, Announcement
     )

@@ -15,8 +15,6 @@ from typing import Any
 
 from laminar_kafka.api.specs import Flow
 from laminar_kafka.control.records import Watermark
-from laminar_kafka.errors import RecordDecodeError
-from laminar_kafka.formats.batch import decode_batch
 from laminar_kafka.formats.format_check import FormatCheck
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators import runs_on_watermark
@@ -25,7 +23,9 @@ from laminar_kafka.operators.event_time import NO_WATERMARK, Progress
 from laminar_kafka.operators.join import TableSpec, update_table
 from laminar_kafka.operators.keyed import ttls_of
 from laminar_kafka.operators.ttl import expire_steps
+from laminar_kafka.runtime.task.decoding import decode_source
 from laminar_kafka.runtime.task.event_clock import Clock, EventClock, wall_ms
+from laminar_kafka.runtime.task.internal_reading import InternalBatch
 from laminar_kafka.runtime.task.joined_inputs import joined
 from laminar_kafka.runtime.task.side_outputs import write_dead_letters, write_late
 from laminar_kafka.runtime.task.sink_writes import write_sink
@@ -110,21 +110,32 @@ class FlowRunner:
         progress = Progress.of(states) if clock is not None else None
         start = replace(progress) if progress is not None else None  # every flow starts here
         last = source_offsets[-1] if source_offsets else -1
-        for flow in self._flows_by_topic.get(topic, ()):
+        for i, flow in enumerate(self._flows_by_topic.get(topic, ())):
+            # An internal partition's messages hold batches of records, each flow its own copy.
+            internal = flow.source.internal
+            batch = InternalBatch(messages, flow.source.value_format) if internal else None
+            if batch is not None and i == 0:  # records in, not messages
+                self.counts.records_in += len(batch) + len(batch.refused) - len(messages)
             ctx = BatchContext(
                 topic,
                 partition,
                 self._partition_counts[topic],
                 states,
-                messages=messages,
+                messages=messages if batch is None else batch,
                 key_format=flow.source.key_format,
-                last_offset=last,
+                last_offset=last if batch is None else batch.last_offset,
                 now_ms=self._now(),
                 make_table=self.make_table,
             )
-            values, offsets = self._decode(flow, datas, source_offsets, ctx)
+            if batch is None:
+                values, offsets = decode_source(
+                    flow, datas, source_offsets, ctx, self._format_check
+                )
+            else:
+                values, offsets = batch.decoded(ctx.reject)
             if clock is not None and start is not None and progress is not None:
-                stamped = self.clock.stamp(key, clock, ctx, values, offsets, start, progress)
+                times = None if batch is None else batch.times
+                stamped = self.clock.stamp(key, clock, ctx, values, offsets, start, progress, times)
                 ctx, values, offsets = stamped
             read = (
                 dict(zip(source_offsets, datas, strict=True)) if flow.writes_source_bytes else None
@@ -272,26 +283,3 @@ class FlowRunner:
             self.counts.late += write_late(ctx.late, key, messages, txn)
         if rose:
             self._watermark_rose(key, Progress.of(states).watermark, states, txn, -1)
-
-    def _decode(
-        self, flow: Flow, datas: list[Any], offsets: list[int], ctx: BatchContext
-    ) -> tuple[list[Any], list[int]]:
-        """The values that decode, with their offsets; the others are dead letters
-        (or stop the task, when a source's first records are all in another encoding)."""
-        fmt, topic = flow.source.value_format, ctx.topic
-        values = decode_batch(fmt, datas)
-        if values is not None:
-            self._format_check.decoded(topic, datas)
-            return values, offsets
-        values, kept = [], []
-        key = (topic, ctx.partition)
-        for data, offset in zip(datas, offsets, strict=True):
-            try:
-                values.append(fmt.decode_one(data))
-            except RecordDecodeError as exc:
-                reason = self._format_check.failed(key, offset, data, fmt, str(exc))
-                ctx.reject(offset, f"undecodable value: {reason}")
-                continue
-            kept.append(offset)
-            self._format_check.decoded(topic, (data,))
-        return values, kept

@@ -4,7 +4,7 @@ with the source record's bytes and headers saying where it came from and why."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from laminar_kafka.kafka.dead_letter_format import (
@@ -14,6 +14,7 @@ from laminar_kafka.kafka.dead_letter_format import (
     DeadLetterOrigin,
 )
 from laminar_kafka.operators.base import DeadLetter, LateRecord
+from laminar_kafka.runtime.task.internal_reading import InternalBatch, InternalRecord
 from laminar_kafka.sinks.output import OutputHeader, OutputWriter
 from laminar_kafka.sources.kafka_reader import KafkaMessage
 
@@ -53,11 +54,14 @@ def write_dead_letters(
 ) -> int:
     """Write `letters` to the dead-letter `topic` (with their source bytes); clears them.
     `reasons` (kind of reason → count) counts them in."""
-    by_offset = {m.offset(): m for m in messages}
+    find = _finder(messages)
     for letter in letters:
-        source = by_offset.get(letter.offset)
+        source = find(letter.offset)
         if source is not None and letter.value is None and letter.key is None:
             letter = replace(letter, key=source.key(), value=source.value())
+        if isinstance(source, InternalRecord):  # named by its message's offset
+            place = "" if source.index is None else f" (record {source.index} of its message)"
+            letter = replace(letter, offset=source.kafka_offset, reason=letter.reason + place)
         txn.produce(topic, letter.value, letter.key, dead_letter_headers(letter))
     written = len(letters)
     count_reasons(reasons, letters)
@@ -74,10 +78,10 @@ def write_late(
     """Write late records to their `late_to` topics, naming the windows they missed;
     those of a step without one are only counted. Returns how many; clears them.
     A source record goes to a topic once, whatever values it made."""
-    by_offset = {m.offset(): m for m in messages}
+    find = _finder(messages)
     written: set[tuple[str, int]] = set()  # a flat_map may have made several of one record
     for record in late:
-        message = by_offset.get(record.offset)
+        message = find(record.offset)
         if record.topic is None or message is None or (record.topic, record.offset) in written:
             continue
         written.add((record.topic, record.offset))
@@ -86,10 +90,22 @@ def write_late(
             ("laminar.late.windows", missed),
             (SOURCE_TOPIC_HEADER, source[0]),
             (SOURCE_PARTITION_HEADER, str(source[1])),
-            (SOURCE_OFFSET_HEADER, str(record.offset)),
+            (SOURCE_OFFSET_HEADER, str(_kafka_offset(message, record.offset))),
         ]
         kind, ts = message.timestamp()
         txn.produce(record.topic, message.value(), message.key(), headers, ts if kind else None)
     count = len(late)
     late.clear()
     return count
+
+
+def _finder(messages: Sequence[KafkaMessage]) -> Callable[[int], KafkaMessage | None]:
+    """Offset → the message read there (an internal batch finds a record of a message)."""
+    if isinstance(messages, InternalBatch):
+        return messages.at
+    return {m.offset(): m for m in messages}.get
+
+
+def _kafka_offset(message: KafkaMessage, offset: int) -> int:
+    """Where the record of `offset` is in Kafka: its message's offset."""
+    return message.kafka_offset if isinstance(message, InternalRecord) else offset

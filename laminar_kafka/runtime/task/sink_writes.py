@@ -17,8 +17,10 @@ from typing import Any
 
 from laminar_kafka.api.specs import EVENT_TIME, Flow
 from laminar_kafka.formats.batch import encode_batch
+from laminar_kafka.formats.internal import InternalFormat
 from laminar_kafka.operators.base import BatchContext, describe_error, result_time
 from laminar_kafka.runtime.task.event_clock import event_times_of
+from laminar_kafka.runtime.task.internal_messages import as_messages
 from laminar_kafka.runtime.task.routing import route
 from laminar_kafka.runtime.task.stamped_output import write_stamped
 from laminar_kafka.sinks.output import OutputWriter
@@ -51,13 +53,17 @@ def write_sink(
     limit = limits.get(sink.topic)
     if sink.internal:
         count = partition_counts[sink.topic]
+        times = None
         if sink.timestamp == EVENT_TIME:  # the next stage reads event time from it
             routed_offsets: list[int] = []
             routed = route(sink, values, offsets, ctx, count, limit, routed_offsets)
-            txn.produce_batch(sink.topic, *routed, event_times_of(routed_offsets, ctx))
+            times = event_times_of(routed_offsets, ctx)
         else:
             routed = route(sink, values, offsets, ctx, count, limit)
-            txn.produce_batch(sink.topic, *routed)
+        if isinstance(sink.value_format, InternalFormat):  # many records per message
+            txn.produce_batch(sink.topic, *as_messages(routed, times, limit))
+        else:
+            txn.produce_batch(sink.topic, *routed, times)
         return len(routed[0])
     if sink.stamps:
         return write_stamped(sink, values, offsets, ctx, txn, limit)
