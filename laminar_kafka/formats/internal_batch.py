@@ -63,12 +63,11 @@ def unpack_batch(data: bytes) -> tuple[list[Any], list[Any] | None, list[Any]]:
     body = memoryview(data)[len(BATCH_MARKER) :]
     try:
         found = msgpack.unpackb(body, strict_map_key=False)
-    except TypeError:  # a tuple map key, unpacked as a list: unhashable
-        found = _unpack_with_tuples(body)
     except Exception as exc:  # FormatError, ExtraData, bad UTF-8, truncation...
-        raise RecordDecodeError(
-            f"invalid batch of internal records: {type(exc).__name__}: {exc}"
-        ) from None
+        # ...or what the values hold that the whole cannot: a tuple map key (unpacked
+        # as an unhashable list), nesting that the two arrays around it take past
+        # MessagePack's depth limit: each value apart, before the batch is refused.
+        found = _unpack_apart(body, exc)
     if not (isinstance(found, list) and len(found) == 3):
         raise RecordDecodeError("invalid batch of internal records: not [keys, times, values]")
     keys, times, values = found
@@ -86,13 +85,25 @@ def unpack_batch(data: bytes) -> tuple[list[Any], list[Any] | None, list[Any]]:
     return keys, times, values
 
 
-def _unpack_with_tuples(body: memoryview) -> Any:
+def _unpack_apart(body: memoryview, first: Exception) -> list[Any]:
+    """[keys, times, values] read value by value, with tuple map keys as tuples; what
+    the whole unpack raised (`first`) as a `RecordDecodeError` when that fails too."""
+    unpacker = msgpack.Unpacker(
+        strict_map_key=False, object_pairs_hook=pairs_hook, max_buffer_size=len(body)
+    )
+    unpacker.feed(body)
     try:
-        return msgpack.unpackb(body, strict_map_key=False, object_pairs_hook=pairs_hook)
-    except Exception as exc:
+        if unpacker.read_array_header() != 3:
+            raise ValueError("not three arrays")
+        keys, times = unpacker.unpack(), unpacker.unpack()
+        values = [unpacker.unpack() for _ in range(unpacker.read_array_header())]
+        if unpacker.tell() != len(body):
+            raise ValueError("bytes after the batch")
+    except Exception:
         raise RecordDecodeError(
-            f"invalid batch of internal records: {type(exc).__name__}: {exc}"
+            f"invalid batch of internal records: {type(first).__name__}: {first}"
         ) from None
+    return [keys, times, values]
 
 
 def single(value: Any) -> bytes:

@@ -58,14 +58,13 @@ class KeyByOp:
     def _all_here(self, keys: list[Any], ctx: BatchContext) -> bool:
         """Whether every key is set and belongs to this partition (each distinct key hashed
         once)."""
-        try:
-            distinct = set(keys)
-        except TypeError:  # an unhashable key
-            return False
         if not set(map(type, keys)) <= EXACT_KEY_TYPES:  # None, or 1 and True
             return False
         partition_of, n, here = PARTITIONERS[self.partitioner], ctx.num_partitions, ctx.partition
-        return all(partition_of(key_bytes(k), n) == here for k in distinct)
+        try:
+            return all(partition_of(key_bytes(k), n) == here for k in set(keys))
+        except Exception:  # a key with no bytes (a lone surrogate): one by one, a dead letter
+            return False
 
     def _one_by_one(
         self, values: list[Any], offsets: list[int], ctx: BatchContext
@@ -81,14 +80,14 @@ class KeyByOp:
             try:
                 k = extract(v)
                 owner = owners.get((type(k), k))  # with its type: 1 and True are written apart
-            except Exception as exc:  # a missing field, or an unhashable key
+                if owner is None and k is not None:
+                    owner = owners[type(k), k] = partition_of(key_bytes(k), n)
+            except Exception as exc:  # a missing field, an unhashable key, one with no bytes
                 ctx.reject(o, describe_error("key_by", exc))
                 continue
-            if owner is None:
-                if k is None:
-                    ctx.reject(o, "key_by key is None")
-                    continue
-                owner = owners[type(k), k] = partition_of(key_bytes(k), n)
+            if k is None:
+                ctx.reject(o, "key_by key is None")
+                continue
             if owner != here:
                 ctx.reject(
                     o,

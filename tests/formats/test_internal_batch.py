@@ -85,3 +85,23 @@ def test_single_records_and_tombstones_count_one() -> None:
     assert records_in(FMT.encode_one({"a": 1})) == 1
     assert records_in(None) == 1
     assert records_in(b'{"json": 1}') == 1
+
+
+def _depth(value: Any) -> int:
+    depth = 0
+    while isinstance(value, list) and value:
+        value, depth = value[0], depth + 1
+    return depth
+
+
+def test_a_value_as_deep_as_one_message_of_its_own_carries_reads_in_a_batch() -> None:
+    # MessagePack's reader stops at 1024 levels; the batch's arrays add two around
+    # each value: the values are then read one by one.
+    deep: Any = [0]
+    for _ in range(1021):
+        deep = [deep]
+    assert _depth(FMT.decode_one(FMT.encode_one(deep))) == 1022
+    data = pack_batch([b"a", b"b", b"c"], [1, 2, 3], [_pack(1), _pack(deep), _pack({(1, 2): 3})])
+    keys, times, (first, second, third) = unpack_batch(data)
+    assert keys == [b"a", b"b", b"c"] and times == [1, 2, 3]
+    assert first == 1 and _depth(second) == 1022 and third == {(1, 2): 3}

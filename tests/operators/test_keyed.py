@@ -205,3 +205,22 @@ def test_map_key_by_aggregate_chain_matches_a_plain_count() -> None:
         expected[v["customer"]] = expected.get(v["customer"], 0) + v["amount"] * 2
     assert ctx.table(STEP) == expected
     assert len(out) == len(values) and offsets == list(range(len(values)))
+
+
+class _NoHash:
+    def __hash__(self) -> int:
+        raise ValueError("no hash today")
+
+
+@pytest.mark.parametrize("by_function", [False, True])
+def test_a_key_with_no_bytes_or_no_hash_is_a_dead_letter_not_a_failed_task(
+    by_function: bool,
+) -> None:
+    values: list[Any] = [{"k": "a"}, {"k": "\ud800"}, {"k": _NoHash()}, {"k": "a"}]
+    key = (lambda v: v["k"]) if by_function else "k"
+    ctx = _ctx(0, 1)
+    out, kept = KeyByOp(key).apply(values, [0, 1, 2, 3], ctx)
+    assert kept == [0, 3] and [k for k, _ in out] == ["a", "a"]
+    reasons = [(d.offset, d.reason) for d in ctx.dead_letters]
+    assert reasons[0][0] == 1 and reasons[0][1].startswith("key_by raised UnicodeEncodeError")
+    assert reasons[1] == (2, "key_by raised ValueError: no hash today")

@@ -9,13 +9,16 @@ from typing import Any
 
 from laminar_kafka import JsonFormat, Pipeline
 from laminar_kafka.api.specs import Flow
+from laminar_kafka.control.records import Watermark
 from laminar_kafka.formats import InternalFormat
 from laminar_kafka.formats.internal_batch import BATCH_MARKER, SPAN, unpack_batch
 from laminar_kafka.kafka.dead_letter_format import DeadLetterOrigin
+from laminar_kafka.operators.base import DeadLetter
 from laminar_kafka.operators.record import Record
 from laminar_kafka.plan.stages import plan_stages
 from laminar_kafka.runtime.task.internal_reading import InternalBatch
 from laminar_kafka.runtime.task.processing import FlowRunner
+from laminar_kafka.runtime.task.side_outputs import write_dead_letters
 from laminar_kafka.testing.memory_log import MemoryMessage
 from tests.runtime.recorded_output import RecordedOutput, Written
 
@@ -159,3 +162,74 @@ def test_records_are_named_by_message_offset_times_span_plus_index() -> None:
     assert record is not None and (record.kafka_offset, record.index) == (7, 2)
     assert read.at(7 * SPAN + 3) is None and read.at(8 * SPAN) is None
     assert [r.offset() for r in read] == read.offsets and len(unpack_batch(moved.value())[2]) == 3
+
+
+def test_results_and_records_of_earlier_batches_name_a_message_offset_in_dead_letters() -> None:
+    """A window closed by a writer's Watermark record after a repartition stands under an
+    offset of the internal partition too: its dead letter names a message offset."""
+    pipeline = Pipeline("p")
+
+    def emit(key: str, window: Any, count: int) -> dict[str, Any]:
+        if key == "bad":
+            raise ValueError("no result for bad")
+        return {"key": key, "count": count}
+
+    (
+        pipeline.source("in", timestamp="ts")
+        .key_by(lambda v: v["k"])
+        .tumbling_window(10)
+        .aggregate(lambda: 0, lambda c, v: c + 1, emit)
+        .sink("out")
+    )
+    first, second, internal = _stages(pipeline)
+    values = [{"id": i, "k": k, "ts": 1000 + i} for i, k in enumerate(["good", "bad"] * 3)]
+    (message,) = _crossed(_first_stage(first, internal, values), internal, 0)
+    runner = FlowRunner(second, {internal: 1, "out": 1}, DLQ)
+    result, states = RecordedOutput(), {}
+    moved = MemoryMessage(internal, 0, 40, None, message.value(), 1000)
+    runner.run((internal, 0), [moved], states, result)
+    assert not [w for w in result.pending if w.topic in ("out", DLQ)]  # still open
+    mark = Watermark("p", 1, 0, 60_000)
+    runner.on_watermark((internal, 0), mark, frozenset({0}), states, result, 41)
+    (out,) = [JSON.decode_one(w.value) for w in result.pending if w.topic == "out"]
+    assert out == {"key": "good", "count": 3}
+    (letter,) = [w for w in result.pending if w.topic == DLQ]
+    origin = DeadLetterOrigin.from_headers(letter.headers)  # type: ignore[arg-type]
+    assert (origin.topic, origin.offset) == (internal, 41)
+    assert "no result for bad" in origin.reason
+
+
+def test_a_record_held_from_an_earlier_batch_names_its_message_offset() -> None:
+    """A record an as-of join held in state, released by a later watermark, is no longer
+    among the messages read: its dead letter still names its message, not its own offset."""
+    out = RecordedOutput()
+    held = DeadLetter("p.k.repartition", 0, 12 * SPAN + 7, "asof_join raised ValueError: x")
+    write_dead_letters(DLQ, [held], (), out, {}, internal=True)
+    (letter,) = out.pending
+    origin = DeadLetterOrigin.from_headers(letter.headers)  # type: ignore[arg-type]
+    assert origin.offset == 12 and letter.value is None
+
+
+def test_a_poll_of_many_messages_is_decoded_a_few_at_a_time(monkeypatch: Any) -> None:
+    from laminar_kafka.runtime.task import processing
+    from laminar_kafka.runtime.task.internal_reading import RUN_MESSAGES
+
+    sizes: list[int] = []
+
+    class Counted(InternalBatch):
+        def __init__(self, messages: Any, fmt: Any) -> None:
+            sizes.append(len(messages))
+            super().__init__(messages, fmt)
+
+    monkeypatch.setattr(processing, "InternalBatch", Counted)
+    first, second, internal = _stages(_count_by_key())
+    messages = []
+    for n in range(12):
+        (one,) = _crossed(_first_stage(first, internal, [{"id": n, "k": "z"}] * 3), internal, 0)
+        messages.append(MemoryMessage(internal, 0, n, None, one.value(), 1000))
+    runner = FlowRunner(second, {internal: 1, "out": 1}, DLQ)
+    result = RecordedOutput()
+    runner.run((internal, 0), messages, {}, result)
+    counts = [JSON.decode_one(w.value)["value"] for w in result.pending if w.topic == "out"]
+    assert counts == list(range(1, 37)) and runner.counts.records_in == 36
+    assert sizes == [RUN_MESSAGES, RUN_MESSAGES, 12 - 2 * RUN_MESSAGES]

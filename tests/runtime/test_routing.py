@@ -83,3 +83,12 @@ def test_the_size_limit_counts_key_and_value_of_the_same_record() -> None:
     datas, keys, _ = route(sink, values, [0, 1], ctx, 2, limit=70)
     assert len(keys) == 2 and not ctx.dead_letters
     assert max(len(d or b"") for d in datas) + max(len(k or b"") for k in keys) > 70
+
+
+def test_a_key_with_no_bytes_is_a_dead_letter_not_a_failed_task() -> None:
+    ctx = BatchContext("in", 0, 1)
+    values = [{"k": "a"}, {"k": "\ud800"}, {"k": "b"}]
+    _, keys, _ = route(_sink("k"), values, [0, 1, 2], ctx, 2)
+    assert keys == [b"a", b"b"]
+    ((offset, reason),) = [(d.offset, d.reason) for d in ctx.dead_letters]
+    assert offset == 1 and reason.startswith("key_by raised UnicodeEncodeError")

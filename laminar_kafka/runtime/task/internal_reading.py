@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, Final, overload
 
 from laminar_kafka.errors import RecordDecodeError
 from laminar_kafka.formats.base import Format
@@ -175,6 +175,11 @@ class InternalBatch(Sequence[InternalRecord]):
 
     def __iter__(self) -> Iterator[InternalRecord]:
         return (self[i] for i in range(len(self)))
+
+
+RUN_MESSAGES: Final = 5
+"""The most messages of an internal partition decoded at once (about 5,000 records): a
+poll of a task that also reads a table or a source may hold far more."""
 
 
 def messages_per_poll(stage: Stage, batch_size: int) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 from laminar_kafka.api.specs import Flow
 from laminar_kafka.control.records import Watermark
 from laminar_kafka.formats.format_check import FormatCheck
+from laminar_kafka.formats.internal_batch import SPAN
 from laminar_kafka.kafka.names import PartitionKey
 from laminar_kafka.operators import runs_on_watermark
 from laminar_kafka.operators.base import BatchContext, TableMaker
@@ -25,7 +26,7 @@ from laminar_kafka.operators.keyed import ttls_of
 from laminar_kafka.operators.ttl import expire_steps
 from laminar_kafka.runtime.task.decoding import decode_source
 from laminar_kafka.runtime.task.event_clock import Clock, EventClock, wall_ms
-from laminar_kafka.runtime.task.internal_reading import InternalBatch
+from laminar_kafka.runtime.task.internal_reading import RUN_MESSAGES, InternalBatch
 from laminar_kafka.runtime.task.joined_inputs import joined
 from laminar_kafka.runtime.task.side_outputs import write_dead_letters, write_late
 from laminar_kafka.runtime.task.sink_writes import write_sink
@@ -69,6 +70,7 @@ class FlowRunner:
         for flow in flows:
             self._flows_by_topic.setdefault(flow.source.topic, []).append(flow)
         self._tables = {t.topic: t for f in flows for t in f.tables}
+        self._internal = {f.source.topic for f in flows if f.source.internal}
         self._joined_by = {t.topic: f.source.topic for f in flows for t in f.tables if t.versioned}
         """Versioned table → the stream joined with it: its watermark releases that stream's
         waiting records (operators/asof_join.py)."""
@@ -100,6 +102,10 @@ class FlowRunner:
         """Process `messages` (data records of partition `key`, in offset order); `states` is
         the partition's state, step name → table (a step adds its table on first use)."""
         topic, partition = key
+        if topic in self._internal and len(messages) > RUN_MESSAGES:  # decoded a few at a time
+            for at in range(0, len(messages), RUN_MESSAGES):
+                self.run(key, messages[at : at + RUN_MESSAGES], states, txn)
+            return
         self.counts.records_in += len(messages)
         if topic in self._tables:
             self._update_table(self._tables[topic], key, messages, states, txn)
@@ -197,6 +203,8 @@ class FlowRunner:
             topic = self._joined_by[topic]
             tables = self.states_of((topic, partition))
             watermark = Progress.of(tables).watermark
+        elif topic in self._internal and last_offset >= 0:  # past every record of its message
+            last_offset = last_offset * SPAN + SPAN - 1
         for flow in self._flows_by_topic.get(topic, ()):
             if flow.runs_on_watermark:
                 count = self._partition_counts[topic]
@@ -247,12 +255,13 @@ class FlowRunner:
         self.counts.records_out += write_sink(
             flow, values, offsets, ctx, txn, self._partition_counts, self._limits, read
         )
+        source, internal = (ctx.topic, ctx.partition), ctx.topic in self._internal
         if ctx.late:
-            self.counts.late += write_late(ctx.late, (ctx.topic, ctx.partition), ctx.messages, txn)
+            self.counts.late += write_late(ctx.late, source, ctx.messages, txn, internal)
         if ctx.dead_letters:
             letters, messages = ctx.dead_letters, ctx.messages
             self.counts.dead_letters += write_dead_letters(
-                self._dlq, letters, messages, txn, self.counts.reasons
+                self._dlq, letters, messages, txn, self.counts.reasons, internal
             )
 
     def _update_table(

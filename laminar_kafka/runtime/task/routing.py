@@ -50,13 +50,13 @@ def route(
     for value, offset in zip(values, offsets, strict=True):
         try:
             k = sink.key_of(value)
-        except Exception as exc:  # the user's key function, or a missing field
+            kb = key_bytes(k) if k is not None else b""
+        except Exception as exc:  # the user's key function, a missing field, no bytes
             ctx.reject(offset, describe_error("key_by", exc))
             continue
         if k is None:
             ctx.reject(offset, "key_by key is None")
             continue
-        kb = key_bytes(k)
         owner = owners.get(kb)
         if owner is None:
             owner = owners[kb] = partition_of(kb, partitions)
@@ -82,7 +82,10 @@ def _all_keyed(
         return None
     if not set(map(type, ks)) <= EXACT_KEY_TYPES:  # None too
         return None
-    kbs = {k: key_bytes(k) for k in distinct}
+    try:
+        kbs = {k: key_bytes(k) for k in distinct}
+    except Exception:  # a key with no bytes (a lone surrogate): one by one, a dead letter
+        return None
     owners = {k: partition_of(kb, partitions) for k, kb in kbs.items()}
     return list(map(kbs.__getitem__, ks)), list(map(owners.__getitem__, ks))
 

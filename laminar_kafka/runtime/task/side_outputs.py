@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from laminar_kafka.formats.internal_batch import SPAN
 from laminar_kafka.kafka.dead_letter_format import (
     SOURCE_OFFSET_HEADER,
     SOURCE_PARTITION_HEADER,
@@ -51,9 +52,11 @@ def write_dead_letters(
     messages: Sequence[KafkaMessage],
     txn: OutputWriter,
     reasons: dict[str, int],
+    internal: bool = False,
 ) -> int:
     """Write `letters` to the dead-letter `topic` (with their source bytes); clears them.
-    `reasons` (kind of reason → count) counts them in."""
+    `reasons` (kind of reason → count) counts them in; `internal`: their offsets are an
+    internal partition's records' (`runtime/task/internal_reading.py`)."""
     find = _finder(messages)
     for letter in letters:
         source = find(letter.offset)
@@ -62,6 +65,8 @@ def write_dead_letters(
         if isinstance(source, InternalRecord):  # named by its message's offset
             place = "" if source.index is None else f" (record {source.index} of its message)"
             letter = replace(letter, offset=source.kafka_offset, reason=letter.reason + place)
+        elif internal:  # of an earlier batch (a record held in state), or a result
+            letter = replace(letter, offset=letter.offset // SPAN)
         txn.produce(topic, letter.value, letter.key, dead_letter_headers(letter))
     written = len(letters)
     count_reasons(reasons, letters)
@@ -74,10 +79,12 @@ def write_late(
     source: tuple[str, int],
     messages: Sequence[KafkaMessage],
     txn: OutputWriter,
+    internal: bool = False,
 ) -> int:
     """Write late records to their `late_to` topics, naming the windows they missed;
     those of a step without one are only counted. Returns how many; clears them.
-    A source record goes to a topic once, whatever values it made."""
+    A source record goes to a topic once, whatever values it made. `internal`: as
+    for `write_dead_letters`."""
     find = _finder(messages)
     written: set[tuple[str, int]] = set()  # a flat_map may have made several of one record
     for record in late:
@@ -90,7 +97,7 @@ def write_late(
             ("laminar.late.windows", missed),
             (SOURCE_TOPIC_HEADER, source[0]),
             (SOURCE_PARTITION_HEADER, str(source[1])),
-            (SOURCE_OFFSET_HEADER, str(_kafka_offset(message, record.offset))),
+            (SOURCE_OFFSET_HEADER, str(record.offset // SPAN if internal else record.offset)),
         ]
         kind, ts = message.timestamp()
         txn.produce(record.topic, message.value(), message.key(), headers, ts if kind else None)
@@ -104,8 +111,3 @@ def _finder(messages: Sequence[KafkaMessage]) -> Callable[[int], KafkaMessage | 
     if isinstance(messages, InternalBatch):
         return messages.at
     return {m.offset(): m for m in messages}.get
-
-
-def _kafka_offset(message: KafkaMessage, offset: int) -> int:
-    """Where the record of `offset` is in Kafka: its message's offset."""
-    return message.kafka_offset if isinstance(message, InternalRecord) else offset
