@@ -96,15 +96,16 @@ def measure_in_flight(
     # Every committed offset first, at once: reading the topics' records takes seconds,
     # in which a restarted generation may commit what the fault left in flight.
     offsets = committed_offsets(bootstrap, pipeline, partitions, topics=internal)
-    # Staged rows next (a listing): a recovery publishing them while the topics are read
-    # would leave them in neither count.
+    # What may leave its place soonest next: staged rows (a listing), which a recovery
+    # publishes, and the records between stages, which the purge after its next complete
+    # checkpoint deletes; read after the sinks, they could be in no count.
     staged = sum(e.rows for url in files for e in staged_epochs(url))
-    produced, pending_input = _unreflected(delivered, offsets, at)
-    output = sum(len(read_committed_records(bootstrap, sink)) for sink in sinks)
-    output += sum(len(read_published(url)) for url in files)
     between = [
         (t, r) for t in internal for r in read_committed_records(bootstrap, t, skip_control=True)
     ]
+    produced, pending_input = _unreflected(delivered, offsets, at)
+    output = sum(len(read_committed_records(bootstrap, sink)) for sink in sinks)
+    output += sum(len(read_published(url)) for url in files)
     pending = sum(
         records_in(r.value) for t, r in between if r.offset >= offsets.get((t, r.partition), 0)
     )

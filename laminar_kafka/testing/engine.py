@@ -12,7 +12,8 @@ records past the cut wait in the log for the next run. On a loaded machine a
 drain often cuts so (a downstream stage opens when its upstream decided, before
 the upstream's last epoch is committed, let alone read). So a run here, like an
 operator's `laminar-kafka run` again, resumes until no input record lies past
-the committed offsets (`unread_input`): its output is that of all its input. A
+the committed offsets (`unread_input`; nor a writer's Watermark record, which closes
+windows downstream): its output is that of all its input. A
 bounded run (`until="end"`) is not resumed: it ends only once its stages are done
 (`runtime/driver/bounded.py`), and leaves what came after its ends for the next run.
 """
@@ -25,7 +26,9 @@ from pathlib import Path
 
 from laminar_kafka import faults, waits
 from laminar_kafka.api.pipeline import Pipeline
+from laminar_kafka.control.codec import decode
 from laminar_kafka.control.headers import is_control
+from laminar_kafka.control.records import Watermark
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.kafka.names import PartitionKey, consumer_group
 from laminar_kafka.plan.stages import plan_stages
@@ -36,6 +39,7 @@ from laminar_kafka.runtime.driver.stats import RunStats
 from laminar_kafka.runtime.driver.thread_executor import ThreadExecutor
 from laminar_kafka.testing.memory_broker import MemoryBroker
 from laminar_kafka.testing.memory_driver import MemoryDriverPorts
+from laminar_kafka.testing.memory_log import MemoryMessage
 from laminar_kafka.testing.memory_ports import memory_ports
 
 
@@ -71,8 +75,9 @@ def unread_input(
     pipeline: Pipeline, broker: MemoryBroker, *, control: bool = False
 ) -> list[PartitionKey]:
     """The partitions `pipeline` reads (sources, tables, internal topics) that hold a
-    committed data record past its group's committed offset (control records aside,
-    unless `control`: then any committed record counts, a Watermark too)."""
+    committed data record or Watermark record past its group's committed offset (a
+    writer's watermark left past a drain's cut closes windows in the next run); any
+    committed record with `control`, a barrier too."""
     group = consumer_group(pipeline.name)
     topics = dict.fromkeys(t for stage in plan_stages(pipeline).stages for t in stage.inputs)
     keys = [(t, p) for t in topics for p in range(broker.partitions(t))]
@@ -81,13 +86,18 @@ def unread_input(
         key, offset = (tp.topic, tp.partition), max(tp.offset, 0)
         while True:
             records, after = broker.read_committed(key, offset, 1000)
-            if any(control or not is_control(m.headers()) for m in records):
+            if any(control or _input(m) for m in records):
                 unread.append(key)
                 break
             if after == offset:
                 break  # the end, or an open transaction
             offset = after
     return unread
+
+
+def _input(message: MemoryMessage) -> bool:
+    """A data record, or a writer's Watermark record (what changes the output)."""
+    return not is_control(message.headers()) or isinstance(decode(message.value()), Watermark)
 
 
 def run_in_process(
