@@ -11,7 +11,7 @@ boundary (a record the broker refuses would fail every replay of its checkpoint)
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from laminar_kafka.api.specs import SinkSpec
@@ -101,14 +101,8 @@ def _sized(
     """`routed` as it is when every record fits the limit (one C-level pass over the
     sizes), else without those that do not (`_fitting`)."""
     datas, keys, _ = routed
-    if limit is not None:
-        try:
-            longest = max(map(len, datas), default=0) + max(map(len, keys), default=0)  # type: ignore[arg-type]
-            fits = longest <= limit
-        except TypeError:  # a None value or key: measured one by one
-            fits = False
-        if not fits:
-            return _fitting(topic, limit, routed, offsets, ctx, offsets_out)
+    if limit is not None and longest(datas) + longest(keys) > limit:
+        return _fitting(topic, limit, routed, offsets, ctx, offsets_out)
     if offsets_out is not None:
         offsets_out.extend(offsets)
     return routed
@@ -162,3 +156,17 @@ def _one_by_one(
         out[2].append(part)
         out[3].append(offset)
     return out
+
+
+def size_of(data: bytes | None) -> int:
+    return len(data) if data is not None else 0
+
+
+def longest(datas: Sequence[bytes | None] | None) -> int:
+    """The longest of `datas` in bytes (a tombstone counts 0)."""
+    if not datas:
+        return 0
+    try:
+        return max(map(len, datas))  # type: ignore[arg-type]
+    except TypeError:  # a None among them: the slower way
+        return max(map(size_of, datas))

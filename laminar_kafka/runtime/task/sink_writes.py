@@ -12,7 +12,7 @@ topic, where the next stage reads event time from the Kafka timestamp.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from laminar_kafka.api.specs import EVENT_TIME, Flow
@@ -21,7 +21,7 @@ from laminar_kafka.formats.internal import InternalFormat
 from laminar_kafka.operators.base import BatchContext, describe_error, result_time
 from laminar_kafka.runtime.task.event_clock import event_times_of
 from laminar_kafka.runtime.task.internal_messages import as_messages
-from laminar_kafka.runtime.task.routing import route
+from laminar_kafka.runtime.task.routing import longest, route, size_of
 from laminar_kafka.runtime.task.stamped_output import write_stamped
 from laminar_kafka.sinks.output import OutputWriter
 
@@ -80,7 +80,7 @@ def write_sink(
             datas = None
     if datas is None:
         datas, keys, offsets = _encode_one_by_one(flow, values, offsets, ctx, read)
-    if limit is not None and datas and _longest(datas) + _longest(keys) > limit:
+    if limit is not None and datas and longest(datas) + longest(keys) > limit:
         datas, keys, offsets = _drop_oversized(sink.topic, limit, datas, keys, offsets, ctx)
     if flow.runs_on_watermark:  # a window's result carries its end, a timer's its time
         txn.produce_batch(sink.topic, datas, keys, None, [result_time(o) for o in offsets])
@@ -117,20 +117,6 @@ def _encode_one_by_one(
     return datas, (keys if sink.key is not None else None), kept
 
 
-def _size(data: bytes | None) -> int:
-    return len(data) if data is not None else 0
-
-
-def _longest(datas: Sequence[bytes | None] | None) -> int:
-    """The longest of `datas` in bytes (a tombstone counts 0)."""
-    if not datas:
-        return 0
-    try:
-        return max(map(len, datas))  # type: ignore[arg-type]
-    except TypeError:  # a None among them: the slower way
-        return max(map(_size, datas))
-
-
 def _drop_oversized(
     topic: str,
     limit: int,
@@ -150,7 +136,7 @@ def _drop_oversized(
     out_offsets: list[int] = []
     for i, data in enumerate(datas):
         key = keys[i] if keys is not None else None
-        size = _size(data) + _size(key)
+        size = size_of(data) + size_of(key)
         if size > limit:
             ctx.reject(
                 offsets[i],
