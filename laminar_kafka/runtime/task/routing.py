@@ -118,7 +118,7 @@ def _fitting(
 ) -> Routed:
     out: Routed = ([], [], [])
     for data, key, part, offset in zip(*routed, offsets, strict=True):
-        size = len(data or b"") + len(key or b"")
+        size = size_of(data) + size_of(key)
         if size > limit:
             ctx.reject(
                 offset,
