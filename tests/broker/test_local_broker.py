@@ -53,6 +53,7 @@ def _produce_transactions(bootstrap: str, topic: str) -> None:
         if commit:
             producer.commit_transaction(30)
         else:
+            assert producer.flush(30) == 0  # in the log, and no abort racing AddPartitionsToTxn
             producer.abort_transaction(30)
 
 
