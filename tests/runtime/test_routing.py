@@ -8,7 +8,7 @@ from laminar_kafka.api.specs import SinkSpec
 from laminar_kafka.formats import JsonFormat
 from laminar_kafka.operators.base import BatchContext
 from laminar_kafka.operators.partitioning import murmur2_partition
-from laminar_kafka.runtime.task.routing import route
+from laminar_kafka.runtime.task.routing import route, too_large
 
 
 def _sink(key: Any) -> SinkSpec:
@@ -52,6 +52,13 @@ def test_a_record_larger_than_the_internal_topic_accepts_is_a_dead_letter() -> N
     assert letter.offset == 6
     assert letter.reason.startswith("record of 519 bytes cannot cross to the next stage")
     assert "p.k.repartition accepts 100 bytes" in letter.reason
+
+
+def test_too_large_counts_value_and_key_and_a_tombstone_as_nothing() -> None:
+    datas = [b"x" * 60, None, b"y" * 100, b"z" * 101]
+    assert too_large(100, datas, None) == {3: 101}
+    assert too_large(100, datas, [b"k" * 41, b"k" * 200, None, b""]) == {0: 101, 1: 200, 3: 101}
+    assert too_large(100, [], []) == {}
 
 
 def test_keys_that_are_equal_but_written_differently_keep_their_own_bytes() -> None:

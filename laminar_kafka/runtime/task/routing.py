@@ -116,22 +116,18 @@ def _fitting(
     ctx: BatchContext,
     offsets_out: list[int] | None,
 ) -> Routed:
-    out: Routed = ([], [], [])
-    for data, key, part, offset in zip(*routed, offsets, strict=True):
-        size = size_of(data) + size_of(key)
-        if size > limit:
-            ctx.reject(
-                offset,
-                f"record of {size} bytes cannot cross to the next stage: {topic} accepts "
-                f"{limit} bytes (its max.message.bytes or the producer's message.max.bytes)",
-            )
-            continue
-        out[0].append(data)
-        out[1].append(key)
-        out[2].append(part)
-        if offsets_out is not None:
-            offsets_out.append(offset)
-    return out
+    big = too_large(limit, routed[0], routed[1])
+    for i, size in big.items():
+        ctx.reject(
+            offsets[i],
+            f"record of {size} bytes cannot cross to the next stage: {topic} accepts "
+            f"{limit} bytes (its max.message.bytes or the producer's message.max.bytes)",
+        )
+    keep = [i for i in range(len(offsets)) if i not in big]
+    if offsets_out is not None:
+        offsets_out.extend(offsets[i] for i in keep)
+    datas, keys, parts = routed
+    return [datas[i] for i in keep], [keys[i] for i in keep], [parts[i] for i in keep]
 
 
 def _one_by_one(
@@ -160,6 +156,18 @@ def _one_by_one(
 
 def size_of(data: bytes | None) -> int:
     return len(data) if data is not None else 0
+
+
+def too_large(
+    limit: int, datas: Sequence[bytes | None], keys: Sequence[bytes | None] | None
+) -> dict[int, int]:
+    """The size (value plus key) of each record larger than `limit` bytes, by index."""
+    sizes = map(size_of, datas) if keys is None else map(_pair_size, datas, keys)
+    return {i: size for i, size in enumerate(sizes) if size > limit}
+
+
+def _pair_size(data: bytes | None, key: bytes | None) -> int:
+    return size_of(data) + size_of(key)
 
 
 def longest(datas: Sequence[bytes | None] | None) -> int:

@@ -21,7 +21,7 @@ from laminar_kafka.formats.internal import InternalFormat
 from laminar_kafka.operators.base import BatchContext, describe_error, result_time
 from laminar_kafka.runtime.task.event_clock import event_times_of
 from laminar_kafka.runtime.task.internal_messages import as_messages
-from laminar_kafka.runtime.task.routing import longest, route, size_of
+from laminar_kafka.runtime.task.routing import longest, route, too_large
 from laminar_kafka.runtime.task.stamped_output import write_stamped
 from laminar_kafka.sinks.output import OutputWriter
 
@@ -131,20 +131,16 @@ def _drop_oversized(
     A record the broker refuses would fail the checkpoint's transaction, and the
     replay after the abort would fail it again, forever.
     """
-    out_datas: list[bytes | None] = []
-    out_keys: list[bytes | None] = []
-    out_offsets: list[int] = []
-    for i, data in enumerate(datas):
-        key = keys[i] if keys is not None else None
-        size = size_of(data) + size_of(key)
-        if size > limit:
-            ctx.reject(
-                offsets[i],
-                f"output of {size} bytes is larger than {topic} accepts ({limit} bytes: "
-                "the topic's max.message.bytes or the producer's message.max.bytes)",
-            )
-            continue
-        out_datas.append(data)
-        out_keys.append(key)
-        out_offsets.append(offsets[i])
-    return out_datas, (out_keys if keys is not None else None), out_offsets
+    big = too_large(limit, datas, keys)
+    for i, size in big.items():
+        ctx.reject(
+            offsets[i],
+            f"output of {size} bytes is larger than {topic} accepts ({limit} bytes: "
+            "the topic's max.message.bytes or the producer's message.max.bytes)",
+        )
+    keep = [i for i in range(len(datas)) if i not in big]
+    return (
+        [datas[i] for i in keep],
+        [keys[i] for i in keep] if keys is not None else None,
+        [offsets[i] for i in keep],
+    )
