@@ -106,7 +106,8 @@ class FlowRunner:
             for at in range(0, len(messages), RUN_MESSAGES):
                 self.run(key, messages[at : at + RUN_MESSAGES], states, txn)
             return
-        self.counts.records_in += len(messages)
+        if topic not in self._internal:  # an internal message holds many records: below
+            self.counts.records_in += len(messages)
         if topic in self._tables:
             self._update_table(self._tables[topic], key, messages, states, txn)
             return
@@ -121,7 +122,7 @@ class FlowRunner:
             internal = flow.source.internal
             batch = InternalBatch(messages, flow.source.value_format) if internal else None
             if batch is not None and i == 0:  # records in, not messages
-                self.counts.records_in += len(batch) + len(batch.refused) - len(messages)
+                self.counts.records_in += len(batch) + len(batch.refused)
             ctx = BatchContext(
                 topic,
                 partition,
