@@ -1,9 +1,10 @@
 """The headers of a dead letter: why the record is there and where it came from.
 
 A dead letter is the source record's key and bytes, unchanged, with four
-headers. The flow runner writes them (`runtime/task/side_outputs.py`); the status
-page and the test kit read them back with `DeadLetterOrigin.from_headers`,
-so the format lives here once.
+headers, and a fifth for a record of an internal message (many records per
+message): its index in it. The flow runner writes them
+(`runtime/task/side_outputs.py`); the status page and the test kit read them
+back with `DeadLetterOrigin.from_headers`, so the format lives here once.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ ERROR_HEADER = "laminar.error"
 SOURCE_TOPIC_HEADER = "laminar.source.topic"
 SOURCE_PARTITION_HEADER = "laminar.source.partition"
 SOURCE_OFFSET_HEADER = "laminar.source.offset"
+SOURCE_INDEX_HEADER = "laminar.source.index"
+"""A record's place in its internal message (many records per message, after a repartition)."""
 
 Header = tuple[str, str | bytes | None]
 
@@ -29,15 +32,20 @@ class DeadLetterOrigin:
     topic: str
     partition: int
     offset: int
+    index: int | None = None
+    """The record's place in its message, when that message is an internal one."""
 
     def headers(self) -> list[tuple[str, bytes]]:
         """The headers written on the dead letter, in this order."""
-        return [
+        headers = [
             (ERROR_HEADER, self.reason.encode()),
             (SOURCE_TOPIC_HEADER, self.topic.encode()),
             (SOURCE_PARTITION_HEADER, str(self.partition).encode()),
             (SOURCE_OFFSET_HEADER, str(self.offset).encode()),
         ]
+        if self.index is not None:
+            headers.append((SOURCE_INDEX_HEADER, str(self.index).encode()))
+        return headers
 
     @classmethod
     def from_headers(cls, headers: Iterable[Header] | None) -> DeadLetterOrigin:
@@ -53,6 +61,7 @@ class DeadLetterOrigin:
                 topic=fields[SOURCE_TOPIC_HEADER],
                 partition=int(fields[SOURCE_PARTITION_HEADER]),
                 offset=int(fields[SOURCE_OFFSET_HEADER]),
+                index=int(fields[SOURCE_INDEX_HEADER]) if SOURCE_INDEX_HEADER in fields else None,
             )
         except KeyError as exc:
             raise RecordDecodeError(f"not a dead letter: no header {exc.args[0]}") from None

@@ -23,6 +23,14 @@ def test_the_written_headers_parse_back_to_the_same_origin() -> None:
     assert origin == DeadLetterOrigin("source decode: undecodable value: ü", "orders", 3, 41)
 
 
+def test_a_record_of_an_internal_message_has_its_index_as_a_fifth_header() -> None:
+    letter = DeadLetter("p.k.repartition", 0, 12, "key_by raised KeyError: 'k'")
+    headers = dead_letter_headers(letter, index=17)
+    assert headers[-1] == ("laminar.source.index", b"17")
+    origin = DeadLetterOrigin.from_headers(headers)
+    assert origin == DeadLetterOrigin("key_by raised KeyError: 'k'", "p.k.repartition", 0, 12, 17)
+
+
 def test_text_headers_and_extra_headers_are_read_too() -> None:
     headers = [
         ("trace", b"\xff"),

@@ -97,6 +97,7 @@ def test_a_dead_letter_names_its_message_and_place_and_carries_its_own_bytes() -
         origin = DeadLetterOrigin.from_headers(letter.headers)  # type: ignore[arg-type]
         assert (origin.topic, origin.partition, origin.offset) == (internal, 0, 0)
         assert origin.reason.endswith(f"(record {record_id} of its message)")
+        assert origin.index == record_id
         assert f"bad {record_id}" in origin.reason
         assert FMT.decode_one(letter.value) == {"id": record_id, "k": "a"}
         assert letter.key == b"a"
@@ -197,6 +198,32 @@ def test_results_and_records_of_earlier_batches_name_a_message_offset_in_dead_le
     origin = DeadLetterOrigin.from_headers(letter.headers)  # type: ignore[arg-type]
     assert (origin.topic, origin.offset) == (internal, 41)
     assert "no result for bad" in origin.reason
+
+
+def test_a_late_record_names_its_message_and_its_place_in_it() -> None:
+    pipeline = Pipeline("p")
+    (
+        pipeline.source("in", timestamp="ts")
+        .key_by(lambda v: v["k"])
+        .tumbling_window(10, late_to="late")
+        .count()
+        .sink("out")
+    )
+    first, second, internal = _stages(pipeline)
+    values = [{"id": i, "k": "a", "ts": t} for i, t in enumerate([60_001, 60_002, 1_000, 60_003])]
+    (message,) = _crossed(_first_stage(first, internal, values), internal, 0)
+    runner = FlowRunner(second, {internal: 1, "out": 1, "late": 1}, DLQ)
+    result: RecordedOutput = RecordedOutput()
+    states: dict[str, Any] = {}
+    mark = Watermark("p", 1, 0, 30_000)  # the window of 1,000 closed
+    runner.on_watermark((internal, 0), mark, frozenset({0}), states, result, -1)
+    moved = MemoryMessage(internal, 0, 5, None, message.value(), 1000)
+    runner.run((internal, 0), [moved], states, result)
+    (late,) = [w for w in result.pending if w.topic == "late"]
+    headers = dict(late.headers or [])
+    assert headers["laminar.source.topic"] == internal
+    assert (headers["laminar.source.offset"], headers["laminar.source.index"]) == ("5", "2")
+    assert FMT.decode_one(late.value)["id"] == 2
 
 
 def test_a_record_held_from_an_earlier_batch_names_its_message_offset() -> None:

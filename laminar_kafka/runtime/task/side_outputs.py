@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from laminar_kafka.formats.internal_batch import SPAN
 from laminar_kafka.kafka.dead_letter_format import (
+    SOURCE_INDEX_HEADER,
     SOURCE_OFFSET_HEADER,
     SOURCE_PARTITION_HEADER,
     SOURCE_TOPIC_HEADER,
@@ -20,9 +21,10 @@ from laminar_kafka.sinks.output import OutputHeader, OutputWriter
 from laminar_kafka.sources.kafka_reader import KafkaMessage
 
 
-def dead_letter_headers(letter: DeadLetter) -> list[tuple[str, bytes]]:
-    """The headers that say why `letter` is a dead letter and where it came from."""
-    origin = DeadLetterOrigin(letter.reason, letter.topic, letter.partition, letter.offset)
+def dead_letter_headers(letter: DeadLetter, index: int | None = None) -> list[tuple[str, bytes]]:
+    """The headers that say why `letter` is a dead letter and where it came from (`index`:
+    its place in an internal message)."""
+    origin = DeadLetterOrigin(letter.reason, letter.topic, letter.partition, letter.offset, index)
     return origin.headers()
 
 
@@ -62,12 +64,14 @@ def write_dead_letters(
         source = find(letter.offset)
         if source is not None and letter.value is None and letter.key is None:
             letter = replace(letter, key=source.key(), value=source.value())
+        index = None
         if isinstance(source, InternalRecord):  # named by its message's offset
-            place = "" if source.index is None else f" (record {source.index} of its message)"
+            index = source.index
+            place = "" if index is None else f" (record {index} of its message)"
             letter = replace(letter, offset=source.kafka_offset, reason=letter.reason + place)
         elif internal:  # of an earlier batch (a record held in state), or a result
             letter = replace(letter, offset=letter.offset // SPAN)
-        txn.produce(topic, letter.value, letter.key, dead_letter_headers(letter))
+        txn.produce(topic, letter.value, letter.key, dead_letter_headers(letter, index))
     written = len(letters)
     count_reasons(reasons, letters)
     letters.clear()
@@ -99,6 +103,8 @@ def write_late(
             (SOURCE_PARTITION_HEADER, str(source[1])),
             (SOURCE_OFFSET_HEADER, str(record.offset // SPAN if internal else record.offset)),
         ]
+        if isinstance(message, InternalRecord) and message.index is not None:
+            headers.append((SOURCE_INDEX_HEADER, str(message.index)))  # its place in the message
         kind, ts = message.timestamp()
         txn.produce(record.topic, message.value(), message.key(), headers, ts if kind else None)
     count = len(late)
