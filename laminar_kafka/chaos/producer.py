@@ -68,6 +68,12 @@ class TailHold:
 
     `gate`: a file created when the trickle begins (a fault armed with
     `LAMINAR_FAULT_GATE` waits for it, so that it meets input arriving).
+    `checkpoints`: how many checkpoints the pipeline committed so far; given, the
+    trickle sends at most `STEPS_PER_CHECKPOINT` steps per checkpoint committed since
+    it began (and that many before the first), so that on a machine slower than the
+    checkpoint interval it still lasts that many checkpoints and a late fault meets
+    input in flight: paced by the clock alone, it ran out before a crash point armed
+    for checkpoint 4 fired.
     """
 
     released: threading.Event
@@ -75,6 +81,30 @@ class TailHold:
     pause_s: float = 0.2
     gate: Path | None = None
     step: int = 1
+    checkpoints: Callable[[], int] | None = None
+
+
+STEPS_PER_CHECKPOINT = 5
+"""A trickle's steps per checkpoint: `ChaosSettings.tail_hold` paces one every fifth of
+the checkpoint interval."""
+
+
+@dataclass
+class _Trickle:
+    """How much of a held tail went, against what its checkpoints allow."""
+
+    hold: TailHold
+    sent: int = 0
+    since: int | None = None  # the checkpoints committed when the trickle began
+
+    def may_send(self) -> bool:
+        if self.hold.checkpoints is None:
+            return True
+        committed = self.hold.checkpoints()
+        if self.since is None:
+            self.since = committed
+        allowed = STEPS_PER_CHECKPOINT * self.hold.step * (committed - self.since + 1)
+        return self.sent < allowed
 
 
 @dataclass(frozen=True)
@@ -184,6 +214,7 @@ class PacedProducer:
 
         records, at = self._records, 0
         hold, wait = self._hold, self._wait
+        trickle = _Trickle(hold) if hold is not None else None
         held = int(len(records) * hold.share) if hold is not None else 0
         while at < len(records):
             if wait is not None and at == wait.index:
@@ -201,11 +232,13 @@ class PacedProducer:
                 at = end
                 self._stop.wait(self._pause_s)  # pacing
             else:
-                assert hold is not None
+                assert hold is not None and trickle is not None
                 if hold.gate is not None and not hold.gate.exists():
                     hold.gate.touch()
-                send(records[at : at + hold.step])
-                at += hold.step
+                if trickle.may_send():
+                    send(records[at : at + hold.step])
+                    at += hold.step
+                    trickle.sent += hold.step
                 hold.released.wait(hold.pause_s)
             if self._stop.is_set():  # cleanup() cuts the round short
                 return

@@ -127,7 +127,7 @@ class ChaosRound:
             *settings.run_args,
         ]
         self.planned = workload.plan(self.sources, parts)
-        self.hold = settings.tail_hold(round_dir, 2 * max(1, len(workload.sides)))
+        self.hold = settings.tail_hold(round_dir, 2 * max(1, len(workload.sides)), self._commits)
         self.repartitioned = {f.source.topic for f in pipeline.flows if f.sink.internal}
         wait = None
         if workload.watermarked_from is not None:
@@ -143,6 +143,11 @@ class ChaosRound:
             wait=wait,
         )
         self.apps: list[ChaosApp] = []
+
+    def _commits(self) -> int:
+        """Checkpoints committed so far, by every application of the round."""
+        events = (e for app in list(self.apps) for e in app.events())
+        return sum(1 for e in events if e.get("event") == "checkpoint_committed")
 
     def _watermarked(self) -> bool:
         return any(every_watermark_held(app.events()) for app in list(self.apps))

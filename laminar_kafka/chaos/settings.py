@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from laminar_kafka.chaos.producer import TailHold
+from laminar_kafka.chaos.producer import STEPS_PER_CHECKPOINT, TailHold
 
 
 @dataclass(frozen=True)
@@ -49,13 +49,15 @@ class ChaosSettings:
             return self.pause_s
         return 6 * self.checkpoint_interval_s / max(1, self.chunks)
 
-    def tail_hold(self, round_dir: Path, step: int = 1) -> TailHold:
+    def tail_hold(
+        self, round_dir: Path, step: int = 1, checkpoints: Callable[[], int] | None = None
+    ) -> TailHold:
         """The last quarter of the input trickles in (five times `step` records per
-        checkpoint interval) until the fault hits, so that a late fault still meets
-        input in flight; the trickle's start opens the round's fault gate (`fault_gate`)."""
-        return TailHold(
-            threading.Event(), 0.25, self.checkpoint_interval_s / 5, fault_gate(round_dir), step
-        )
+        checkpoint interval, and per checkpoint `checkpoints` counts) until the fault
+        hits, so that a late fault still meets input in flight; the trickle's start
+        opens the round's fault gate (`fault_gate`)."""
+        pause_s = self.checkpoint_interval_s / STEPS_PER_CHECKPOINT
+        return TailHold(threading.Event(), 0.25, pause_s, fault_gate(round_dir), step, checkpoints)
 
     @property
     def alignment_s(self) -> float:

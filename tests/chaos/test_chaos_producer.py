@@ -84,6 +84,30 @@ def test_a_held_tail_trickles_until_released_then_comes_at_once(
     assert producer.join(5) == 20
 
 
+def test_a_held_tail_sends_five_steps_per_checkpoint_committed(
+    kafka_bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory.create("paced", partitions=1)
+    records = [InputRecord(topic, 0, None, b"%d" % i) for i in range(40)]
+    committed, asked = [3], threading.Semaphore(0)
+
+    def checkpoints() -> int:
+        asked.release()
+        return committed[0]
+
+    hold = TailHold(threading.Event(), share=0.5, pause_s=0.01, step=2, checkpoints=checkpoints)
+    producer = PacedProducer(kafka_bootstrap, records, chunks=2, pause_s=0.0, hold=hold)
+    producer.start()
+    producer.wait_delivered(30, 30)  # the free half, and five steps of two
+    for _ in range(20):  # the trickle asks on: twenty times without a commit, nothing more
+        assert asked.acquire(timeout=30)
+    assert len(producer.delivered()) == 30
+    committed[0] = 4  # a checkpoint committed: five steps more
+    producer.wait_delivered(40, 30)
+    hold.released.set()
+    assert producer.join(5) == 40
+
+
 def test_records_from_a_wait_come_only_once_it_is_over(
     kafka_bootstrap: str, topic_factory: TopicFactory
 ) -> None:
