@@ -3,8 +3,9 @@
 Records arrive in chunks with a pause between them, so that kills meet a
 pipeline with input in flight. A fault that comes late (a crash point armed
 for checkpoint 4 on a slow machine) would find the input all in and
-committed; so the last part of the input can be held back (`TailHold`): it
-trickles in, one record at a time, until the round says the fault has hit.
+committed; so the last part of the input can be held back
+(`chaos/tail_hold.py`): it trickles in, a few records at a time, until the round
+says the fault has hit.
 A record the pipeline must not see before some state of the run (a late order,
 before a checkpoint holds every task's watermark) waits for it with all that
 follows (`WaitAt`).
@@ -22,11 +23,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from laminar_kafka.chaos.tail_hold import TailHold, Trickle
 from laminar_kafka.errors import LaminarError
 
 
@@ -60,51 +61,6 @@ class Delivered:
     @property
     def sent_at(self) -> float:
         return self.at if self.sent is None else self.sent
-
-
-@dataclass(frozen=True)
-class TailHold:
-    """Until `released` is set, the last `share` of the input goes `step` records per `pause_s`.
-
-    `gate`: a file created when the trickle begins (a fault armed with
-    `LAMINAR_FAULT_GATE` waits for it, so that it meets input arriving).
-    `checkpoints`: how many checkpoints the pipeline committed so far; given, the
-    trickle sends at most `STEPS_PER_CHECKPOINT` steps per checkpoint committed since
-    it began (and that many before the first), so that on a machine slower than the
-    checkpoint interval it still lasts that many checkpoints and a late fault meets
-    input in flight: paced by the clock alone, it ran out before a crash point armed
-    for checkpoint 4 fired.
-    """
-
-    released: threading.Event
-    share: float = 0.25
-    pause_s: float = 0.2
-    gate: Path | None = None
-    step: int = 1
-    checkpoints: Callable[[], int] | None = None
-
-
-STEPS_PER_CHECKPOINT = 5
-"""A trickle's steps per checkpoint: `ChaosSettings.tail_hold` paces one every fifth of
-the checkpoint interval."""
-
-
-@dataclass
-class _Trickle:
-    """How much of a held tail went, against what its checkpoints allow."""
-
-    hold: TailHold
-    sent: int = 0
-    since: int | None = None  # the checkpoints committed when the trickle began
-
-    def may_send(self) -> bool:
-        if self.hold.checkpoints is None:
-            return True
-        committed = self.hold.checkpoints()
-        if self.since is None:
-            self.since = committed
-        allowed = STEPS_PER_CHECKPOINT * self.hold.step * (committed - self.since + 1)
-        return self.sent < allowed
 
 
 @dataclass(frozen=True)
@@ -214,7 +170,7 @@ class PacedProducer:
 
         records, at = self._records, 0
         hold, wait = self._hold, self._wait
-        trickle = _Trickle(hold) if hold is not None else None
+        trickle = Trickle(hold) if hold is not None else None
         held = int(len(records) * hold.share) if hold is not None else 0
         while at < len(records):
             if wait is not None and at == wait.index:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from laminar_kafka.chaos.producer import STEPS_PER_CHECKPOINT, TailHold
+from laminar_kafka.chaos.tail_hold import STEPS_PER_CHECKPOINT, TailHold
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from laminar_kafka.chaos.producer import InputRecord, PacedProducer, TailHold, WaitAt
+from laminar_kafka.chaos.producer import InputRecord, PacedProducer, WaitAt
+from laminar_kafka.chaos.tail_hold import TailHold
 from laminar_kafka.control.headers import CONTROL_HEADER
 from laminar_kafka.errors import LaminarError
 from laminar_kafka.testing import TopicFactory
