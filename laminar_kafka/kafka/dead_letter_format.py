@@ -24,6 +24,21 @@ SOURCE_INDEX_HEADER = "laminar.source.index"
 Header = tuple[str, str | bytes | None]
 
 
+def source_headers(
+    topic: str, partition: int, offset: int, index: int | None = None
+) -> list[tuple[str, str]]:
+    """Where a record came from, as the headers of a dead letter or a late record carry
+    it (`index`: its place in an internal message)."""
+    headers = [
+        (SOURCE_TOPIC_HEADER, topic),
+        (SOURCE_PARTITION_HEADER, str(partition)),
+        (SOURCE_OFFSET_HEADER, str(offset)),
+    ]
+    if index is not None:
+        headers.append((SOURCE_INDEX_HEADER, str(index)))
+    return headers
+
+
 @dataclass(frozen=True)
 class DeadLetterOrigin:
     """A dead letter's reason and its source record's topic, partition and offset."""
@@ -37,15 +52,8 @@ class DeadLetterOrigin:
 
     def headers(self) -> list[tuple[str, bytes]]:
         """The headers written on the dead letter, in this order."""
-        headers = [
-            (ERROR_HEADER, self.reason.encode()),
-            (SOURCE_TOPIC_HEADER, self.topic.encode()),
-            (SOURCE_PARTITION_HEADER, str(self.partition).encode()),
-            (SOURCE_OFFSET_HEADER, str(self.offset).encode()),
-        ]
-        if self.index is not None:
-            headers.append((SOURCE_INDEX_HEADER, str(self.index).encode()))
-        return headers
+        where = source_headers(self.topic, self.partition, self.offset, self.index)
+        return [(ERROR_HEADER, self.reason.encode())] + [(n, v.encode()) for n, v in where]
 
     @classmethod
     def from_headers(cls, headers: Iterable[Header] | None) -> DeadLetterOrigin:

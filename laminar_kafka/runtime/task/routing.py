@@ -116,14 +116,13 @@ def _fitting(
     ctx: BatchContext,
     offsets_out: list[int] | None,
 ) -> Routed:
-    big = too_large(limit, routed[0], routed[1])
-    for i, size in big.items():
-        ctx.reject(
-            offsets[i],
+    def reason(size: int) -> str:
+        return (
             f"record of {size} bytes cannot cross to the next stage: {topic} accepts "
-            f"{limit} bytes (its max.message.bytes or the producer's message.max.bytes)",
+            f"{limit} bytes (its max.message.bytes or the producer's message.max.bytes)"
         )
-    keep = [i for i in range(len(offsets)) if i not in big]
+
+    keep = reject_too_large(limit, routed[0], routed[1], offsets, ctx, reason)
     if offsets_out is not None:
         offsets_out.extend(offsets[i] for i in keep)
     datas, keys, parts = routed
@@ -164,6 +163,22 @@ def too_large(
     """The size (value plus key) of each record larger than `limit` bytes, by index."""
     sizes = map(size_of, datas) if keys is None else map(_pair_size, datas, keys)
     return {i: size for i, size in enumerate(sizes) if size > limit}
+
+
+def reject_too_large(
+    limit: int,
+    datas: Sequence[bytes | None],
+    keys: Sequence[bytes | None] | None,
+    offsets: Sequence[int],
+    ctx: BatchContext,
+    reason: Callable[[int], str],
+) -> list[int]:
+    """The indexes of the records within `limit`; the others are dead letters with
+    `reason(size)`."""
+    big = too_large(limit, datas, keys)
+    for i, size in big.items():
+        ctx.reject(offsets[i], reason(size))
+    return [i for i in range(len(datas)) if i not in big]
 
 
 def _pair_size(data: bytes | None, key: bytes | None) -> int:

@@ -8,13 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from laminar_kafka.formats.internal_batch import SPAN
-from laminar_kafka.kafka.dead_letter_format import (
-    SOURCE_INDEX_HEADER,
-    SOURCE_OFFSET_HEADER,
-    SOURCE_PARTITION_HEADER,
-    SOURCE_TOPIC_HEADER,
-    DeadLetterOrigin,
-)
+from laminar_kafka.kafka.dead_letter_format import DeadLetterOrigin, source_headers
 from laminar_kafka.operators.base import DeadLetter, LateRecord
 from laminar_kafka.runtime.task.internal_reading import InternalBatch, InternalRecord
 from laminar_kafka.sinks.output import OutputHeader, OutputWriter
@@ -97,14 +91,12 @@ def write_late(
             continue
         written.add((record.topic, record.offset))
         missed = ",".join(f"[{start},{end})" for start, end in record.windows)
+        offset = record.offset // SPAN if internal else record.offset
+        index = message.index if isinstance(message, InternalRecord) else None
         headers: list[OutputHeader] = [
             ("laminar.late.windows", missed),
-            (SOURCE_TOPIC_HEADER, source[0]),
-            (SOURCE_PARTITION_HEADER, str(source[1])),
-            (SOURCE_OFFSET_HEADER, str(record.offset // SPAN if internal else record.offset)),
+            *source_headers(source[0], source[1], offset, index),
         ]
-        if isinstance(message, InternalRecord) and message.index is not None:
-            headers.append((SOURCE_INDEX_HEADER, str(message.index)))  # its place in the message
         kind, ts = message.timestamp()
         txn.produce(record.topic, message.value(), message.key(), headers, ts if kind else None)
     count = len(late)

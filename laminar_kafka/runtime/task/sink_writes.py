@@ -21,7 +21,7 @@ from laminar_kafka.formats.internal import InternalFormat
 from laminar_kafka.operators.base import BatchContext, describe_error, result_time
 from laminar_kafka.runtime.task.event_clock import event_times_of
 from laminar_kafka.runtime.task.internal_messages import as_messages
-from laminar_kafka.runtime.task.routing import longest, route, too_large
+from laminar_kafka.runtime.task.routing import longest, reject_too_large, route
 from laminar_kafka.runtime.task.stamped_output import write_stamped
 from laminar_kafka.sinks.output import OutputWriter
 
@@ -131,14 +131,14 @@ def _drop_oversized(
     A record the broker refuses would fail the checkpoint's transaction, and the
     replay after the abort would fail it again, forever.
     """
-    big = too_large(limit, datas, keys)
-    for i, size in big.items():
-        ctx.reject(
-            offsets[i],
+
+    def reason(size: int) -> str:
+        return (
             f"output of {size} bytes is larger than {topic} accepts ({limit} bytes: "
-            "the topic's max.message.bytes or the producer's message.max.bytes)",
+            "the topic's max.message.bytes or the producer's message.max.bytes)"
         )
-    keep = [i for i in range(len(datas)) if i not in big]
+
+    keep = reject_too_large(limit, datas, keys, offsets, ctx, reason)
     return (
         [datas[i] for i in keep],
         [keys[i] for i in keep] if keys is not None else None,
