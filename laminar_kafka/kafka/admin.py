@@ -71,14 +71,17 @@ def ensure_topics(
 def watermark_offsets(
     consumer: Consumer, topic: str, partition: int, timeout_s: float = 30.0
 ) -> tuple[int, int]:
-    """(low, high) offsets of a partition, waiting for a just-created topic to be known."""
+    """(low, high) offsets of a partition, waiting for a just-created topic to be known
+    and its leader to answer, up to `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     while True:
+        left = max(0.01, min(10.0, deadline - time.monotonic()))
         try:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), left)
             return int(low), int(high)
         except KafkaException as exc:
-            # A topic created a moment ago may not be in this client's metadata yet.
+            # A topic created a moment ago may not be in this client's metadata yet, or
+            # its leader not leading yet (NOT_LEADER_FOR_PARTITION).
             if time.monotonic() > deadline:
                 raise LaminarError(
                     f"cannot read the offsets of {topic}[{partition}]: {exc}"

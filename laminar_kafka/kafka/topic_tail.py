@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from laminar_kafka.errors import BrokerError
+from laminar_kafka.errors import BrokerError, LaminarError
+from laminar_kafka.kafka.admin import watermark_offsets
 from laminar_kafka.kafka.clients import KafkaConnection, tail_reader
 from laminar_kafka.kafka.dead_letter_format import Header
 
@@ -89,9 +90,10 @@ def _read(consumer: Consumer, topic: str, limit: int, deadline: float, keep: Kee
     low: dict[int, int] = {}
     window_end: dict[int, int] = {}
     for p in partitions:
-        low[p], window_end[p] = consumer.get_watermark_offsets(
-            TopicPartition(topic, p), timeout=_left(deadline)
-        )
+        try:
+            low[p], window_end[p] = watermark_offsets(consumer, topic, p, _left(deadline))
+        except LaminarError as exc:
+            raise BrokerError(str(exc)) from None
     span = dict.fromkeys(partitions, 2 * max(limit, 1))
     kept: dict[int, list[TailRecord]] = {p: [] for p in partitions}
     complete = True
